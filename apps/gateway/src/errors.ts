@@ -1,0 +1,72 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { fieldViolationsOf } from "@loom/kit/errors";
+import type { Logger } from "@loom/kit/logger";
+import type { Context, Next } from "koa";
+
+/**
+ * The one table from error codes to HTTP (semantics.md §2). Services and the
+ * gateway raise ConnectErrors; only this file knows status codes.
+ * OUT_OF_RANGE is raised only by the gateway's body reader, for bodies over the limit.
+ */
+const httpOf: Partial<Record<Code, { status: number; type: string; retryAfter?: number }>> = {
+  [Code.InvalidArgument]: { status: 400, type: "ValidationError" },
+  [Code.Unauthenticated]: { status: 401, type: "Unauthorized" },
+  [Code.PermissionDenied]: { status: 403, type: "Forbidden" },
+  [Code.NotFound]: { status: 404, type: "NotFound" },
+  [Code.AlreadyExists]: { status: 409, type: "Conflict" },
+  [Code.Aborted]: { status: 409, type: "Conflict" },
+  [Code.FailedPrecondition]: { status: 409, type: "Conflict" },
+  [Code.OutOfRange]: { status: 413, type: "PayloadTooLarge" },
+  [Code.ResourceExhausted]: { status: 429, type: "RateLimited", retryAfter: 1 },
+  [Code.Unavailable]: { status: 503, type: "Unavailable", retryAfter: 5 },
+  [Code.DeadlineExceeded]: { status: 503, type: "Unavailable", retryAfter: 5 },
+};
+const serviceError = { status: 500, type: "ServiceError" };
+
+/** Koa's own HTTP errors (unknown path, wrong method) in the same body shape. */
+const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotAllowed", 501: "NotImplemented" };
+
+export interface ErrorItem {
+  message: string;
+  path?: string;
+}
+
+export function errorBody(type: string, errors: ErrorItem[], requestId: string) {
+  return { type, errors, request_id: requestId };
+}
+
+/** Catches everything below it and answers with the error shape; never leaks internals. */
+export function errorHandler(logger: Logger) {
+  return async (ctx: Context, next: Next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) {
+        throw new ConnectError(`no route for ${ctx.method} ${ctx.path}`, Code.NotFound);
+      }
+    } catch (error) {
+      const requestId = String(ctx.state.requestId ?? "");
+      const koaStatus = (error as { status?: unknown }).status;
+      if (!(error instanceof ConnectError) && typeof koaStatus === "number" && typeOfStatus[koaStatus]) {
+        ctx.status = koaStatus;
+        ctx.body = errorBody(typeOfStatus[koaStatus]!, [{ message: (error as Error).message }], requestId);
+        return;
+      }
+      const known = error instanceof ConnectError ? httpOf[error.code] : undefined;
+      if (!known) {
+        logger.error({ err: error, request_id: requestId, method: ctx.method, path: ctx.path }, "request failed");
+        ctx.status = serviceError.status;
+        ctx.body = errorBody(serviceError.type, [{ message: "internal error" }], requestId);
+        return;
+      }
+      const connectError = error as ConnectError;
+      const violations = fieldViolationsOf(connectError);
+      ctx.status = known.status;
+      if (known.retryAfter) ctx.set("Retry-After", String(known.retryAfter));
+      ctx.body = errorBody(
+        known.type,
+        violations.length > 0 ? violations.map((v) => ({ message: v.message, path: v.path })) : [{ message: connectError.rawMessage }],
+        requestId,
+      );
+    }
+  };
+}

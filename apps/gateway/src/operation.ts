@@ -1,0 +1,73 @@
+import type { Context } from "koa";
+import type { Router } from "@koa/router";
+import type { z } from "zod";
+import { headersFor, type Principal } from "@loom/kit/principal";
+import { bodyLimits, readJsonBody } from "./body.ts";
+import { parseInput } from "./validation.ts";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
+
+/** What a handler gets: validated input, the principal, and options for its RPC calls. */
+export interface OperationInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  principal: Principal;
+  /** Pass to every RPC: carries the principal and the request id to services. */
+  call: { headers: Record<string, string>; signal: AbortSignal };
+  ctx: Context;
+}
+
+/**
+ * One public operation: where it lives, what it takes, what it answers. The
+ * same object mounts the route and documents it in /openapi.json, so the two
+ * cannot drift apart.
+ */
+export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+  id: string;
+  method: HttpMethod;
+  /** OpenAPI-style path, e.g. `/api-keys/{api_key_id}`. */
+  path: string;
+  summary: string;
+  params?: P;
+  query?: Q;
+  body?: { schema: B; required: boolean; limit?: number };
+  response: { status: number; description: string; schema?: z.ZodType };
+  handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
+}
+
+export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(op: Operation<P, Q, B>): Operation {
+  return op as unknown as Operation;
+}
+
+/** `/api-keys/{api_key_id}` → `/api-keys/:api_key_id` */
+export function routerPath(path: string): string {
+  return path.replace(/\{(\w+)\}/g, ":$1");
+}
+
+export function mountOperations(router: Router, operations: Operation[]): void {
+  for (const op of operations) {
+    router.register(routerPath(op.path), [op.method], async (ctx: Context) => {
+      const params = op.params ? parseInput("path", op.params, ctx.params) : {};
+      const query = op.query ? parseInput("query", op.query, ctx.query) : {};
+      let body: unknown;
+      if (op.body) {
+        const raw = await readJsonBody(ctx, op.body.limit ?? bodyLimits.default);
+        body = raw === undefined && !op.body.required ? undefined : parseInput("body", op.body.schema, raw);
+      }
+      const principal = ctx.state.principal as Principal;
+      const abort = new AbortController();
+      ctx.req.once("close", () => abort.abort());
+      const result = await op.handle({
+        params,
+        query,
+        body,
+        principal,
+        call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal: abort.signal },
+        ctx,
+      });
+      ctx.status = op.response.status;
+      if (op.response.status !== 204) ctx.body = result;
+    });
+  }
+}

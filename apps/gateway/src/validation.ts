@@ -1,0 +1,52 @@
+import { z } from "zod";
+import { invalidArgument } from "@loom/kit/errors";
+import { isUuid } from "@loom/kit/ids";
+import { pageBounds } from "@loom/kit/paging";
+import { lengthProblem } from "@loom/kit/text";
+
+/**
+ * Parses one part of a request (`path`, `query` or `body`) with a zod schema;
+ * every problem becomes one `errors` item with its public path.
+ */
+export function parseInput<S extends z.ZodType>(part: "path" | "query" | "body", schema: S, value: unknown): z.output<S> {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw invalidArgument(
+    result.error.issues.map((issue) => ({ path: publicPath(part, issue.path), message: issue.message })),
+  );
+}
+
+function publicPath(part: string, path: PropertyKey[]): string {
+  return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
+}
+
+/** A name bounded in characters (code points), per semantics.md §9. */
+export function boundedName(max: number) {
+  return z.string().check((ctx) => {
+    const problem = lengthProblem(ctx.value, 1, max);
+    if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
+  });
+}
+
+/** A path or body identifier in the public API's uuid shape; normalized to lower case. */
+export const uuid = z
+  .string()
+  .refine(isUuid, { message: "must be a uuid" })
+  .transform((v) => v.toLowerCase());
+
+/** An integer query parameter, sent as a string. */
+export function integerParam(min: number, max: number, fallback: number) {
+  return z
+    .string()
+    .regex(/^-?\d+$/, "must be an integer")
+    .transform(Number)
+    .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .optional()
+    .transform((v) => v ?? fallback);
+}
+
+/** `page` and `page_size` of every page-numbered list (semantics.md §4). */
+export const pageQuery = z.object({
+  page: integerParam(1, Number.MAX_SAFE_INTEGER, pageBounds.defaultPage),
+  page_size: integerParam(1, pageBounds.maxPageSize, pageBounds.defaultPageSize),
+});

@@ -1,0 +1,39 @@
+import type { Logger } from "@loom/kit/logger";
+import { newId } from "@loom/kit/ids";
+import type { IdentityStore } from "./store/port.ts";
+import { hashApiKeySecret, newApiKeySecret } from "./api-key-secret.ts";
+
+export interface BootstrapOptions {
+  email: string;
+  /** Exact key value to seed (from a deployment secret); generated when absent. */
+  apiKey?: string;
+}
+
+/**
+ * With an empty store, creates the first user, organization and organization
+ * API key (semantics.md §3). The store's bootstrap claim makes concurrent
+ * first starts of several replicas create them once. Returns the generated
+ * key value when one was generated, so the caller can print it once.
+ */
+export async function bootstrapIdentity(store: IdentityStore, options: BootstrapOptions, logger: Logger): Promise<string | undefined> {
+  if ((await store.countUsers()) > 0) return undefined;
+  const now = new Date();
+  if (!(await store.claimBootstrap(now))) return undefined;
+  const organizationId = newId();
+  const userId = newId();
+  const value = options.apiKey ?? newApiKeySecret();
+  await store.insertOrganization({ id: organizationId, name: "Default organization", createdAt: now });
+  await store.insertUser({ id: userId, email: options.email, organizations: [organizationId], createdAt: now, updatedAt: now });
+  await store.insertApiKey({
+    id: newId(),
+    organizationId,
+    name: "bootstrap",
+    secretHash: hashApiKeySecret(value),
+    createdBy: userId,
+    createdAt: now,
+    updatedAt: now,
+    lastUsed: now,
+  });
+  logger.info({ email: options.email, organization_id: organizationId, user_id: userId }, "bootstrapped the first user, organization and API key");
+  return options.apiKey ? undefined : value;
+}

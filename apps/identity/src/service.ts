@@ -1,0 +1,203 @@
+import { timingSafeEqual } from "node:crypto";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { IdentityService, type ApiKeyOwner } from "@loom/proto/identity/v1/identity_pb";
+import { invalidArgument, notFound, permissionDenied, unauthenticated } from "@loom/kit/errors";
+import { newId } from "@loom/kit/ids";
+import type { Logger } from "@loom/kit/logger";
+import { pageInfo, pageWindow } from "@loom/kit/paging";
+import { requirePrincipal, type Principal } from "@loom/kit/principal";
+import type { RpcService } from "@loom/kit/rpc-service";
+import { lengthProblem } from "@loom/kit/text";
+import type { AccessTokenVerifier, TokenClaims } from "./access-tokens.ts";
+import { hashApiKeySecret, looksLikeApiKey, newApiKeySecret } from "./api-key-secret.ts";
+import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, UserRecord } from "./store/port.ts";
+
+export interface IdentityDeps {
+  store: IdentityStore;
+  /** Absent: access tokens are not accepted, only API keys. */
+  accessTokens?: AccessTokenVerifier;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/** `last_used` is written at most this often per key (semantics.md §3). */
+const lastUsedResolutionMs = 60_000;
+const apiKeyNameMax = 200;
+
+export function createIdentityService(deps: IdentityDeps): RpcService {
+  const { store } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  async function authenticateApiKey(credential: string): Promise<Principal> {
+    const hash = hashApiKeySecret(credential);
+    const key = await store.findApiKeyBySecretHash(hash);
+    if (!key || !timingSafeEqual(Buffer.from(key.secretHash, "hex"), Buffer.from(hash, "hex"))) throw unauthenticated();
+    const at = now();
+    const notBefore = new Date(at.getTime() - lastUsedResolutionMs);
+    if (key.lastUsed <= notBefore) await store.touchApiKey(key.id, at, notBefore);
+    return { userId: key.userId ?? key.createdBy, organizationId: key.organizationId };
+  }
+
+  async function authenticateToken(token: string): Promise<Principal> {
+    if (!deps.accessTokens) throw unauthenticated();
+    const claims = await deps.accessTokens.verify(token);
+    const user = (await store.findUserBySubject(claims.subject)) ?? (await provisionUser(claims));
+    const organizationId = claims.organizationId ?? user.organizations[0];
+    if (!organizationId || !user.organizations.includes(organizationId)) {
+      throw permissionDenied("the token's organization is not one of the user's organizations");
+    }
+    return { userId: user.id, organizationId };
+  }
+
+  /** A first valid token provisions its user into a personal organization. */
+  async function provisionUser(claims: TokenClaims): Promise<UserRecord> {
+    const at = now();
+    const organizationId = newId();
+    const label = claims.name ?? claims.email ?? claims.subject;
+    await store.insertOrganization({ id: organizationId, name: `${label}'s organization`, createdAt: at });
+    const user: UserRecord = {
+      id: newId(),
+      email: claims.email ?? `${claims.subject}@users.loom.invalid`,
+      name: claims.name,
+      organizations: [organizationId],
+      subject: claims.subject,
+      createdAt: at,
+      updatedAt: at,
+    };
+    if (await store.insertUser(user)) {
+      deps.logger.info({ user_id: user.id }, "provisioned a user from an access token");
+      return user;
+    }
+    // Another request provisioned the same subject first; use theirs.
+    const existing = await store.findUserBySubject(claims.subject);
+    if (!existing) throw new Error("user vanished during provisioning");
+    return existing;
+  }
+
+  /** A key the principal may see: its organization's keys, and of user keys only its own. */
+  async function visibleKey(principal: Principal, apiKeyId: string): Promise<ApiKeyRecord> {
+    const key = await store.getApiKey(apiKeyId);
+    if (!key || key.organizationId !== principal.organizationId || (key.userId !== undefined && key.userId !== principal.userId)) {
+      throw notFound("api key");
+    }
+    return key;
+  }
+
+  /** Which keys an owner names, after checking the principal may act for it. */
+  function ownedKeys(principal: Principal, owner: ApiKeyOwner | undefined): ApiKeyFilter & { userId?: string } {
+    switch (owner?.owner.case) {
+      case "userId":
+        if (owner.owner.value !== principal.userId) throw permissionDenied("you may manage only your own user API keys");
+        return { organizationId: principal.organizationId, userId: principal.userId };
+      case "organizationId":
+        if (owner.owner.value !== principal.organizationId) throw notFound("organization");
+        return { organizationId: principal.organizationId, organizationKeysOnly: true };
+      default:
+        throw invalidArgument([{ path: "owner", message: "a user or an organization must own the key" }]);
+    }
+  }
+
+  function checkName(name: string): void {
+    const problem = lengthProblem(name, 1, apiKeyNameMax);
+    if (problem) throw invalidArgument([{ path: "body.name", message: problem }]);
+  }
+
+  const impl: ServiceImpl<typeof IdentityService> = {
+    async authenticate(req) {
+      const credential = req.credential.trim();
+      if (credential === "") throw unauthenticated();
+      const principal = looksLikeApiKey(credential)
+        ? await authenticateApiKey(credential)
+        : credential.split(".").length === 3
+          ? await authenticateToken(credential)
+          : (() => {
+              throw unauthenticated();
+            })();
+      return { principal };
+    },
+
+    async listUsers(_req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const users = await store.listUsersOf(principal.organizationId);
+      return {
+        users: users.map((u) => ({
+          userId: u.id,
+          email: u.email,
+          name: u.name,
+          organizations: u.organizations,
+          createdAt: timestampFromDate(u.createdAt),
+          updatedAt: timestampFromDate(u.updatedAt),
+        })),
+      };
+    },
+
+    async createApiKey(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const owner = ownedKeys(principal, req.owner);
+      checkName(req.name);
+      const at = now();
+      const value = newApiKeySecret();
+      const key: ApiKeyRecord = {
+        id: newId(),
+        organizationId: principal.organizationId,
+        userId: owner.userId,
+        name: req.name,
+        secretHash: hashApiKeySecret(value),
+        createdBy: principal.userId,
+        createdAt: at,
+        updatedAt: at,
+        lastUsed: at,
+      };
+      await store.insertApiKey(key);
+      return { apiKey: apiKeyMessage(key), value };
+    },
+
+    async getApiKey(req, ctx) {
+      return { apiKey: apiKeyMessage(await visibleKey(requirePrincipal(ctx), req.apiKeyId)) };
+    },
+
+    async updateApiKey(req, ctx) {
+      const key = await visibleKey(requirePrincipal(ctx), req.apiKeyId);
+      if (req.name === undefined) return { apiKey: apiKeyMessage(key) };
+      checkName(req.name);
+      const renamed = await store.renameApiKey(key.id, req.name, now());
+      if (!renamed) throw notFound("api key");
+      return { apiKey: apiKeyMessage(renamed) };
+    },
+
+    async deleteApiKey(req, ctx) {
+      const key = await visibleKey(requirePrincipal(ctx), req.apiKeyId);
+      if (!(await store.deleteApiKey(key.id))) throw notFound("api key");
+      return {};
+    },
+
+    async listApiKeys(req, ctx) {
+      const filter = ownedKeys(requirePrincipal(ctx), req.owner);
+      const window = pageWindow(req.page);
+      const { items, totalCount } = await store.listApiKeys(filter, window.skip, window.pageSize);
+      return { apiKeys: items.map(apiKeyMessage), page: pageInfo(window, totalCount) };
+    },
+  };
+
+  return {
+    name: "identity",
+    routes: (router) => router.service(IdentityService, impl),
+    ready: () => store.ready(),
+    close: () => store.close(),
+  };
+}
+
+function apiKeyMessage(key: ApiKeyRecord) {
+  return {
+    apiKeyId: key.id,
+    organizationId: key.organizationId,
+    userId: key.userId ?? "",
+    name: key.name,
+    active: true,
+    createdBy: key.createdBy,
+    createdAt: timestampFromDate(key.createdAt),
+    updatedAt: timestampFromDate(key.updatedAt),
+    lastUsed: timestampFromDate(key.lastUsed),
+  };
+}

@@ -1,0 +1,60 @@
+import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+import { newestFirst } from "./port.ts";
+
+/** The embedded default and the fast test double. Copies on the way in and out, like a database would. */
+export function createMemoryIdentityStore(): IdentityStore {
+  const users = new Map<string, UserRecord>();
+  const organizations = new Map<string, OrganizationRecord>();
+  const keys = new Map<string, ApiKeyRecord>();
+  let bootstrapped = false;
+  const copy = <T>(value: T): T => structuredClone(value);
+  const matches = (key: ApiKeyRecord, filter: ApiKeyFilter) =>
+    key.organizationId === filter.organizationId && ("userId" in filter ? key.userId === filter.userId : key.userId === undefined);
+
+  return {
+    init: async () => {},
+    ready: async () => true,
+    close: async () => {},
+
+    async insertOrganization(org) {
+      organizations.set(org.id, copy(org));
+    },
+    async insertUser(user) {
+      if (user.subject && [...users.values()].some((u) => u.subject === user.subject)) return false;
+      users.set(user.id, copy(user));
+      return true;
+    },
+    getUser: async (id) => copy(users.get(id)),
+    findUserBySubject: async (subject) => copy([...users.values()].find((u) => u.subject === subject)),
+    listUsersOf: async (organizationId) =>
+      copy([...users.values()].filter((u) => u.organizations.includes(organizationId)).sort(newestFirst)),
+    countUsers: async () => users.size,
+    async claimBootstrap() {
+      if (bootstrapped) return false;
+      bootstrapped = true;
+      return true;
+    },
+
+    async insertApiKey(key) {
+      keys.set(key.id, copy(key));
+    },
+    getApiKey: async (id) => copy(keys.get(id)),
+    findApiKeyBySecretHash: async (hash) => copy([...keys.values()].find((k) => k.secretHash === hash)),
+    async renameApiKey(id, name, at) {
+      const key = keys.get(id);
+      if (!key) return undefined;
+      key.name = name;
+      key.updatedAt = at;
+      return copy(key);
+    },
+    async touchApiKey(id, at, notBefore) {
+      const key = keys.get(id);
+      if (key && key.lastUsed <= notBefore) key.lastUsed = at;
+    },
+    deleteApiKey: async (id) => keys.delete(id),
+    async listApiKeys(filter, skip, limit) {
+      const all = [...keys.values()].filter((k) => matches(k, filter)).sort(newestFirst);
+      return { items: copy(all.slice(skip, skip + limit)), totalCount: all.length };
+    },
+  };
+}

@@ -1,0 +1,76 @@
+/** What the identity service keeps, and the one port both adapters implement. */
+
+export interface UserRecord {
+  id: string;
+  email: string;
+  name?: string;
+  /** Organizations the user belongs to, first one is the default. */
+  organizations: string[];
+  /** The JWT `sub` that provisioned the user, if a token did. */
+  subject?: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export interface OrganizationRecord {
+  id: string;
+  name: string;
+  createdAt: Date;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  organizationId: string;
+  /** The owning user for a user key; absent for an organization key. */
+  userId?: string;
+  name: string;
+  /** SHA-256 of the secret, hex; the secret itself is never stored. */
+  secretHash: string;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+  lastUsed: Date;
+}
+
+export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { organizationKeysOnly: true });
+
+export interface Page<T> {
+  items: T[];
+  totalCount: number;
+}
+
+export interface IdentityStore {
+  /** Creates indexes; idempotent. */
+  init(): Promise<void>;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+
+  insertOrganization(org: OrganizationRecord): Promise<void>;
+  /** Inserts a user; resolves false when a user with this subject exists already. */
+  insertUser(user: UserRecord): Promise<boolean>;
+  getUser(id: string): Promise<UserRecord | undefined>;
+  findUserBySubject(subject: string): Promise<UserRecord | undefined>;
+  listUsersOf(organizationId: string): Promise<UserRecord[]>;
+  countUsers(): Promise<number>;
+
+  /**
+   * Takes the one-time bootstrap claim; only one caller ever gets true, so
+   * concurrent first starts of several replicas bootstrap once.
+   */
+  claimBootstrap(at: Date): Promise<boolean>;
+
+  insertApiKey(key: ApiKeyRecord): Promise<void>;
+  getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
+  findApiKeyBySecretHash(secretHash: string): Promise<ApiKeyRecord | undefined>;
+  renameApiKey(id: string, name: string, at: Date): Promise<ApiKeyRecord | undefined>;
+  /** Sets last_used to `at` unless it is already after `notBefore` (one write a minute at most). */
+  touchApiKey(id: string, at: Date, notBefore: Date): Promise<void>;
+  deleteApiKey(id: string): Promise<boolean>;
+  /** Newest first by created_at, ties by id descending. */
+  listApiKeys(filter: ApiKeyFilter, skip: number, limit: number): Promise<Page<ApiKeyRecord>>;
+}
+
+/** The list order of semantics.md §4: newest first, ties by id. */
+export function newestFirst(a: { createdAt: Date; id: string }, b: { createdAt: Date; id: string }): number {
+  return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}

@@ -1,0 +1,45 @@
+import { connectMongo } from "@loom/kit/mongo";
+import type { Logger } from "@loom/kit/logger";
+import type { RpcService } from "@loom/kit/rpc-service";
+import { createAccessTokenVerifier } from "./access-tokens.ts";
+import { bootstrapIdentity } from "./bootstrap.ts";
+import { createIdentityService } from "./service.ts";
+import { createMemoryIdentityStore } from "./store/memory.ts";
+import { createMongoIdentityStore } from "./store/mongo.ts";
+import type { IdentityStore } from "./store/port.ts";
+
+export interface IdentitySettings {
+  BOOTSTRAP_EMAIL: string;
+  BOOTSTRAP_API_KEY?: string | undefined;
+  ACCESS_TOKEN_SECRET?: string | undefined;
+  OIDC_JWKS_URL?: string | undefined;
+  OIDC_ISSUER?: string | undefined;
+  OIDC_AUDIENCE?: string | undefined;
+}
+
+/** MongoDB when a URL is given, else the in-memory store. */
+export async function openIdentityStore(mongo: { url?: string | undefined; db: string }): Promise<IdentityStore> {
+  if (!mongo.url) return createMemoryIdentityStore();
+  const handle = await connectMongo(mongo.url, mongo.db);
+  return createMongoIdentityStore(handle.db, handle.ping, handle.close);
+}
+
+/**
+ * Store → bootstrap → service: shared by main.ts, the all-in-one process and
+ * the tests. `bootstrapKey` is the generated key, set only on a first start.
+ */
+export async function wireIdentity(
+  store: IdentityStore,
+  settings: IdentitySettings,
+  logger: Logger,
+): Promise<{ service: RpcService; bootstrapKey: string | undefined }> {
+  await store.init();
+  const bootstrapKey = await bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
+  const accessTokens = createAccessTokenVerifier({
+    secret: settings.ACCESS_TOKEN_SECRET,
+    jwksUrl: settings.OIDC_JWKS_URL,
+    issuer: settings.OIDC_ISSUER,
+    audience: settings.OIDC_AUDIENCE,
+  });
+  return { service: createIdentityService({ store, accessTokens, logger }), bootstrapKey };
+}

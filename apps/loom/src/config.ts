@@ -1,0 +1,17 @@
+import { z } from "zod";
+import { env } from "@loom/kit/config";
+import { identitySettings } from "@loom/identity/config";
+
+/** The all-in-one process: embedded defaults, every setting optional. */
+export const loomConfigSchema = z.object({
+  ...identitySettings,
+  PORT: env.port(8080),
+  // Loopback by default: a laptop's first start prints an admin key.
+  HOST: z.string().default("127.0.0.1"),
+  /** Set it to keep data across restarts; unset keeps everything in memory. */
+  MONGODB_URL: env.url().optional(),
+  MONGODB_DB_PREFIX: z.string().default("loom_"),
+  LOG_LEVEL: env.logLevel(),
+});
+
+export type LoomConfig = z.infer<typeof loomConfigSchema>;

@@ -1,0 +1,34 @@
+import { randomBytes } from "node:crypto";
+import { createServer } from "node:http";
+import { buildApp } from "@loom/gateway/app";
+import { serviceClients } from "@loom/gateway/clients";
+import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import type { Logger } from "@loom/kit/logger";
+import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
+import { inProcessTransport } from "@loom/kit/transports";
+import type { LoomConfig } from "./config.ts";
+
+export interface EmbeddedLoom {
+  server: RunningServer;
+  /** The generated bootstrap key, on a first start only. */
+  bootstrapKey: string | undefined;
+}
+
+/**
+ * Every service and the gateway in one process. Services are called through
+ * an in-process Connect transport: the same contracts and interceptors as
+ * over HTTP, without the sockets.
+ */
+export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
+  const serviceToken = randomBytes(24).toString("base64url");
+  const identityStore = await openIdentityStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}identity` });
+  const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }));
+  const services = [identity.service];
+
+  const clients = serviceClients({ identity: inProcessTransport(services, serviceToken, logger) });
+  const { app } = buildApp({ clients, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
+  const server = await listen(createServer(app.callback()), config.PORT, config.HOST, async () => {
+    await Promise.all(services.map((s) => s.close()));
+  });
+  return { server, bootstrapKey: identity.bootstrapKey };
+}

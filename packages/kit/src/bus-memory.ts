@@ -1,0 +1,24 @@
+import type { Bus, Subscription } from "./bus.ts";
+import { subjectMatches } from "./bus.ts";
+
+type Listener = { pattern: string; onMessage: (data: Uint8Array, subject: string) => void };
+
+/** The bus within one process: the embedded default and a test double. */
+export function createMemoryBus(): Bus & { subscriberCount(): number } {
+  const listeners = new Set<Listener>();
+  return {
+    async publish(subject, data) {
+      for (const listener of [...listeners]) {
+        if (subjectMatches(listener.pattern, subject)) queueMicrotask(() => listener.onMessage(data, subject));
+      }
+    },
+    subscribe(pattern, onMessage): Subscription {
+      const listener = { pattern, onMessage };
+      listeners.add(listener);
+      return { unsubscribe: () => void listeners.delete(listener) };
+    },
+    ready: async () => true,
+    close: async () => listeners.clear(),
+    subscriberCount: () => listeners.size,
+  };
+}

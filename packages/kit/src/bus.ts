@@ -1,0 +1,28 @@
+/**
+ * Publish/subscribe between replicas (semantics.md §6, architecture.md "Events
+ * and the bus"). Subjects are dot-separated; a subscription may use `*` for one
+ * token and a trailing `>` for the rest, as NATS does. Delivery is at most
+ * once: the database is the record, the bus only says "look now".
+ */
+export interface Bus {
+  publish(subject: string, data: Uint8Array): Promise<void>;
+  subscribe(subject: string, onMessage: (data: Uint8Array, subject: string) => void): Subscription;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+export interface Subscription {
+  unsubscribe(): void;
+}
+
+/** Subject matching with NATS wildcards, for the in-process bus. */
+export function subjectMatches(pattern: string, subject: string): boolean {
+  const want = pattern.split(".");
+  const got = subject.split(".");
+  for (let i = 0; i < want.length; i++) {
+    if (want[i] === ">") return got.length > i;
+    if (i >= got.length) return false;
+    if (want[i] !== "*" && want[i] !== got[i]) return false;
+  }
+  return want.length === got.length;
+}

@@ -1,0 +1,67 @@
+import { timingSafeEqual } from "node:crypto";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import type { Logger } from "./logger.ts";
+import { isDependencyDown } from "./errors.ts";
+import { principalHeaders, principalKey } from "./principal.ts";
+
+/**
+ * Lets deliberate errors through and replaces everything else with a
+ * sanitized one: callers never see driver messages or stacks; the log does.
+ */
+export function sanitizeErrors(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (error) {
+      if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) throw error;
+      if (isDependencyDown(error)) {
+        logger.warn({ err: error, procedure: req.method.name }, "dependency unavailable");
+        throw new ConnectError("a dependency is unavailable, try again later", Code.Unavailable);
+      }
+      logger.error({ err: error, procedure: req.method.name }, "unexpected error");
+      throw new ConnectError("internal error", Code.Internal);
+    }
+  };
+}
+
+/** Debug-level access log of every RPC with its outcome and duration. */
+export function logCalls(logger: Logger): Interceptor {
+  return (next) => async (req) => {
+    const started = performance.now();
+    try {
+      const res = await next(req);
+      logger.debug({ procedure: req.method.name, ms: performance.now() - started }, "rpc ok");
+      return res;
+    } catch (error) {
+      const code = error instanceof ConnectError ? Code[error.code] : "Unknown";
+      logger.debug({ procedure: req.method.name, code, ms: performance.now() - started }, "rpc failed");
+      throw error;
+    }
+  };
+}
+
+/**
+ * Server side of the trust model: every RPC must carry the shared service
+ * token; the principal headers are read only then.
+ */
+export function trustGateway(serviceToken: string): Interceptor {
+  const expected = Buffer.from(serviceToken);
+  return (next) => async (req) => {
+    const given = Buffer.from(req.header.get(principalHeaders.serviceToken) ?? "");
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
+      throw new ConnectError("missing or wrong service token", Code.Unauthenticated);
+    }
+    const userId = req.header.get(principalHeaders.userId);
+    const organizationId = req.header.get(principalHeaders.organizationId);
+    if (userId && organizationId) req.contextValues.set(principalKey, { userId, organizationId });
+    return next(req);
+  };
+}
+
+/** Client side of the trust model: stamps the service token on every call. */
+export function sendServiceToken(serviceToken: string): Interceptor {
+  return (next) => (req) => {
+    req.header.set(principalHeaders.serviceToken, serviceToken);
+    return next(req);
+  };
+}

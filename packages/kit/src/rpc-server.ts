@@ -1,0 +1,89 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { Logger } from "./logger.ts";
+import type { RpcService } from "./rpc-service.ts";
+import { serverInterceptors } from "./transports.ts";
+
+export interface RpcServerOptions {
+  services: RpcService[];
+  serviceToken: string;
+  logger: Logger;
+  port?: number;
+  host?: string;
+}
+
+export interface RunningServer {
+  url: string;
+  port: number;
+  server: Server;
+  /** Stops accepting, finishes in-flight requests, then closes the services. */
+  close(): Promise<void>;
+}
+
+/**
+ * Serves services over Connect (HTTP/1.1; Connect, gRPC and gRPC-web
+ * protocols), plus `/healthz` (the process answers) and `/readyz` (every
+ * service's dependencies answer).
+ */
+export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
+  const { services, logger } = options;
+  const rpc = connectNodeAdapter({
+    routes: (router) => services.forEach((s) => s.routes(router)),
+    interceptors: serverInterceptors(options.serviceToken, logger),
+  });
+  const server = createServer((req, res) => {
+    if (req.url === "/healthz") return plain(res, 200, "ok");
+    if (req.url === "/readyz") {
+      void allReady(services).then((ok) => plain(res, ok ? 200 : 503, ok ? "ready" : "not ready"));
+      return;
+    }
+    rpc(req, res);
+  });
+  return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
+    await Promise.all(services.map((s) => s.close()));
+  });
+}
+
+export async function allReady(services: RpcService[]): Promise<boolean> {
+  const answers = await Promise.all(services.map((s) => s.ready().catch(() => false)));
+  return answers.every(Boolean);
+}
+
+function plain(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { "content-type": "text/plain" }).end(body);
+}
+
+/** Listens, and returns a handle whose close drains connections first. */
+export async function listen(
+  server: Server,
+  port: number,
+  host: string,
+  afterClose: () => Promise<void> = async () => {},
+): Promise<RunningServer> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      resolve();
+    });
+  });
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  let closing: Promise<void> | undefined;
+  return {
+    url: `http://${shownHost}:${address.port}`,
+    port: address.port,
+    server,
+    close: () =>
+      (closing ??= (async () => {
+        await new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeIdleConnections();
+        });
+        await afterClose();
+      })()),
+  };
+}
+
+export type { IncomingMessage };

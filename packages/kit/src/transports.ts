@@ -1,0 +1,36 @@
+import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import type { DescService } from "@bufbuild/protobuf";
+import type { Logger } from "./logger.ts";
+import type { RpcService } from "./rpc-service.ts";
+import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
+
+/** The interceptors every service runs, in order, wherever it is hosted. */
+export function serverInterceptors(serviceToken: string, logger: Logger): Interceptor[] {
+  return [logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
+}
+
+/** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */
+export function httpTransport(baseUrl: string, serviceToken: string): Transport {
+  return createConnectTransport({
+    baseUrl,
+    httpVersion: "1.1",
+    useBinaryFormat: true,
+    interceptors: [sendServiceToken(serviceToken)],
+  });
+}
+
+/**
+ * Calls services hosted in this same process through the same interceptors as
+ * over HTTP, minus the network: what the all-in-one process uses.
+ */
+export function inProcessTransport(services: RpcService[], serviceToken: string, logger: Logger): Transport {
+  return createRouterTransport((router) => services.forEach((s) => s.routes(router)), {
+    router: { interceptors: serverInterceptors(serviceToken, logger) },
+    transport: { interceptors: [sendServiceToken(serviceToken)], useBinaryFormat: true },
+  });
+}
+
+export function clientFor<S extends DescService>(service: S, transport: Transport): Client<S> {
+  return createClient(service, transport);
+}
