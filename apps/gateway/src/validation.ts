@@ -20,17 +20,24 @@ function publicPath(part: string, path: PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
 }
 
-/** A name bounded in characters (code points), per semantics.md §9. */
+/**
+ * A name bounded in characters (code points), per semantics.md §9. The bound
+ * is a custom check, so it is restated as metadata for /openapi.json.
+ */
 export function boundedName(max: number) {
-  return z.string().check((ctx) => {
-    const problem = lengthProblem(ctx.value, 1, max);
-    if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
-  });
+  return z
+    .string()
+    .check((ctx) => {
+      const problem = lengthProblem(ctx.value, 1, max);
+      if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
+    })
+    .meta({ minLength: 1, maxLength: max });
 }
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z
   .string()
+  .meta({ format: "uuid" })
   .refine(isUuid, { message: "must be a uuid" })
   .transform((v) => v.toLowerCase());
 

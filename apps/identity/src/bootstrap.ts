@@ -23,7 +23,7 @@ export async function bootstrapIdentity(store: IdentityStore, options: Bootstrap
   const userId = newId();
   const value = options.apiKey ?? newApiKeySecret();
   await store.insertOrganization({ id: organizationId, name: "Default organization", createdAt: now });
-  await store.insertUser({ id: userId, email: options.email, organizations: [organizationId], createdAt: now, updatedAt: now });
+  await store.insertUser({ id: userId, subject: `local:${userId}`, email: options.email, organizations: [organizationId], createdAt: now, updatedAt: now });
   await store.insertApiKey({
     id: newId(),
     organizationId,

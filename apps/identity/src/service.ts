@@ -21,7 +21,7 @@ export interface IdentityDeps {
   now?: () => Date;
 }
 
-/** `last_used` is written at most this often per key (semantics.md §3). */
+/** After its first use, a key's `last_used` is written at most this often (semantics.md §3). */
 const lastUsedResolutionMs = 60_000;
 const apiKeyNameMax = 200;
 
@@ -34,15 +34,15 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     const key = await store.findApiKeyBySecretHash(hash);
     if (!key || !timingSafeEqual(Buffer.from(key.secretHash, "hex"), Buffer.from(hash, "hex"))) throw unauthenticated();
     const at = now();
-    const notBefore = new Date(at.getTime() - lastUsedResolutionMs);
-    if (key.lastUsed <= notBefore) await store.touchApiKey(key.id, at, notBefore);
+    const neverUsed = key.lastUsed.getTime() === key.createdAt.getTime();
+    if (neverUsed || at.getTime() - key.lastUsed.getTime() >= lastUsedResolutionMs) await store.touchApiKey(key.id, at, key.lastUsed);
     return { userId: key.userId ?? key.createdBy, organizationId: key.organizationId };
   }
 
   async function authenticateToken(token: string): Promise<Principal> {
     if (!deps.accessTokens) throw unauthenticated();
     const claims = await deps.accessTokens.verify(token);
-    const user = (await store.findUserBySubject(claims.subject)) ?? (await provisionUser(claims));
+    const user = (await store.findUserBySubject(tokenSubject(claims))) ?? (await provisionUser(claims));
     const organizationId = claims.organizationId ?? user.organizations[0];
     if (!organizationId || !user.organizations.includes(organizationId)) {
       throw permissionDenied("the token's organization is not one of the user's organizations");
@@ -58,10 +58,10 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     await store.insertOrganization({ id: organizationId, name: `${label}'s organization`, createdAt: at });
     const user: UserRecord = {
       id: newId(),
+      subject: tokenSubject(claims),
       email: claims.email ?? `${claims.subject}@users.loom.invalid`,
       name: claims.name,
       organizations: [organizationId],
-      subject: claims.subject,
       createdAt: at,
       updatedAt: at,
     };
@@ -70,7 +70,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
       return user;
     }
     // Another request provisioned the same subject first; use theirs.
-    const existing = await store.findUserBySubject(claims.subject);
+    const existing = await store.findUserBySubject(tokenSubject(claims));
     if (!existing) throw new Error("user vanished during provisioning");
     return existing;
   }
@@ -186,6 +186,14 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     ready: () => store.ready(),
     close: () => store.close(),
   };
+}
+
+/**
+ * Token subjects live in their own namespace, apart from `local:` users, so no
+ * token can name its way into a user it did not provision.
+ */
+function tokenSubject(claims: TokenClaims): string {
+  return `jwt:${claims.subject}`;
 }
 
 function apiKeyMessage(key: ApiKeyRecord) {

@@ -20,7 +20,7 @@ export function createMemoryIdentityStore(): IdentityStore {
       organizations.set(org.id, copy(org));
     },
     async insertUser(user) {
-      if (user.subject && [...users.values()].some((u) => u.subject === user.subject)) return false;
+      if ([...users.values()].some((u) => u.subject === user.subject)) return false;
       users.set(user.id, copy(user));
       return true;
     },
@@ -47,9 +47,9 @@ export function createMemoryIdentityStore(): IdentityStore {
       key.updatedAt = at;
       return copy(key);
     },
-    async touchApiKey(id, at, notBefore) {
+    async touchApiKey(id, at, seen) {
       const key = keys.get(id);
-      if (key && key.lastUsed <= notBefore) key.lastUsed = at;
+      if (key && key.lastUsed.getTime() === seen.getTime()) key.lastUsed = at;
     },
     deleteApiKey: async (id) => keys.delete(id),
     async listApiKeys(filter, skip, limit) {

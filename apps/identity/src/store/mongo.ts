@@ -25,7 +25,7 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
 
   return {
     async init() {
-      await users.createIndex({ subject: 1 }, { unique: true, partialFilterExpression: { subject: { $type: "string" } } });
+      await users.createIndex({ subject: 1 }, { unique: true });
       await users.createIndex({ organizations: 1 });
       await keys.createIndex({ secretHash: 1 }, { unique: true });
       await keys.createIndex({ organizationId: 1, userId: 1, createdAt: -1, _id: -1 });
@@ -71,8 +71,8 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
       const doc = await keys.findOneAndUpdate({ _id: id }, { $set: { name, updatedAt: at } }, { returnDocument: "after" });
       return fromDoc<ApiKeyRecord>(doc);
     },
-    async touchApiKey(id, at, notBefore) {
-      await keys.updateOne({ _id: id, lastUsed: { $lte: notBefore } }, { $set: { lastUsed: at } });
+    async touchApiKey(id, at, seen) {
+      await keys.updateOne({ _id: id, lastUsed: seen }, { $set: { lastUsed: at } });
     },
     deleteApiKey: async (id) => (await keys.deleteOne({ _id: id })).deletedCount === 1,
     async listApiKeys(filter, skip, limit) {

@@ -6,8 +6,8 @@ export interface UserRecord {
   name?: string;
   /** Organizations the user belongs to, first one is the default. */
   organizations: string[];
-  /** The JWT `sub` that provisioned the user, if a token did. */
-  subject?: string;
+  /** Unique: `jwt:<sub>` for a user an access token provisioned, `local:<id>` for one no token made. */
+  subject: string;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -63,8 +63,8 @@ export interface IdentityStore {
   getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
   findApiKeyBySecretHash(secretHash: string): Promise<ApiKeyRecord | undefined>;
   renameApiKey(id: string, name: string, at: Date): Promise<ApiKeyRecord | undefined>;
-  /** Sets last_used to `at` unless it is already after `notBefore` (one write a minute at most). */
-  touchApiKey(id: string, at: Date, notBefore: Date): Promise<void>;
+  /** Sets last_used to `at` if it is still `seen` (compare-and-set: concurrent uses write once). */
+  touchApiKey(id: string, at: Date, seen: Date): Promise<void>;
   deleteApiKey(id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id descending. */
   listApiKeys(filter: ApiKeyFilter, skip: number, limit: number): Promise<Page<ApiKeyRecord>>;

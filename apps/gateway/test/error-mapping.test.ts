@@ -1,0 +1,58 @@
+import { createServer } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
+import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { createLogger } from "@loom/kit/logger";
+import { listen, type RunningServer } from "@loom/kit/rpc-server";
+import { apiClient } from "@loom/testing/http";
+import { buildApp } from "../src/app.ts";
+import { serviceClients } from "../src/clients.ts";
+
+/** The gateway's one mapping table, driven by an identity double that fails on demand. */
+describe("RPC errors become the HTTP errors of semantics.md §2", () => {
+  let gateway: RunningServer;
+  beforeAll(async () => {
+    const identity = createRouterTransport((router) =>
+      router.service(IdentityService, {
+        authenticate: async ({ credential }) => {
+          const [kind] = credential.split("-");
+          if (kind === "raw") throw new Error("MongoServerError: E11000 at /srv/app/node_modules/mongodb/lib/x.js:1:2");
+          const code = Code[kind as keyof typeof Code];
+          throw new ConnectError(`failed with ${kind}`, code);
+        },
+      }),
+    );
+    const { app } = buildApp({ clients: serviceClients({ identity }), logger: createLogger("test", "silent"), ready: async () => false });
+    gateway = await listen(createServer(app.callback()), 0, "127.0.0.1");
+  });
+  afterAll(() => gateway?.close());
+
+  it.each([
+    ["InvalidArgument", 400, "ValidationError"],
+    ["Unauthenticated", 401, "Unauthorized"],
+    ["PermissionDenied", 403, "Forbidden"],
+    ["NotFound", 404, "NotFound"],
+    ["AlreadyExists", 409, "Conflict"],
+    ["FailedPrecondition", 409, "Conflict"],
+    ["ResourceExhausted", 429, "RateLimited"],
+    ["Unavailable", 503, "Unavailable"],
+    ["Internal", 500, "ServiceError"],
+    ["Unknown", 500, "ServiceError"],
+  ])("%s → %i %s", async (code, status, type) => {
+    const res = await apiClient(gateway.url, `${code}-x`).get("/users");
+    expect(res.status).toBe(status);
+    expect(res.body.type).toBe(type);
+    if (status === 429 || status === 503) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
+    if (status === 500) expect(res.body.errors).toEqual([{ message: "internal error" }]);
+  });
+
+  it("never leaks a driver message or a stack", async () => {
+    const res = await apiClient(gateway.url, "raw-x").get("/users");
+    expect(res.status).toBe(500);
+    expect(JSON.stringify(res.body)).not.toMatch(/Mongo|E11000|node_modules/);
+  });
+
+  it("answers /readyz with 503 while the services are not ready", async () => {
+    expect((await apiClient(gateway.url).get("/readyz")).status).toBe(503);
+  });
+});

@@ -1,0 +1,51 @@
+import { createServer } from "node:http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { exportJWK, generateKeyPair, SignJWT } from "jose";
+import { listen, type RunningServer } from "@loom/kit/rpc-server";
+import { createAccessTokenVerifier } from "../src/access-tokens.ts";
+
+type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
+
+/** JWKS verification against a real JWKS endpoint on port 0, as an OpenID provider serves it. */
+describe("access tokens verified against a JWKS URL", () => {
+  let jwks: RunningServer;
+  let privateKey: SigningKey;
+  let otherKey: SigningKey;
+
+  beforeAll(async () => {
+    const pair = await generateKeyPair("RS256");
+    privateKey = pair.privateKey;
+    otherKey = (await generateKeyPair("RS256")).privateKey;
+    const jwk = { ...(await exportJWK(pair.publicKey)), kid: "k1", alg: "RS256", use: "sig" };
+    jwks = await listen(
+      createServer((_req, res) => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ keys: [jwk] }))),
+      0,
+      "127.0.0.1",
+    );
+  });
+  afterAll(() => jwks?.close());
+
+  const sign = (key: SigningKey, claims: Record<string, unknown>, audience = "loom", issuer = "https://idp.example") =>
+    new SignJWT(claims).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer(issuer).setAudience(audience).setExpirationTime("5m").sign(key);
+
+  const verifier = () =>
+    createAccessTokenVerifier({ jwksUrl: `${jwks.url}/.well-known/jwks.json`, issuer: "https://idp.example", audience: "loom" })!;
+
+  it("accepts a token signed by the provider's key and reads its claims", async () => {
+    const claims = await verifier().verify(await sign(privateKey, { sub: "u1", email: "u1@example.com", name: "U One", org_id: "o1" }));
+    expect(claims).toEqual({ subject: "u1", email: "u1@example.com", name: "U One", organizationId: "o1" });
+  });
+
+  it.each([
+    ["another key", () => sign(otherKey, { sub: "u1" })],
+    ["another audience", () => sign(privateKey, { sub: "u1" }, "someone-else")],
+    ["another issuer", () => sign(privateKey, { sub: "u1" }, "loom", "https://evil.example")],
+    ["no subject", () => sign(privateKey, {})],
+  ])("rejects a token with %s as UNAUTHENTICATED", async (_what, token) => {
+    await expect(verifier().verify(await token())).rejects.toMatchObject({ code: 16 });
+  });
+
+  it("is off when neither a secret nor a JWKS URL is configured", () => {
+    expect(createAccessTokenVerifier({})).toBeUndefined();
+  });
+});

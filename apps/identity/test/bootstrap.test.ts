@@ -1,0 +1,63 @@
+import { describe, expect, it } from "vitest";
+import { createLogger } from "@loom/kit/logger";
+import { bootstrapIdentity } from "../src/bootstrap.ts";
+import { createMemoryIdentityStore } from "../src/store/memory.ts";
+import { createIdentityService } from "../src/service.ts";
+import { createRouterTransport, createClient } from "@connectrpc/connect";
+import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { signAccessToken, testTokenSecret } from "@loom/testing/tokens";
+import { createAccessTokenVerifier } from "../src/access-tokens.ts";
+
+const logger = createLogger("test", "silent");
+
+function identityClient(store = createMemoryIdentityStore()) {
+  const service = createIdentityService({ store, logger });
+  return createClient(IdentityService, createRouterTransport((router) => service.routes(router)));
+}
+
+describe("bootstrap", () => {
+  it("generates a key on an empty store, once, and the key authenticates", async () => {
+    const store = createMemoryIdentityStore();
+    const value = await bootstrapIdentity(store, { email: "admin@localhost" }, logger);
+    expect(value).toMatch(/^loom_[A-Za-z0-9_-]{43}$/);
+    expect(await bootstrapIdentity(store, { email: "admin@localhost" }, logger)).toBeUndefined();
+    expect(await store.countUsers()).toBe(1);
+    const { principal } = await identityClient(store).authenticate({ credential: value! });
+    expect(principal?.organizationId).toBeTruthy();
+  });
+
+  it("seeds the exact BOOTSTRAP_API_KEY value and does not print it", async () => {
+    const store = createMemoryIdentityStore();
+    const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
+    expect(await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger)).toBeUndefined();
+    const { principal } = await identityClient(store).authenticate({ credential: seeded });
+    const users = await store.listUsersOf(principal!.organizationId);
+    expect(users.map((u) => u.email)).toEqual(["ops@example.com"]);
+  });
+
+  it("never bootstraps a store that has users", async () => {
+    const store = createMemoryIdentityStore();
+    await store.insertUser({ id: "u", subject: "local:u", email: "x@y", organizations: [], createdAt: new Date(), updatedAt: new Date() });
+    expect(await bootstrapIdentity(store, { email: "admin@localhost" }, logger)).toBeUndefined();
+    expect(await store.countUsers()).toBe(1);
+  });
+});
+
+describe("the service trusts only what it should", () => {
+  it("refuses principal-scoped RPCs without a principal", async () => {
+    await expect(identityClient().listUsers({})).rejects.toMatchObject({ code: 16 });
+  });
+
+  it("does not let a token whose subject looks local take over a local user", async () => {
+    const store = createMemoryIdentityStore();
+    const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
+    await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger);
+    const service = createIdentityService({ store, logger, accessTokens: createAccessTokenVerifier({ secret: testTokenSecret }) });
+    const client = createClient(IdentityService, createRouterTransport((router) => service.routes(router)));
+    const admin = (await client.authenticate({ credential: seeded })).principal!;
+    const token = await signAccessToken({ sub: `local:${admin.userId}` });
+    const impostor = (await client.authenticate({ credential: token })).principal!;
+    expect(impostor.userId).not.toBe(admin.userId);
+    expect(impostor.organizationId).not.toBe(admin.organizationId);
+  });
+});

@@ -1,0 +1,87 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { newId } from "@loom/kit/ids";
+import { openIdentityStore } from "../src/wiring.ts";
+import type { ApiKeyRecord, IdentityStore } from "../src/store/port.ts";
+
+/** One contract, both adapters: what the service relies on from any identity store. */
+describe.each(storeKinds("identity store contract"))("identity store contract (%s)", (kind) => {
+  let store: IdentityStore;
+  const db = freshDatabaseName();
+  const org = newId();
+
+  beforeAll(async () => {
+    store = await openIdentityStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    await store.init();
+    await store.init(); // idempotent
+  });
+  afterAll(async () => {
+    await store.close();
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const key = (over: Partial<ApiKeyRecord> = {}): ApiKeyRecord => {
+    const at = new Date();
+    return { id: newId(), organizationId: org, name: "k", secretHash: newId(), createdBy: "u", createdAt: at, updatedAt: at, lastUsed: at, ...over };
+  };
+
+  it("round-trips a user and refuses a second user with the same subject", async () => {
+    const at = new Date("2026-01-02T03:04:05.678Z");
+    const user = { id: newId(), subject: "jwt:a", email: "a@x", organizations: [org], createdAt: at, updatedAt: at };
+    expect(await store.insertUser(user)).toBe(true);
+    expect(await store.insertUser({ ...user, id: newId() })).toBe(false);
+    expect(await store.getUser(user.id)).toEqual(user);
+    expect(await store.findUserBySubject("jwt:a")).toEqual(user);
+    expect(await store.findUserBySubject("jwt:nobody")).toBeUndefined();
+    expect((await store.listUsersOf(org)).map((u) => u.id)).toEqual([user.id]);
+    expect(await store.listUsersOf(newId())).toEqual([]);
+  });
+
+  it("grants the bootstrap claim exactly once", async () => {
+    const claims = await Promise.all([store.claimBootstrap(new Date()), store.claimBootstrap(new Date()), store.claimBootstrap(new Date())]);
+    expect(claims.filter(Boolean)).toHaveLength(1);
+    expect(await store.claimBootstrap(new Date())).toBe(false);
+  });
+
+  it("finds keys by id and by secret hash, renames and deletes them", async () => {
+    const k = key({ name: "first" });
+    await store.insertApiKey(k);
+    expect(await store.getApiKey(k.id)).toEqual(k);
+    expect(await store.findApiKeyBySecretHash(k.secretHash)).toEqual(k);
+    const at = new Date(k.createdAt.getTime() + 1000);
+    expect(await store.renameApiKey(k.id, "second", at)).toEqual({ ...k, name: "second", updatedAt: at });
+    expect(await store.renameApiKey(newId(), "x", at)).toBeUndefined();
+    expect(await store.deleteApiKey(k.id)).toBe(true);
+    expect(await store.deleteApiKey(k.id)).toBe(false);
+    expect(await store.getApiKey(k.id)).toBeUndefined();
+    expect(await store.findApiKeyBySecretHash(k.secretHash)).toBeUndefined();
+  });
+
+  it("touches last_used only if it is still what the caller saw", async () => {
+    const k = key();
+    await store.insertApiKey(k);
+    const first = new Date(k.lastUsed.getTime() + 10);
+    await store.touchApiKey(k.id, first, k.lastUsed);
+    await store.touchApiKey(k.id, new Date(first.getTime() + 10), k.lastUsed); // lost the race: no write
+    expect((await store.getApiKey(k.id))?.lastUsed).toEqual(first);
+  });
+
+  it("lists a user's keys or an organization's own keys, newest first, ties by id, with a total", async () => {
+    const owner = newId();
+    const same = new Date("2026-05-05T05:05:05.000Z");
+    const userKeys = [
+      key({ userId: owner, createdAt: new Date("2026-05-05T05:05:04.000Z") }),
+      key({ userId: owner, createdAt: same }),
+      key({ userId: owner, createdAt: same }),
+    ];
+    const orgKey = key({ organizationId: owner });
+    for (const k of [...userKeys, orgKey]) await store.insertApiKey(k);
+    const expected = [userKeys[1]!, userKeys[2]!].sort((a, b) => (a.id < b.id ? 1 : -1)).concat(userKeys[0]!);
+    const page1 = await store.listApiKeys({ organizationId: org, userId: owner }, 0, 2);
+    const page2 = await store.listApiKeys({ organizationId: org, userId: owner }, 2, 2);
+    expect(page1.totalCount).toBe(3);
+    expect([...page1.items, ...page2.items].map((k) => k.id)).toEqual(expected.map((k) => k.id));
+    const orgKeys = await store.listApiKeys({ organizationId: owner, organizationKeysOnly: true }, 0, 10);
+    expect(orgKeys.items.map((k) => k.id)).toEqual([orgKey.id]);
+  });
+});

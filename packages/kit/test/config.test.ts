@@ -1,0 +1,25 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ConfigError, env, loadConfig } from "../src/config.ts";
+
+const schema = z.object({ PORT: env.port(8080), SERVICE_TOKEN: z.string().min(16), MONGODB_URL: env.url().optional() });
+
+describe("configuration from the environment", () => {
+  it("applies defaults and treats empty variables as unset", () => {
+    expect(loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), MONGODB_URL: "" })).toEqual({ PORT: 8080, SERVICE_TOKEN: "x".repeat(16) });
+  });
+
+  it("fails fast naming every bad variable", () => {
+    let error: unknown;
+    try {
+      loadConfig(schema, { PORT: "eighty", MONGODB_URL: "not a url" });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    const message = (error as Error).message;
+    expect(message).toMatch(/PORT/);
+    expect(message).toMatch(/SERVICE_TOKEN/);
+    expect(message).toMatch(/MONGODB_URL/);
+  });
+});
