@@ -56,8 +56,12 @@ export function mountOperations(router: Router, operations: Operation[]): void {
         body = raw === undefined && !op.body.required ? undefined : parseInput("body", op.body.schema, raw);
       }
       const principal = ctx.state.principal as Principal;
+      // Aborts the handler's RPCs when the client goes away before the answer;
+      // not on a normal finish (an abort builds a DOMException with a stack).
       const abort = new AbortController();
-      ctx.req.once("close", () => abort.abort());
+      ctx.res.once("close", () => {
+        if (!ctx.res.writableFinished) abort.abort();
+      });
       const result = await op.handle({
         params,
         query,

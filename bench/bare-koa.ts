@@ -1,0 +1,15 @@
+import { createServer } from "node:http";
+import Koa from "koa";
+
+/**
+ * The baseline: a bare Koa handler answering with the same JSON a GetApiKey
+ * answers, with none of Loom in the way.
+ */
+const body = JSON.parse(process.env.BODY ?? "{}");
+const app = new Koa();
+app.use(async (ctx) => {
+  if (ctx.path === "/healthz") return void (ctx.body = { status: "ok" });
+  ctx.body = body;
+});
+createServer(app.callback()).listen(Number(process.env.PORT), "127.0.0.1");
+process.once("SIGTERM", () => process.exit(0));

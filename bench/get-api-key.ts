@@ -1,0 +1,92 @@
+import { randomBytes } from "node:crypto";
+import { apiClient } from "@loom/testing/http";
+import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
+import { load, printTable, type LoadResult } from "./load.ts";
+import { freePort, startProcess, stopProcess } from "./processes.ts";
+
+/**
+ * GetApiKey through the full stack (gateway → identity over Connect, each in
+ * its own process; and the all-in-one process) against a bare Koa handler
+ * answering the same JSON, in one run. Goal (issue 2): the full path at
+ * ≥ 30% of the bare handler's throughput.
+ */
+export async function benchGetApiKey(options: { seconds: number; connections: number; mongoUrl?: string }): Promise<void> {
+  const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
+  const serviceToken = randomBytes(24).toString("base64url");
+  const results: LoadResult[] = [];
+  const db = freshDatabaseName("loom_bench");
+
+  // Split: identity and gateway as separate processes, as in production.
+  const identityPort = await freePort();
+  const gatewayPort = await freePort();
+  const identityEnv: Record<string, string> = { PORT: String(identityPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, BOOTSTRAP_API_KEY: key };
+  if (options.mongoUrl) Object.assign(identityEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB: db });
+  const identity = await startProcess("apps/identity/src/main.ts", identityEnv, `http://127.0.0.1:${identityPort}/healthz`);
+  const gateway = await startProcess(
+    "apps/gateway/src/main.ts",
+    { PORT: String(gatewayPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, IDENTITY_URL: `http://127.0.0.1:${identityPort}` },
+    `http://127.0.0.1:${gatewayPort}/healthz`,
+  );
+  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+  const client = apiClient(gatewayUrl, key);
+  const orgId = (await client.get("/users")).body.users[0].organizations[0];
+  const keyId = (await client.get(`/organizations/${orgId}/api-keys`)).body.api_keys[0].api_key_id;
+  const sample = await client.get(`/api-keys/${keyId}`);
+  if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
+  const auth = { authorization: `Bearer ${key}` };
+  const store = options.mongoUrl ? "MongoDB" : "memory";
+
+  // Baseline: a bare Koa handler with the same body.
+  const barePort = await freePort();
+  const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${barePort}/healthz`);
+  results.push(await load("bare Koa handler (baseline)", `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+  await stopProcess(bare);
+
+  // Floors: Koa plus one hop to a process that does nothing, by plain HTTP and by Connect.
+  if (!options.mongoUrl) {
+    const upstreamPort = await freePort();
+    const upstream = await startProcess("bench/rpc-floor.ts", { FLOOR: "upstream", PORT: String(upstreamPort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${upstreamPort}/healthz`);
+    for (const [floor, name] of [["http", "floor: Koa + 1 plain HTTP call"], ["connect", "floor: Koa + 1 Connect call"]] as const) {
+      const floorPort = await freePort();
+      const proc = await startProcess("bench/rpc-floor.ts", { FLOOR: floor, PORT: String(floorPort), UPSTREAM_PORT: String(upstreamPort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${floorPort}/healthz`);
+      results.push(await load(name, `http://127.0.0.1:${floorPort}/`, auth, options.seconds, options.connections));
+      await stopProcess(proc);
+    }
+    await stopProcess(upstream);
+  }
+
+  results.push(await load(`GetApiKey: gateway + identity processes (${store})`, `${gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+  await stopProcess(gateway);
+  await stopProcess(identity);
+
+  // Embedded: the all-in-one process (in-process transport).
+  const loomPort = await freePort();
+  const loomEnv: Record<string, string> = { PORT: String(loomPort), BOOTSTRAP_API_KEY: key };
+  if (options.mongoUrl) Object.assign(loomEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB_PREFIX: `${db}_` });
+  const loom = await startProcess("apps/loom/src/main.ts", loomEnv, `http://127.0.0.1:${loomPort}/healthz`);
+  const loomClient = apiClient(`http://127.0.0.1:${loomPort}`, key);
+  const loomOrg = (await loomClient.get("/users")).body.users[0].organizations[0];
+  const loomKeyId = (await loomClient.get(`/organizations/${loomOrg}/api-keys`)).body.api_keys[0].api_key_id;
+  results.push(await load(`GetApiKey: all-in-one process (${store})`, `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections));
+  await stopProcess(loom);
+  if (options.mongoUrl) {
+    await dropDatabase(options.mongoUrl, db);
+    await dropDatabase(options.mongoUrl, `${db}_identity`);
+  }
+
+  const baseline = results[0]!.requestsPerSecond;
+  printTable(
+    `GetApiKey vs. bare Koa — ${options.connections} connections, ${options.seconds} s each (goal: full path ≥ 30% of baseline)`,
+    results.map((r) => ({
+      target: r.name,
+      "req/s": Math.round(r.requestsPerSecond),
+      "p50 ms": r.p50,
+      "p99 ms": r.p99,
+      "vs baseline": `${((100 * r.requestsPerSecond) / baseline).toFixed(1)}%`,
+      "non-2xx": r.non2xx,
+      errors: r.errors,
+    })),
+  );
+  const failed = results.filter((r) => r.non2xx > 0 || r.errors > 0);
+  if (failed.length > 0) throw new Error(`requests failed in: ${failed.map((r) => r.name).join(", ")}`);
+}

@@ -1,0 +1,29 @@
+import autocannon from "autocannon";
+
+export interface LoadResult {
+  name: string;
+  requestsPerSecond: number;
+  p50: number;
+  p99: number;
+  non2xx: number;
+  errors: number;
+}
+
+/** Drives one URL with autocannon: a short warm-up, then the measured run. */
+export async function load(name: string, url: string, headers: Record<string, string>, seconds: number, connections: number): Promise<LoadResult> {
+  await autocannon({ url, headers, connections, duration: 1 });
+  const result = await autocannon({ url, headers, connections, duration: seconds });
+  return {
+    name,
+    requestsPerSecond: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export function printTable(title: string, rows: Array<Record<string, string | number>>): void {
+  console.log(`\n${title}`);
+  console.table(rows);
+}

@@ -1,0 +1,15 @@
+import { benchGetApiKey } from "./get-api-key.ts";
+
+/**
+ * `pnpm bench`: every benchmark, each comparing against a baseline measured
+ * in the same run (these machines are noisy: read the ratios). Set
+ * BENCH_SECONDS / BENCH_CONNECTIONS to change the load; with MONGODB_URL set,
+ * store-backed benchmarks also run on MongoDB.
+ */
+const seconds = Number(process.env.BENCH_SECONDS ?? 10);
+const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
+const mongoUrl = process.env.MONGODB_URL || undefined;
+
+await benchGetApiKey({ seconds, connections });
+if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl });
+else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
