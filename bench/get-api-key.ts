@@ -10,54 +10,64 @@ import { freePort, startProcess, stopProcess } from "./processes.ts";
  * answering the same JSON, in one run. Goal (issue 2): the full path at
  * ≥ 30% of the bare handler's throughput.
  */
-export async function benchGetApiKey(options: { seconds: number; connections: number; mongoUrl?: string }): Promise<void> {
+export async function benchGetApiKey(options: { seconds: number; connections: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const serviceToken = randomBytes(24).toString("base64url");
   const results: LoadResult[] = [];
   const db = freshDatabaseName("loom_bench");
 
-  // Split: identity and gateway as separate processes, as in production.
-  const identityPort = await freePort();
-  const gatewayPort = await freePort();
-  const identityEnv: Record<string, string> = { PORT: String(identityPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, BOOTSTRAP_API_KEY: key };
-  if (options.mongoUrl) Object.assign(identityEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB: db });
-  const identity = await startProcess("apps/identity/src/main.ts", identityEnv, `http://127.0.0.1:${identityPort}/healthz`);
-  const gateway = await startProcess(
-    "apps/gateway/src/main.ts",
-    { PORT: String(gatewayPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, IDENTITY_URL: `http://127.0.0.1:${identityPort}` },
-    `http://127.0.0.1:${gatewayPort}/healthz`,
-  );
-  const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-  const client = apiClient(gatewayUrl, key);
-  const orgId = (await client.get("/users")).body.users[0].organizations[0];
-  const keyId = (await client.get(`/organizations/${orgId}/api-keys`)).body.api_keys[0].api_key_id;
-  const sample = await client.get(`/api-keys/${keyId}`);
-  if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
-  const auth = { authorization: `Bearer ${key}` };
   const store = options.mongoUrl ? "MongoDB" : "memory";
+  const auth = { authorization: `Bearer ${key}` };
+  let sample: { status: number; body: unknown } | undefined;
+  let keyId = "";
+
+  // Split: identity and gateway as separate processes, as in production;
+  // without a bus (every request authenticates) and, given NATS, with one.
+  for (const natsUrl of [undefined, ...(options.natsUrl ? [options.natsUrl] : [])]) {
+    const identityPort = await freePort();
+    const gatewayPort = await freePort();
+    const bus: Record<string, string> = natsUrl ? { NATS_URL: natsUrl } : {};
+    const identityEnv: Record<string, string> = { PORT: String(identityPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, BOOTSTRAP_API_KEY: key, ...bus };
+    if (options.mongoUrl) Object.assign(identityEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB: db });
+    const identity = await startProcess("apps/identity/src/main.ts", identityEnv, `http://127.0.0.1:${identityPort}/healthz`);
+    const gateway = await startProcess(
+      "apps/gateway/src/main.ts",
+      { PORT: String(gatewayPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, IDENTITY_URL: `http://127.0.0.1:${identityPort}`, ...bus },
+      `http://127.0.0.1:${gatewayPort}/healthz`,
+    );
+    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
+    const client = apiClient(gatewayUrl, key);
+    const users = await client.get("/users");
+    if (users.status !== 200) throw new Error(`ListUsers answered ${users.status}: ${JSON.stringify(users.body)}`);
+    const orgId = users.body.users[0].organizations[0];
+    keyId = (await client.get(`/organizations/${orgId}/api-keys`)).body.api_keys[0].api_key_id;
+    sample = await client.get(`/api-keys/${keyId}`);
+    if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
+    const mode = natsUrl ? "NATS bus: principal cached" : "no bus: Authenticate per request";
+    results.push(await load(`GetApiKey: gateway + identity processes (${store}; ${mode})`, `${gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+    await stopProcess(gateway);
+    await stopProcess(identity);
+  }
 
   // Baseline: a bare Koa handler with the same body.
+  const body = JSON.stringify(sample!.body);
   const barePort = await freePort();
-  const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${barePort}/healthz`);
-  results.push(await load("bare Koa handler (baseline)", `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+  const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort), BODY: body }, `http://127.0.0.1:${barePort}/healthz`);
+  results.unshift(await load("bare Koa handler (baseline)", `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections));
   await stopProcess(bare);
 
   // Floors: Koa plus one hop to a process that does nothing, by plain HTTP and by Connect.
   if (!options.mongoUrl) {
     const upstreamPort = await freePort();
-    const upstream = await startProcess("bench/rpc-floor.ts", { FLOOR: "upstream", PORT: String(upstreamPort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${upstreamPort}/healthz`);
+    const upstream = await startProcess("bench/rpc-floor.ts", { FLOOR: "upstream", PORT: String(upstreamPort), BODY: body }, `http://127.0.0.1:${upstreamPort}/healthz`);
     for (const [floor, name] of [["http", "floor: Koa + 1 plain HTTP call"], ["connect", "floor: Koa + 1 Connect call"]] as const) {
       const floorPort = await freePort();
-      const proc = await startProcess("bench/rpc-floor.ts", { FLOOR: floor, PORT: String(floorPort), UPSTREAM_PORT: String(upstreamPort), BODY: JSON.stringify(sample.body) }, `http://127.0.0.1:${floorPort}/healthz`);
-      results.push(await load(name, `http://127.0.0.1:${floorPort}/`, auth, options.seconds, options.connections));
+      const proc = await startProcess("bench/rpc-floor.ts", { FLOOR: floor, PORT: String(floorPort), UPSTREAM_PORT: String(upstreamPort), BODY: body }, `http://127.0.0.1:${floorPort}/healthz`);
+      results.splice(1, 0, await load(name, `http://127.0.0.1:${floorPort}/`, auth, options.seconds, options.connections));
       await stopProcess(proc);
     }
     await stopProcess(upstream);
   }
-
-  results.push(await load(`GetApiKey: gateway + identity processes (${store})`, `${gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
-  await stopProcess(gateway);
-  await stopProcess(identity);
 
   // Embedded: the all-in-one process (in-process transport).
   const loomPort = await freePort();
@@ -67,7 +77,7 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   const loomClient = apiClient(`http://127.0.0.1:${loomPort}`, key);
   const loomOrg = (await loomClient.get("/users")).body.users[0].organizations[0];
   const loomKeyId = (await loomClient.get(`/organizations/${loomOrg}/api-keys`)).body.api_keys[0].api_key_id;
-  results.push(await load(`GetApiKey: all-in-one process (${store})`, `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections));
+  results.push(await load(`GetApiKey: all-in-one process (${store}; in-process bus: principal cached)`, `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections));
   await stopProcess(loom);
   if (options.mongoUrl) {
     await dropDatabase(options.mongoUrl, db);

@@ -4,6 +4,10 @@ import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 
+// Whatever happens to the bench, its children do not outlive it.
+const children = new Set<ChildProcess>();
+process.once("exit", () => children.forEach((child) => child.kill("SIGKILL")));
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer().listen(0, "127.0.0.1", () => {
@@ -18,9 +22,12 @@ export async function freePort(): Promise<number> {
 export async function startProcess(script: string, env: Record<string, string>, healthUrl: string): Promise<ChildProcess> {
   const child = spawn(process.execPath, [script], {
     cwd: repoRoot,
-    env: { ...process.env, LOG_LEVEL: "warn", ...env },
+    // Only what the bench says: an inherited MONGODB_URL or NATS_URL would change what is measured.
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
+  children.add(child);
+  child.once("exit", () => children.delete(child));
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);

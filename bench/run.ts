@@ -9,7 +9,9 @@ import { benchGetApiKey } from "./get-api-key.ts";
 const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const mongoUrl = process.env.MONGODB_URL || undefined;
+const natsUrl = process.env.NATS_URL || undefined;
+if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-await benchGetApiKey({ seconds, connections });
-if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl });
+await benchGetApiKey({ seconds, connections, natsUrl });
+if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
 else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");

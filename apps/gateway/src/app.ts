@@ -1,6 +1,9 @@
 import Koa from "koa";
 import { Router } from "@koa/router";
+import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
+import { subjects } from "@loom/kit/subjects";
+import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts";
 import { authenticate } from "./auth.ts";
 import type { ServiceClients } from "./clients.ts";
 import { errorHandler } from "./errors.ts";
@@ -15,15 +18,22 @@ export interface GatewayDeps {
   logger: Logger;
   /** Whether the services behind the gateway answer (for /readyz). */
   ready: () => Promise<boolean>;
+  /**
+   * Where identity announces revoked keys. With it, the gateway caches
+   * Authenticate answers; without it, it asks identity on every request.
+   */
+  bus?: Bus;
 }
 
-export function publicOperations(clients: ServiceClients): Operation[] {
-  return [...userOperations(clients), ...apiKeyOperations(clients)];
+export function publicOperations(clients: ServiceClients, principals?: PrincipalCache): Operation[] {
+  return [...userOperations(clients), ...apiKeyOperations(clients, principals)];
 }
 
 /** The gateway as a Koa app, built from its dependencies so tests can start the real thing. */
-export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[] } {
-  const operations = publicOperations(deps.clients);
+export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; principals?: PrincipalCache } {
+  const principals = deps.bus ? createPrincipalCache() : undefined;
+  deps.bus?.subscribe(subjects.revokedApiKeys, (data) => principals!.revokeApiKey(new TextDecoder().decode(data)));
+  const operations = publicOperations(deps.clients, principals);
   const openapi = openApiDocument(operations);
   const router = new Router();
   mountOperations(router, operations);
@@ -50,8 +60,8 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     if (ctx.path === "/openapi.json") return void (ctx.body = openapi);
     await next();
   });
-  app.use(authenticate(deps.clients.identity));
+  app.use(authenticate(deps.clients.identity, principals));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  return { app, router, operations };
+  return { app, router, operations, principals };
 }

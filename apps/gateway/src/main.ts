@@ -4,6 +4,7 @@ import { createLogger } from "@loom/kit/logger";
 import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { httpTransport } from "@loom/kit/transports";
+import { createNatsBus } from "@loom/kit/bus-nats";
 import { buildApp } from "./app.ts";
 import { serviceClients } from "./clients.ts";
 import { gatewayConfigSchema } from "./config.ts";
@@ -14,10 +15,16 @@ try {
   const config = loadConfig(gatewayConfigSchema);
   logger.level = config.LOG_LEVEL;
   const clients = serviceClients({ identity: httpTransport(config.IDENTITY_URL, config.SERVICE_TOKEN) });
-  const { app } = buildApp({ clients, logger, ready: () => servicesReady([config.IDENTITY_URL]) });
+  // Only a shared bus can carry revocations from identity; an in-process one could not.
+  const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
+  if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
+  const { app } = buildApp({ clients, logger, bus, ready: () => servicesReady([config.IDENTITY_URL]) });
   const server = await listen(createServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
-  onShutdown(logger, server.close);
+  onShutdown(logger, async () => {
+    await server.close();
+    await bus?.close();
+  });
 } catch (error) {
   failStartup(logger, error);
 }

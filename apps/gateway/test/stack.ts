@@ -1,4 +1,6 @@
 import { createServer } from "node:http";
+import { openBus } from "@loom/kit/bus-open";
+import type { Bus } from "@loom/kit/bus";
 import { createLogger } from "@loom/kit/logger";
 import { listen, startRpcServer, type RunningServer } from "@loom/kit/rpc-server";
 import { httpTransport } from "@loom/kit/transports";
@@ -11,6 +13,8 @@ import { servicesReady } from "../src/readiness.ts";
 
 export interface TestStack {
   gatewayUrl: string;
+  /** Starts another gateway replica on the same identity service and bus. */
+  addGateway(): Promise<string>;
   identityUrl: string;
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
@@ -31,23 +35,36 @@ export async function startStack(store: "memory" | "mongo"): Promise<TestStack> 
   const mongo = { url: store === "mongo" ? testServers.mongoUrl : undefined, db };
   if (store === "mongo" && !mongo.url) throw new Error("startStack('mongo') needs MONGODB_URL");
 
+  const bus: Bus = await openBus(testServers.natsUrl, "test-stack");
   const startIdentity = async (port = 0) => {
     const identityStore = await openIdentityStore(mongo);
     const { service } = await wireIdentity(
       identityStore,
       { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret },
       logger,
+      bus,
     );
     return startRpcServer({ services: [service], serviceToken, logger, port });
   };
 
   let identity: RunningServer = await startIdentity();
-  const clients = serviceClients({ identity: httpTransport(identity.url, serviceToken) });
-  const { app } = buildApp({ clients, logger, ready: () => servicesReady([identity.url]) });
-  const gateway = await listen(createServer(app.callback()), 0, "127.0.0.1");
+  const gateways: RunningServer[] = [];
+  const startGateway = async () => {
+    // Each replica its own bus connection, as separate processes would have.
+    const replicaBus = testServers.natsUrl ? await openBus(testServers.natsUrl, "test-gateway") : bus;
+    const clients = serviceClients({ identity: httpTransport(identity.url, serviceToken) });
+    const { app } = buildApp({ clients, logger, bus: replicaBus, ready: () => servicesReady([identity.url]) });
+    const gateway = await listen(createServer(app.callback()), 0, "127.0.0.1", async () => {
+      if (replicaBus !== bus) await replicaBus.close();
+    });
+    gateways.push(gateway);
+    return gateway;
+  };
+  const gateway = await startGateway();
 
   return {
     gatewayUrl: gateway.url,
+    addGateway: async () => (await startGateway()).url,
     identityUrl: identity.url,
     bootstrapKey,
     async restartIdentity() {
@@ -55,8 +72,9 @@ export async function startStack(store: "memory" | "mongo"): Promise<TestStack> 
       identity = await startIdentity(identity.port);
     },
     async close() {
-      await gateway.close();
+      await Promise.all(gateways.map((g) => g.close()));
       await identity.close();
+      await bus.close();
       if (mongo.url) await dropDatabase(mongo.url, db);
     },
   };

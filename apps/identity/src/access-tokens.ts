@@ -7,6 +7,8 @@ export interface TokenClaims {
   email?: string;
   name?: string;
   organizationId?: string;
+  /** The token's `exp`; answers about it are never cached past it. */
+  expiresAt?: Date;
 }
 
 export interface AccessTokenVerifier {
@@ -61,6 +63,7 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
         email: text(payload.email),
         name: text(payload.name),
         organizationId: text(payload.org_id),
+        expiresAt: typeof payload.exp === "number" ? new Date(payload.exp * 1000) : undefined,
       };
     },
   };

@@ -25,5 +25,7 @@ export const identityConfigSchema = z.object({
   SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
   MONGODB_URL: env.url().optional(),
   MONGODB_DB: z.string().default("loom_identity"),
+  /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
+  NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
 });

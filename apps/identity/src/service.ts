@@ -4,7 +4,9 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { IdentityService, type ApiKeyOwner } from "@loom/proto/identity/v1/identity_pb";
 import { invalidArgument, notFound, permissionDenied, unauthenticated } from "@loom/kit/errors";
 import { newId } from "@loom/kit/ids";
+import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
+import { subjects } from "@loom/kit/subjects";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { requirePrincipal, type Principal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
@@ -18,7 +20,17 @@ export interface IdentityDeps {
   /** Absent: access tokens are not accepted, only API keys. */
   accessTokens?: AccessTokenVerifier;
   logger: Logger;
+  /** Where key deletions are announced, so callers that cache answers drop them. */
+  bus?: Bus;
   now?: () => Date;
+}
+
+/** How long a caller may reuse an Authenticate answer (revocations are announced on the bus). */
+export const authenticationCacheMs = 30_000;
+
+interface Authenticated {
+  principal: Principal & { apiKeyId: string };
+  cacheableUntil: Date;
 }
 
 /** After its first use, a key's `last_used` is written at most this often (semantics.md §3). */
@@ -29,17 +41,20 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
 
-  async function authenticateApiKey(credential: string): Promise<Principal> {
+  async function authenticateApiKey(credential: string): Promise<Authenticated> {
     const hash = hashApiKeySecret(credential);
     const key = await store.findApiKeyBySecretHash(hash);
     if (!key || !timingSafeEqual(Buffer.from(key.secretHash, "hex"), Buffer.from(hash, "hex"))) throw unauthenticated();
     const at = now();
     const neverUsed = key.lastUsed.getTime() === key.createdAt.getTime();
     if (neverUsed || at.getTime() - key.lastUsed.getTime() >= lastUsedResolutionMs) await store.touchApiKey(key.id, at, key.lastUsed);
-    return { userId: key.userId ?? key.createdBy, organizationId: key.organizationId };
+    return {
+      principal: { userId: key.userId ?? key.createdBy, organizationId: key.organizationId, apiKeyId: key.id },
+      cacheableUntil: new Date(at.getTime() + authenticationCacheMs),
+    };
   }
 
-  async function authenticateToken(token: string): Promise<Principal> {
+  async function authenticateToken(token: string): Promise<Authenticated> {
     if (!deps.accessTokens) throw unauthenticated();
     const claims = await deps.accessTokens.verify(token);
     const user = (await store.findUserBySubject(tokenSubject(claims))) ?? (await provisionUser(claims));
@@ -47,7 +62,8 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     if (!organizationId || !user.organizations.includes(organizationId)) {
       throw permissionDenied("the token's organization is not one of the user's organizations");
     }
-    return { userId: user.id, organizationId };
+    const until = Math.min(now().getTime() + authenticationCacheMs, claims.expiresAt?.getTime() ?? Infinity);
+    return { principal: { userId: user.id, organizationId, apiKeyId: "" }, cacheableUntil: new Date(until) };
   }
 
   /** A first valid token provisions its user into a personal organization. */
@@ -107,14 +123,11 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     async authenticate(req) {
       const credential = req.credential.trim();
       if (credential === "") throw unauthenticated();
-      const principal = looksLikeApiKey(credential)
-        ? await authenticateApiKey(credential)
-        : credential.split(".").length === 3
-          ? await authenticateToken(credential)
-          : (() => {
-              throw unauthenticated();
-            })();
-      return { principal };
+      let answer: Authenticated;
+      if (looksLikeApiKey(credential)) answer = await authenticateApiKey(credential);
+      else if (credential.split(".").length === 3) answer = await authenticateToken(credential);
+      else throw unauthenticated();
+      return { principal: answer.principal, cacheableUntil: timestampFromDate(answer.cacheableUntil) };
     },
 
     async listUsers(_req, ctx) {
@@ -169,6 +182,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     async deleteApiKey(req, ctx) {
       const key = await visibleKey(requirePrincipal(ctx), req.apiKeyId);
       if (!(await store.deleteApiKey(key.id))) throw notFound("api key");
+      await deps.bus?.publish(subjects.revokedApiKeys, new TextEncoder().encode(key.id));
       return {};
     },
 

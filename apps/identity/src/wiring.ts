@@ -1,4 +1,5 @@
 import { connectMongo } from "@loom/kit/mongo";
+import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
@@ -32,6 +33,7 @@ export async function wireIdentity(
   store: IdentityStore,
   settings: IdentitySettings,
   logger: Logger,
+  bus?: Bus,
 ): Promise<{ service: RpcService; bootstrapKey: string | undefined }> {
   await store.init();
   const bootstrapKey = await bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
@@ -41,5 +43,5 @@ export async function wireIdentity(
     issuer: settings.OIDC_ISSUER,
     audience: settings.OIDC_AUDIENCE,
   });
-  return { service: createIdentityService({ store, accessTokens, logger }), bootstrapKey };
+  return { service: createIdentityService({ store, accessTokens, logger, bus }), bootstrapKey };
 }

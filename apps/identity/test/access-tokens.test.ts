@@ -33,7 +33,7 @@ describe("access tokens verified against a JWKS URL", () => {
 
   it("accepts a token signed by the provider's key and reads its claims", async () => {
     const claims = await verifier().verify(await sign(privateKey, { sub: "u1", email: "u1@example.com", name: "U One", org_id: "o1" }));
-    expect(claims).toEqual({ subject: "u1", email: "u1@example.com", name: "U One", organizationId: "o1" });
+    expect(claims).toEqual({ subject: "u1", email: "u1@example.com", name: "U One", organizationId: "o1", expiresAt: expect.any(Date) });
   });
 
   it.each([

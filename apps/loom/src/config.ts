@@ -11,6 +11,8 @@ export const loomConfigSchema = z.object({
   /** Set it to keep data across restarts; unset keeps everything in memory. */
   MONGODB_URL: env.url().optional(),
   MONGODB_DB_PREFIX: z.string().default("loom_"),
+  /** Unset: the in-process bus. */
+  NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
 });
 

@@ -3,6 +3,7 @@ import { createServer } from "node:http";
 import { buildApp } from "@loom/gateway/app";
 import { serviceClients } from "@loom/gateway/clients";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openBus } from "@loom/kit/bus-open";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
 import { inProcessTransport } from "@loom/kit/transports";
@@ -22,13 +23,15 @@ export interface EmbeddedLoom {
 export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
   const serviceToken = randomBytes(24).toString("base64url");
   const identityStore = await openIdentityStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}identity` });
-  const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }));
+  const bus = await openBus(config.NATS_URL, "loom");
+  const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
   const services = [identity.service];
 
   const clients = serviceClients({ identity: inProcessTransport(services, serviceToken, logger) });
-  const { app } = buildApp({ clients, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
+  const { app } = buildApp({ clients, bus, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
   const server = await listen(createServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
+    await bus.close();
   });
   return { server, bootstrapKey: identity.bootstrapKey };
 }

@@ -1,0 +1,47 @@
+import { createHash } from "node:crypto";
+import type { Principal } from "@loom/kit/principal";
+
+interface Entry {
+  principal: Principal;
+  apiKeyId: string;
+  until: number;
+}
+
+/**
+ * Remembers Authenticate answers for as long as identity allows
+ * (`cacheable_until`), so a request costs one RPC, not two. Keyed by the
+ * credential's SHA-256, so no secret is held as a map key. Revocations arrive
+ * through `revokeApiKey` (from the bus, and directly from the gateway that
+ * served the DELETE).
+ */
+export function createPrincipalCache(options: { maxEntries?: number; now?: () => number } = {}) {
+  const maxEntries = options.maxEntries ?? 10_000;
+  const now = options.now ?? Date.now;
+  const entries = new Map<string, Entry>();
+  const keyOf = (credential: string) => createHash("sha256").update(credential).digest("hex");
+
+  return {
+    get(credential: string): Principal | undefined {
+      const key = keyOf(credential);
+      const entry = entries.get(key);
+      if (!entry) return undefined;
+      if (entry.until <= now()) {
+        entries.delete(key);
+        return undefined;
+      }
+      return entry.principal;
+    },
+    put(credential: string, principal: Principal, apiKeyId: string, until: Date): void {
+      if (until.getTime() <= now()) return;
+      // Oldest first out: Map iterates in insertion order.
+      if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
+      entries.set(keyOf(credential), { principal, apiKeyId, until: until.getTime() });
+    },
+    revokeApiKey(apiKeyId: string): void {
+      for (const [key, entry] of entries) if (entry.apiKeyId === apiKeyId) entries.delete(key);
+    },
+    size: () => entries.size,
+  };
+}
+
+export type PrincipalCache = ReturnType<typeof createPrincipalCache>;
