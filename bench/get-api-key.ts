@@ -3,6 +3,7 @@ import { apiClient } from "@loom/testing/http";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { load, printTable, type LoadResult } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "./processes.ts";
+import { startSplitStack } from "./split-stack.ts";
 
 /**
  * GetApiKey through the full stack (gateway → identity over Connect, each in
@@ -12,7 +13,6 @@ import { freePort, startProcess, stopProcess } from "./processes.ts";
  */
 export async function benchGetApiKey(options: { seconds: number; connections: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
-  const serviceToken = randomBytes(24).toString("base64url");
   const results: LoadResult[] = [];
   const db = freshDatabaseName("loom_bench");
 
@@ -24,19 +24,11 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   // Split: identity and gateway as separate processes, as in production;
   // without a bus (every request authenticates) and, given NATS, with one.
   for (const natsUrl of [undefined, ...(options.natsUrl ? [options.natsUrl] : [])]) {
-    const identityPort = await freePort();
-    const gatewayPort = await freePort();
-    const bus: Record<string, string> = natsUrl ? { NATS_URL: natsUrl } : {};
-    const identityEnv: Record<string, string> = { PORT: String(identityPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, BOOTSTRAP_API_KEY: key, ...bus };
+    const shared: Record<string, string> = natsUrl ? { NATS_URL: natsUrl } : {};
+    const identityEnv: Record<string, string> = { BOOTSTRAP_API_KEY: key };
     if (options.mongoUrl) Object.assign(identityEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB: db });
-    const identity = await startProcess("apps/identity/src/main.ts", identityEnv, `http://127.0.0.1:${identityPort}/healthz`);
-    const gateway = await startProcess(
-      "apps/gateway/src/main.ts",
-      { PORT: String(gatewayPort), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken, IDENTITY_URL: `http://127.0.0.1:${identityPort}`, ...bus },
-      `http://127.0.0.1:${gatewayPort}/healthz`,
-    );
-    const gatewayUrl = `http://127.0.0.1:${gatewayPort}`;
-    const client = apiClient(gatewayUrl, key);
+    const stack = await startSplitStack(shared, { identity: identityEnv });
+    const client = apiClient(stack.gatewayUrl, key);
     const users = await client.get("/users");
     if (users.status !== 200) throw new Error(`ListUsers answered ${users.status}: ${JSON.stringify(users.body)}`);
     const orgId = users.body.users[0].organizations[0];
@@ -44,9 +36,8 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
     sample = await client.get(`/api-keys/${keyId}`);
     if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
     const mode = natsUrl ? "NATS bus: principal cached" : "no bus: Authenticate per request";
-    results.push(await load(`GetApiKey: gateway + identity processes (${store}; ${mode})`, `${gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
-    await stopProcess(gateway);
-    await stopProcess(identity);
+    results.push(await load(`GetApiKey: gateway + identity processes (${store}; ${mode})`, `${stack.gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+    await stack.stop();
   }
 
   // Baseline: a bare Koa handler with the same body.

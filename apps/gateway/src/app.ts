@@ -11,6 +11,10 @@ import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { requestId } from "./request-id.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
+import { assistantOperations } from "./routes/assistants.ts";
+import { assistantEventOperations } from "./routes/events.ts";
+import { runOperations } from "./routes/runs.ts";
+import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 
 export interface GatewayDeps {
@@ -26,7 +30,14 @@ export interface GatewayDeps {
 }
 
 export function publicOperations(clients: ServiceClients, principals?: PrincipalCache): Operation[] {
-  return [...userOperations(clients), ...apiKeyOperations(clients, principals)];
+  return [
+    ...userOperations(clients),
+    ...apiKeyOperations(clients, principals),
+    ...assistantOperations(clients),
+    ...runOperations(clients),
+    ...threadOperations(clients),
+    ...assistantEventOperations(clients),
+  ];
 }
 
 /** The gateway as a Koa app, built from its dependencies so tests can start the real thing. */

@@ -1,16 +1,30 @@
 import type { Client, Transport } from "@connectrpc/connect";
 import { clientFor } from "@loom/kit/transports";
+import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 
 /** The services the gateway talks to. */
 export interface ServiceClients {
   identity: Client<typeof IdentityService>;
+  assistants: Client<typeof AssistantsService>;
+  runs: Client<typeof RunsService>;
+  events: Client<typeof EventsService>;
 }
 
-export interface ServiceTransports {
-  identity: Transport;
-}
+export type ServiceTransports = Record<keyof ServiceClients, Transport>;
 
 export function serviceClients(transports: ServiceTransports): ServiceClients {
-  return { identity: clientFor(IdentityService, transports.identity) };
+  return {
+    identity: clientFor(IdentityService, transports.identity),
+    assistants: clientFor(AssistantsService, transports.assistants),
+    runs: clientFor(RunsService, transports.runs),
+    events: clientFor(EventsService, transports.events),
+  };
+}
+
+/** One transport for every service (the all-in-one process, tests). */
+export function oneTransport(transport: Transport): ServiceTransports {
+  return { identity: transport, assistants: transport, runs: transport, events: transport };
 }

@@ -14,11 +14,16 @@ const logger = createLogger("gateway");
 try {
   const config = loadConfig(gatewayConfigSchema);
   logger.level = config.LOG_LEVEL;
-  const clients = serviceClients({ identity: httpTransport(config.IDENTITY_URL, config.SERVICE_TOKEN) });
+  const clients = serviceClients({
+    identity: httpTransport(config.IDENTITY_URL, config.SERVICE_TOKEN),
+    assistants: httpTransport(config.ASSISTANTS_URL, config.SERVICE_TOKEN),
+    runs: httpTransport(config.RUNS_URL, config.SERVICE_TOKEN),
+    events: httpTransport(config.EVENTS_URL, config.SERVICE_TOKEN),
+  });
   // Only a shared bus can carry revocations from identity; an in-process one could not.
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
-  const { app } = buildApp({ clients, logger, bus, ready: () => servicesReady([config.IDENTITY_URL]) });
+  const { app } = buildApp({ clients, logger, bus, ready: () => servicesReady([config.IDENTITY_URL, config.ASSISTANTS_URL, config.RUNS_URL, config.EVENTS_URL]) });
   const server = await listen(createServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   onShutdown(logger, async () => {

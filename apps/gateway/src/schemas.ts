@@ -45,3 +45,83 @@ export const apiKeySchema = z.strictObject({
 export const createdApiKeySchema = apiKeySchema.extend({ value: z.string() });
 
 export const apiKeyListSchema = z.strictObject({ api_keys: z.array(apiKeySchema), pagination: paginationSchema });
+
+export const assistantSchema = z.strictObject({
+  assistant_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  description: z.string(),
+  input: z.string().optional(),
+  knowledge_base_ids: z.array(uuidString),
+  retriever_ids: z.array(uuidString),
+  ruleset_ids: z.array(uuidString),
+  structure_ids: z.array(uuidString),
+  tool_ids: z.array(uuidString),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const assistantListSchema = z.strictObject({ assistants: z.array(assistantSchema), pagination: paginationSchema });
+
+export const runStatusSchema = z.enum(["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+
+export const textArtifactSchema = z.strictObject({
+  type: z.literal("TextArtifact"),
+  id: z.string().regex(/^[0-9a-f]{32}$/),
+  reference: z.null(),
+  meta: z.strictObject({}),
+  name: z.string(),
+  value: z.string(),
+});
+
+export const assistantRunSchema = z.strictObject({
+  assistant_run_id: uuidString,
+  assistant_id: uuidString,
+  thread_id: uuidString.optional(),
+  args: z.array(z.string()),
+  input: z.string().optional(),
+  output: z.unknown().optional(),
+  status: runStatusSchema,
+  status_detail: z.strictObject({ reason: z.string(), message: z.string().optional() }).optional(),
+  stream: z.boolean(),
+  knowledge_base_ids: z.array(uuidString),
+  retriever_ids: z.array(uuidString),
+  ruleset_ids: z.array(uuidString),
+  structure_ids: z.array(uuidString),
+  tool_ids: z.array(uuidString),
+  completed_at: timestamp.nullable(),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const assistantRunListSchema = z.strictObject({ assistant_runs: z.array(assistantRunSchema), pagination: paginationSchema });
+
+export const threadSchema = z.strictObject({
+  thread_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  alias: z.string().nullable(),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const threadListSchema = z.strictObject({ threads: z.array(threadSchema), pagination: paginationSchema });
+
+const eventFields = {
+  event_id: uuidString,
+  type: z.string(),
+  origin: z.string(),
+  payload: z.unknown(),
+  timestamp: z.number(),
+  created_at: timestamp,
+};
+
+export const assistantEventSchema = z.strictObject({ ...eventFields, assistant_run_id: uuidString });
+export const structureEventSchema = z.strictObject({ ...eventFields, structure_run_id: uuidString });
+
+const eventListFields = { count: z.number().int(), limit: z.number().int(), offset: z.number().int(), next_offset: z.number().int(), total_count: z.number().int() };
+export const assistantEventListSchema = z.strictObject({ events: z.array(assistantEventSchema), ...eventListFields });
+export const structureEventListSchema = z.strictObject({ events: z.array(structureEventSchema), ...eventListFields });

@@ -41,6 +41,12 @@ export const uuid = z
   .refine(isUuid, { message: "must be a uuid" })
   .transform((v) => v.toLowerCase());
 
+/** Most ids one array may hold (see docs/decisions.md); the assistants service checks it again. */
+export const maxIdsPerArray = 100;
+
+/** An array of uuids, as every `*_ids` field of the API. */
+export const idArray = z.array(uuid).max(maxIdsPerArray, `must hold at most ${maxIdsPerArray} ids`);
+
 /** An integer query parameter, sent as a string. */
 export function integerParam(min: number, max: number, fallback: number) {
   return z

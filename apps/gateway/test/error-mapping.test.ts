@@ -6,7 +6,7 @@ import { createLogger } from "@loom/kit/logger";
 import { listen, type RunningServer } from "@loom/kit/rpc-server";
 import { apiClient } from "@loom/testing/http";
 import { buildApp } from "../src/app.ts";
-import { serviceClients } from "../src/clients.ts";
+import { oneTransport, serviceClients } from "../src/clients.ts";
 
 /** The gateway's one mapping table, driven by an identity double that fails on demand. */
 describe("RPC errors become the HTTP errors of semantics.md §2", () => {
@@ -22,7 +22,7 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
         },
       }),
     );
-    const { app } = buildApp({ clients: serviceClients({ identity }), logger: createLogger("test", "silent"), ready: async () => false });
+    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), logger: createLogger("test", "silent"), ready: async () => false });
     gateway = await listen(createServer(app.callback()), 0, "127.0.0.1");
   });
   afterAll(() => gateway?.close());

@@ -2,12 +2,12 @@ import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger } from "@loom/kit/logger";
 import { buildApp } from "../src/app.ts";
-import { serviceClients } from "../src/clients.ts";
+import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";
 
 const { router, operations } = buildApp({
-  clients: serviceClients({ identity: createRouterTransport(() => {}) }),
+  clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
   logger: createLogger("test", "silent"),
   ready: async () => true,
 });
@@ -38,6 +38,20 @@ describe("/openapi.json", () => {
       CreateOrganizationApiKey: "201",
       ListApiKeys: "200",
       CreateApiKey: "201",
+      ListAssistants: "200",
+      CreateAssistant: "201",
+      GetAssistant: "200",
+      UpdateAssistant: "200",
+      DeleteAssistant: "204",
+      ListAssistantRuns: "200",
+      CreateAssistantRun: "201",
+      GetAssistantRun: "200",
+      CancelAssistantRun: "200",
+      CreateThread: "201",
+      ListThreads: "200",
+      GetThread: "200",
+      DeleteThread: "204",
+      ListAssistantEvents: "200",
     };
     for (const [id, status] of Object.entries(expected)) expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
     expect(document.openapi).toBe("3.1.0");

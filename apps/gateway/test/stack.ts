@@ -4,7 +4,12 @@ import type { Bus } from "@loom/kit/bus";
 import { createLogger } from "@loom/kit/logger";
 import { listen, startRpcServer, type RunningServer } from "@loom/kit/rpc-server";
 import { httpTransport } from "@loom/kit/transports";
+import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
+import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openRunsStore, wireRuns, type RunSettings } from "@loom/runs/wiring";
+import type { RunWorker } from "@loom/runs/worker";
+import type { Model } from "@loom/runs/models/port";
 import { dropDatabase, freshDatabaseName, testServers } from "@loom/testing/servers";
 import { testTokenSecret } from "@loom/testing/tokens";
 import { buildApp } from "../src/app.ts";
@@ -13,6 +18,8 @@ import { servicesReady } from "../src/readiness.ts";
 
 export interface TestStack {
   gatewayUrl: string;
+  /** The run worker of the (single) runs service. */
+  worker: RunWorker;
   /** Starts another gateway replica on the same identity service and bus. */
   addGateway(): Promise<string>;
   identityUrl: string;
@@ -29,7 +36,16 @@ const bootstrapKey = "loom_test-bootstrap-key-0123456789abcdefghijklmnop";
  * The real thing on ports 0: the identity service over HTTP (memory or
  * MongoDB store) and the gateway calling it through Connect.
  */
-export async function startStack(store: "memory" | "mongo"): Promise<TestStack> {
+/** Run settings for tests: short leases and polls; echo unless a test says otherwise. */
+export const testRunSettings: RunSettings = {
+  RUN_TIMEOUT_MS: 30_000,
+  RUN_LEASE_MS: 2_000,
+  RUN_POLL_MS: 50,
+  RUN_WORKER_CONCURRENCY: 16,
+  RUN_MAX_PER_ORGANIZATION: 8,
+};
+
+export async function startStack(store: "memory" | "mongo", options: { runs?: Partial<RunSettings>; model?: Model } = {}): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const db = freshDatabaseName();
   const mongo = { url: store === "mongo" ? testServers.mongoUrl : undefined, db };
@@ -48,12 +64,35 @@ export async function startStack(store: "memory" | "mongo"): Promise<TestStack> 
   };
 
   let identity: RunningServer = await startIdentity();
+  const assistants = await startRpcServer({
+    services: [await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }))],
+    serviceToken,
+    logger,
+  });
+  const events = await startRpcServer({
+    services: [await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger)],
+    serviceToken,
+    logger,
+  });
+  const runsWiring = await wireRuns(await openRunsStore({ url: mongo.url, db: `${db}_runs` }), { ...testRunSettings, ...options.runs }, {
+    assistants: httpTransport(assistants.url, serviceToken),
+    events: httpTransport(events.url, serviceToken),
+    bus,
+    logger,
+    model: options.model,
+  });
+  const runs = await startRpcServer({ services: [runsWiring.service], serviceToken, logger });
   const gateways: RunningServer[] = [];
   const startGateway = async () => {
     // Each replica its own bus connection, as separate processes would have.
     const replicaBus = testServers.natsUrl ? await openBus(testServers.natsUrl, "test-gateway") : bus;
-    const clients = serviceClients({ identity: httpTransport(identity.url, serviceToken) });
-    const { app } = buildApp({ clients, logger, bus: replicaBus, ready: () => servicesReady([identity.url]) });
+    const clients = serviceClients({
+      identity: httpTransport(identity.url, serviceToken),
+      assistants: httpTransport(assistants.url, serviceToken),
+      runs: httpTransport(runs.url, serviceToken),
+      events: httpTransport(events.url, serviceToken),
+    });
+    const { app } = buildApp({ clients, logger, bus: replicaBus, ready: () => servicesReady([identity.url, assistants.url, runs.url, events.url]) });
     const gateway = await listen(createServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });
@@ -64,6 +103,7 @@ export async function startStack(store: "memory" | "mongo"): Promise<TestStack> 
 
   return {
     gatewayUrl: gateway.url,
+    worker: runsWiring.worker,
     addGateway: async () => (await startGateway()).url,
     identityUrl: identity.url,
     bootstrapKey,
@@ -73,9 +113,12 @@ export async function startStack(store: "memory" | "mongo"): Promise<TestStack> 
     },
     async close() {
       await Promise.all(gateways.map((g) => g.close()));
-      await identity.close();
+      await runs.close();
+      await Promise.all([identity.close(), assistants.close(), events.close()]);
       await bus.close();
-      if (mongo.url) await dropDatabase(mongo.url, db);
+      if (mongo.url) {
+        for (const name of [db, `${db}_assistants`, `${db}_events`, `${db}_runs`]) await dropDatabase(mongo.url, name);
+      }
     },
   };
 }

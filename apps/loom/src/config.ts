@@ -1,10 +1,12 @@
 import { z } from "zod";
 import { env } from "@loom/kit/config";
 import { identitySettings } from "@loom/identity/config";
+import { runSettings } from "@loom/runs/config";
 
 /** The all-in-one process: embedded defaults, every setting optional. */
 export const loomConfigSchema = z.object({
   ...identitySettings,
+  ...runSettings,
   PORT: env.port(8080),
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),

@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { createServer } from "node:http";
 import { buildApp } from "@loom/gateway/app";
-import { serviceClients } from "@loom/gateway/clients";
+import { oneTransport, serviceClients } from "@loom/gateway/clients";
+import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
+import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { openBus } from "@loom/kit/bus-open";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
@@ -25,9 +28,19 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   const identityStore = await openIdentityStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}identity` });
   const bus = await openBus(config.NATS_URL, "loom");
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
-  const services = [identity.service];
+  const assistants = await wireAssistants(await openAssistantsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}assistants` }));
+  const events = await wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}events` }), bus, logger.child({ service: "events" }));
+  // The runs service calls assistants and events, in process like everything else.
+  const peers = inProcessTransport([assistants, events], serviceToken, logger);
+  const runs = await wireRuns(await openRunsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}runs` }), config, {
+    assistants: peers,
+    events: peers,
+    bus,
+    logger: logger.child({ service: "runs" }),
+  });
+  const services = [identity.service, assistants, events, runs.service];
 
-  const clients = serviceClients({ identity: inProcessTransport(services, serviceToken, logger) });
+  const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
   const { app } = buildApp({ clients, bus, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
   const server = await listen(createServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));

@@ -36,3 +36,19 @@ export async function connectMongo(url: string, dbName: string): Promise<MongoHa
 export function isDuplicateKey(error: unknown): boolean {
   return typeof error === "object" && error !== null && (error as { code?: unknown }).code === 11000;
 }
+
+/** A record as stored: its public UUID is `_id`. */
+export type Doc<T extends { id: string }> = Omit<T, "id"> & { _id: string };
+
+export function toDoc<T extends { id: string }>({ id, ...rest }: T): Doc<T> {
+  return { _id: id, ...rest } as Doc<T>;
+}
+
+export function fromDoc<T extends { id: string }>(doc: Doc<T> | null): T | undefined {
+  if (!doc) return undefined;
+  const { _id, ...rest } = doc;
+  return { id: _id, ...rest } as unknown as T;
+}
+
+/** The list order of semantics.md §4 as a MongoDB sort: newest first, ties by id. */
+export const newestFirstSort = { createdAt: -1, _id: -1 } as const;

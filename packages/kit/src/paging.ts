@@ -28,3 +28,14 @@ export function pageInfo(window: PageWindow, totalCount: number) {
     totalPages: Math.ceil(totalCount / window.pageSize),
   };
 }
+
+/** One page of a list, with the count of the whole list. */
+export interface Page<T> {
+  items: T[];
+  totalCount: number;
+}
+
+/** The list order of semantics.md §4, for in-memory stores: newest first, ties by id. */
+export function newestFirst(a: { createdAt: Date; id: string }, b: { createdAt: Date; id: string }): number {
+  return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
+}

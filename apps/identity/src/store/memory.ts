@@ -1,5 +1,5 @@
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
-import { newestFirst } from "./port.ts";
+import { newestFirst } from "@loom/kit/paging";
 
 /** The embedded default and the fast test double. Copies on the way in and out, like a database would. */
 export function createMemoryIdentityStore(): IdentityStore {

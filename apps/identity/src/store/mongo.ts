@@ -1,15 +1,6 @@
 import type { Collection, Db } from "mongodb";
-import { isDuplicateKey } from "@loom/kit/mongo";
+import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
-
-type Doc<T extends { id: string }> = Omit<T, "id"> & { _id: string };
-
-const toDoc = <T extends { id: string }>({ id, ...rest }: T): Doc<T> => ({ _id: id, ...rest }) as Doc<T>;
-const fromDoc = <T extends { id: string }>(doc: Doc<T> | null): T | undefined => {
-  if (!doc) return undefined;
-  const { _id, ...rest } = doc;
-  return { id: _id, ...rest } as unknown as T;
-};
 
 /** MongoDB adapter: the public UUID is `_id`; indexes are created at start. */
 export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): IdentityStore {
@@ -48,7 +39,7 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
     getUser: async (id) => fromDoc<UserRecord>(await users.findOne({ _id: id })),
     findUserBySubject: async (subject) => fromDoc<UserRecord>(await users.findOne({ subject })),
     async listUsersOf(organizationId) {
-      const docs = await users.find({ organizations: organizationId }).sort({ createdAt: -1, _id: -1 }).toArray();
+      const docs = await users.find({ organizations: organizationId }).sort(newestFirstSort).toArray();
       return docs.map((d) => fromDoc<UserRecord>(d)!);
     },
     countUsers: () => users.countDocuments({}),
@@ -78,7 +69,7 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
     async listApiKeys(filter, skip, limit) {
       const query = keyQuery(filter);
       const [docs, totalCount] = await Promise.all([
-        keys.find(query).sort({ createdAt: -1, _id: -1 }).skip(skip).limit(limit).toArray(),
+        keys.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
         keys.countDocuments(query),
       ]);
       return { items: docs.map((d) => fromDoc<ApiKeyRecord>(d)!), totalCount };

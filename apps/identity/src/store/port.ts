@@ -1,3 +1,5 @@
+import type { Page } from "@loom/kit/paging";
+
 /** What the identity service keeps, and the one port both adapters implement. */
 
 export interface UserRecord {
@@ -34,10 +36,6 @@ export interface ApiKeyRecord {
 
 export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { organizationKeysOnly: true });
 
-export interface Page<T> {
-  items: T[];
-  totalCount: number;
-}
 
 export interface IdentityStore {
   /** Creates indexes; idempotent. */
@@ -70,7 +68,3 @@ export interface IdentityStore {
   listApiKeys(filter: ApiKeyFilter, skip: number, limit: number): Promise<Page<ApiKeyRecord>>;
 }
 
-/** The list order of semantics.md §4: newest first, ties by id. */
-export function newestFirst(a: { createdAt: Date; id: string }, b: { createdAt: Date; id: string }): number {
-  return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-}

@@ -1,0 +1,132 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import type { StringList } from "@loom/proto/common/v1/common_pb";
+import { invalidArgument, notFound } from "@loom/kit/errors";
+import { isUuid, newId } from "@loom/kit/ids";
+import { pageInfo, pageWindow } from "@loom/kit/paging";
+import { requirePrincipal } from "@loom/kit/principal";
+import type { RpcService } from "@loom/kit/rpc-service";
+import { lengthProblem } from "@loom/kit/text";
+import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
+
+/** Most ids one array may hold (public-api.md is silent; see docs/decisions.md). */
+export const maxIdsPerArray = 100;
+
+type Violation = { path: string; message: string };
+
+function checkText(violations: Violation[], path: string, value: string | undefined, max: number): void {
+  const problem = value === undefined ? undefined : lengthProblem(value, 1, max);
+  if (problem) violations.push({ path, message: problem });
+}
+
+function checkIds(violations: Violation[], path: string, ids: string[] | undefined): string[] | undefined {
+  if (ids === undefined) return undefined;
+  if (ids.length > maxIdsPerArray) violations.push({ path, message: `must hold at most ${maxIdsPerArray} ids` });
+  ids.forEach((id, i) => isUuid(id) || violations.push({ path: `${path}[${i}]`, message: "must be a uuid" }));
+  return ids.map((id) => id.toLowerCase());
+}
+
+const present = (list: StringList | undefined) => list?.values;
+
+export function createAssistantsService(deps: { store: AssistantsStore; now?: () => Date }): RpcService {
+  const { store } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  const impl: ServiceImpl<typeof AssistantsService> = {
+    async createAssistant(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200);
+      checkText(violations, "body.description", req.description, 200);
+      const ids = {
+        knowledgeBaseIds: checkIds(violations, "body.knowledge_base_ids", req.knowledgeBaseIds) ?? [],
+        retrieverIds: checkIds(violations, "body.retriever_ids", req.retrieverIds) ?? [],
+        rulesetIds: checkIds(violations, "body.ruleset_ids", req.rulesetIds) ?? [],
+        structureIds: checkIds(violations, "body.structure_ids", req.structureIds) ?? [],
+        toolIds: checkIds(violations, "body.tool_ids", req.toolIds) ?? [],
+      };
+      if (violations.length > 0) throw invalidArgument(violations);
+      const at = now();
+      const assistant: AssistantRecord = {
+        id: newId(),
+        organizationId: principal.organizationId,
+        name: req.name,
+        description: req.description ?? "",
+        input: req.input,
+        ...ids,
+        createdBy: principal.userId,
+        createdAt: at,
+        updatedAt: at,
+      };
+      await store.insert(assistant);
+      return { assistant: assistantMessage(assistant) };
+    },
+
+    async getAssistant(req, ctx) {
+      const found = await store.get(requirePrincipal(ctx).organizationId, req.assistantId);
+      if (!found) throw notFound("assistant");
+      return { assistant: assistantMessage(found) };
+    },
+
+    async updateAssistant(req, ctx) {
+      const { organizationId } = requirePrincipal(ctx);
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200);
+      checkText(violations, "body.description", req.description, 200);
+      const patch: AssistantPatch = {
+        name: req.name,
+        description: req.description,
+        input: req.input,
+        knowledgeBaseIds: checkIds(violations, "body.knowledge_base_ids", present(req.knowledgeBaseIds)),
+        rulesetIds: checkIds(violations, "body.ruleset_ids", present(req.rulesetIds)),
+        structureIds: checkIds(violations, "body.structure_ids", present(req.structureIds)),
+        toolIds: checkIds(violations, "body.tool_ids", present(req.toolIds)),
+      };
+      if (violations.length > 0) throw invalidArgument(violations);
+      const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as AssistantPatch;
+      const updated =
+        Object.keys(given).length === 0
+          ? await store.get(organizationId, req.assistantId)
+          : await store.update(organizationId, req.assistantId, given, now());
+      if (!updated) throw notFound("assistant");
+      return { assistant: assistantMessage(updated) };
+    },
+
+    async deleteAssistant(req, ctx) {
+      if (!(await store.delete(requirePrincipal(ctx).organizationId, req.assistantId))) throw notFound("assistant");
+      return {};
+    },
+
+    async listAssistants(req, ctx) {
+      const window = pageWindow(req.page);
+      const { items, totalCount } = await store.list(requirePrincipal(ctx).organizationId, window.skip, window.pageSize);
+      return { assistants: items.map(assistantMessage), page: pageInfo(window, totalCount) };
+    },
+  };
+
+  return {
+    name: "assistants",
+    routes: (router) => router.service(AssistantsService, impl),
+    ready: () => store.ready(),
+    close: () => store.close(),
+  };
+}
+
+function assistantMessage(a: AssistantRecord) {
+  return {
+    assistantId: a.id,
+    organizationId: a.organizationId,
+    name: a.name,
+    description: a.description,
+    input: a.input,
+    knowledgeBaseIds: a.knowledgeBaseIds,
+    retrieverIds: a.retrieverIds,
+    rulesetIds: a.rulesetIds,
+    structureIds: a.structureIds,
+    toolIds: a.toolIds,
+    createdBy: a.createdBy,
+    createdAt: timestampFromDate(a.createdAt),
+    updatedAt: timestampFromDate(a.updatedAt),
+  };
+}

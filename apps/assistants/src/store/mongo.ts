@@ -1,0 +1,31 @@
+import type { Collection, Db } from "mongodb";
+import { fromDoc, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import type { AssistantRecord, AssistantsStore } from "./port.ts";
+
+/** MongoDB adapter: one collection, scoped by organizationId in every query. */
+export function createMongoAssistantsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): AssistantsStore {
+  const assistants: Collection<Doc<AssistantRecord>> = db.collection("assistants");
+  return {
+    async init() {
+      await assistants.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+    },
+    ready: ping,
+    close,
+    async insert(assistant) {
+      await assistants.insertOne(toDoc(assistant));
+    },
+    get: async (organizationId, id) => fromDoc<AssistantRecord>(await assistants.findOne({ _id: id, organizationId })),
+    async update(organizationId, id, patch, at) {
+      const doc = await assistants.findOneAndUpdate({ _id: id, organizationId }, { $set: { ...patch, updatedAt: at } }, { returnDocument: "after" });
+      return fromDoc<AssistantRecord>(doc);
+    },
+    delete: async (organizationId, id) => (await assistants.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    async list(organizationId, skip, limit) {
+      const [docs, totalCount] = await Promise.all([
+        assistants.find({ organizationId }).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        assistants.countDocuments({ organizationId }),
+      ]);
+      return { items: docs.map((d) => fromDoc<AssistantRecord>(d)!), totalCount };
+    },
+  };
+}

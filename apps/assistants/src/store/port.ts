@@ -1,0 +1,32 @@
+import type { Page } from "@loom/kit/paging";
+
+/** The id arrays an assistant carries (and a run inherits, semantics.md §5). */
+export const idArrays = ["knowledgeBaseIds", "retrieverIds", "rulesetIds", "structureIds", "toolIds"] as const;
+export type IdArray = (typeof idArrays)[number];
+
+export interface AssistantRecord extends Record<IdArray, string[]> {
+  id: string;
+  organizationId: string;
+  name: string;
+  description: string;
+  input?: string;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Fields an update may set; absent ones stay as they are. */
+export type AssistantPatch = Partial<Pick<AssistantRecord, "name" | "description" | "input" | Exclude<IdArray, "retrieverIds">>>;
+
+/** Every read and write is scoped to one organization: another's assistants do not exist. */
+export interface AssistantsStore {
+  init(): Promise<void>;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+  insert(assistant: AssistantRecord): Promise<void>;
+  get(organizationId: string, id: string): Promise<AssistantRecord | undefined>;
+  update(organizationId: string, id: string, patch: AssistantPatch, at: Date): Promise<AssistantRecord | undefined>;
+  delete(organizationId: string, id: string): Promise<boolean>;
+  /** Newest first by created_at, ties by id. */
+  list(organizationId: string, skip: number, limit: number): Promise<Page<AssistantRecord>>;
+}

@@ -1,0 +1,108 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Collection, Db } from "mongodb";
+import { unavailable } from "@loom/kit/errors";
+import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/kit/mongo";
+import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
+
+/**
+ * An event as stored. The payload is kept as JSON text: it is never queried,
+ * and a JSON object's keys may be anything ("$set", "a.b", "") while document
+ * field names may not.
+ */
+type EventDoc = Omit<Doc<EventRecord>, "payload"> & { payload: string };
+
+/**
+ * One append's claim on the offsets [first, next) of a log. `_id` is the log
+ * and `first`, so two appends can never claim the same start; an append only
+ * ever starts where the last claim it read ends, so the claims of a log form
+ * one chain 0 → next → next ... without gap or overlap. The claim at 0 binds
+ * the log to its organization; every later one copies it.
+ */
+interface ClaimDoc {
+  _id: string;
+  runKind: LogKind;
+  runId: string;
+  organizationId: string;
+  first: number;
+  next: number;
+}
+
+/** Appends racing for one log retry this often before the caller is told to try again. */
+const claimAttempts = 50;
+
+/**
+ * MongoDB adapter without transactions and without relying on atomic
+ * read-modify-write updates (FerretDB, the test server, lacks both): offsets
+ * are claimed by inserting a unique claim document, then the events are
+ * inserted under a unique index on (runKind, runId, offset).
+ */
+export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): EventsStore {
+  const events: Collection<EventDoc> = db.collection("events");
+  const claims: Collection<ClaimDoc> = db.collection("claims");
+
+  const toEventDoc = (e: EventRecord): EventDoc => ({ ...toDoc(e), payload: JSON.stringify(e.payload) });
+  const fromEventDoc = (d: EventDoc): EventRecord => ({ ...fromDoc<Omit<EventRecord, "payload"> & { payload: string }>(d)!, payload: JSON.parse(d.payload) });
+
+  /** The newest claim of a log: its owner and its length. */
+  const lastClaim = (ref: LogRef) => claims.findOne({ runKind: ref.runKind, runId: ref.runId }, { sort: { first: -1 } });
+
+  /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
+  async function claim(ref: LogRef, organizationId: string, count: number): Promise<number | undefined> {
+    for (let attempt = 1; attempt <= claimAttempts; attempt++) {
+      const last = await lastClaim(ref);
+      if (last && last.organizationId !== organizationId) return undefined;
+      const first = last?.next ?? 0;
+      try {
+        await claims.insertOne({ _id: `${ref.runKind}:${ref.runId}:${first}`, ...ref, organizationId, first, next: first + count });
+        return first;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        // Another append took this start first: read the new end and try after it.
+        if (attempt > 2) await sleep(Math.random() * Math.min(attempt, 20));
+      }
+    }
+    throw unavailable("too many concurrent appends to this log, try again");
+  }
+
+  return {
+    async init() {
+      await claims.createIndex({ runKind: 1, runId: 1, first: -1 });
+      await events.createIndex({ runKind: 1, runId: 1, offset: 1 }, { unique: true });
+    },
+    ready: ping,
+    close,
+
+    async append(ref, organizationId, batch) {
+      if (batch.length === 0) throw new Error("an append needs at least one event");
+      const first = await claim(ref, organizationId, batch.length);
+      if (first === undefined) return undefined;
+      const stored = batch.map((e, i): EventRecord => ({ ...e, ...ref, organizationId, offset: first + i }));
+      try {
+        await events.insertMany(stored.map(toEventDoc), { ordered: true });
+      } catch (error) {
+        // The caller is told nothing was written: take back what was (best
+        // effort). The claimed offsets stay unused (docs/decisions.md).
+        await events.deleteMany({ _id: { $in: stored.map((e) => e.id) } }).catch(() => {});
+        throw error;
+      }
+      return stored;
+    },
+
+    async list(ref, organizationId, offset, limit) {
+      const last = await lastClaim(ref);
+      if (!last) return { items: [], totalCount: 0 };
+      if (last.organizationId !== organizationId) return undefined;
+      if (offset >= last.next) return { items: [], totalCount: last.next };
+      const docs = await events
+        .find({ runKind: ref.runKind, runId: ref.runId, offset: { $gte: offset, $lt: offset + limit } })
+        .sort({ offset: 1 })
+        .toArray();
+      return { items: docs.map(fromEventDoc), totalCount: last.next };
+    },
+
+    async get(organizationId, eventId) {
+      const doc = await events.findOne({ _id: eventId, organizationId, runKind: "structure-run" });
+      return doc ? fromEventDoc(doc) : undefined;
+    },
+  };
+}

@@ -1,0 +1,65 @@
+/** The two kinds of event log (semantics.md §6), named as in bus subjects. */
+export type LogKind = "assistant-run" | "structure-run";
+
+/** One run's log. `runId` is a lower-case uuid. */
+export interface LogRef {
+  runKind: LogKind;
+  runId: string;
+}
+
+/** Any JSON value (an event's payload). */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+/** An event as stored: its writer's fields plus where it sits in which log. */
+export interface EventRecord {
+  id: string;
+  runKind: LogKind;
+  runId: string;
+  organizationId: string;
+  /** 0-based position in the run's log. */
+  offset: number;
+  type: string;
+  origin: string;
+  /** JSON null when the writer gave none. */
+  payload: JsonValue;
+  /** Seconds since the epoch, exactly as the writer sent it. */
+  timestamp: number;
+  createdAt: Date;
+}
+
+/** What an append brings; the store adds the log, the organization and the offset. */
+export type NewEventRecord = Pick<EventRecord, "id" | "type" | "origin" | "payload" | "timestamp" | "createdAt">;
+
+/** A window of one log and the log's length. */
+export interface LogWindow {
+  items: EventRecord[];
+  /** Offsets the log has handed out: one past the last event's offset. */
+  totalCount: number;
+}
+
+/**
+ * Append-only logs, one per (runKind, runId). A log belongs to the
+ * organization of its first append; for every other organization it does not
+ * exist (reads and appends answer `undefined`).
+ */
+export interface EventsStore {
+  init(): Promise<void>;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+  /**
+   * Stores a non-empty batch at consecutive offsets, in batch order, after
+   * everything appended before; concurrent appends to one log (from any
+   * number of replicas) never share or skip an offset. Creates the log, bound
+   * to `organizationId`, on its first append. `undefined`: the log belongs to
+   * another organization, and nothing was written.
+   */
+  append(log: LogRef, organizationId: string, events: NewEventRecord[]): Promise<EventRecord[] | undefined>;
+  /**
+   * The events with offsets in [offset, offset + limit), in offset order. A
+   * log never appended to is empty (totalCount 0); `undefined`: the log
+   * belongs to another organization.
+   */
+  list(log: LogRef, organizationId: string, offset: number, limit: number): Promise<LogWindow | undefined>;
+  /** One structure-run event of the organization; assistant-run events are never found here (semantics.md §6). */
+  get(organizationId: string, eventId: string): Promise<EventRecord | undefined>;
+}

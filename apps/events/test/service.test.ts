@@ -1,0 +1,200 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { create, fromBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
+import { EventSchema, EventsService, NewEventSchema, RunKind, type Event, type NewEvent } from "@loom/proto/events/v1/events_pb";
+import { createMemoryBus } from "@loom/kit/bus-memory";
+import { fieldViolationsOf } from "@loom/kit/errors";
+import { newId } from "@loom/kit/ids";
+import { createLogger } from "@loom/kit/logger";
+import { headersFor, type Principal } from "@loom/kit/principal";
+import { startRpcServer, type RunningServer } from "@loom/kit/rpc-server";
+import { subjects } from "@loom/kit/subjects";
+import { httpTransport } from "@loom/kit/transports";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { openEventsStore, wireEvents } from "../src/wiring.ts";
+
+const serviceToken = "events-test-token-0123456789";
+
+/** The events service over real HTTP on port 0, as the gateway and the runs service call it. */
+describe.each(storeKinds("events service"))("events service (%s store)", (kind) => {
+  let server: RunningServer;
+  let client: Client<typeof EventsService>;
+  const bus = createMemoryBus();
+  const db = freshDatabaseName();
+  const alice: Principal = { userId: newId(), organizationId: newId() };
+  const mallory: Principal = { userId: newId(), organizationId: newId() };
+
+  beforeAll(async () => {
+    const store = await openEventsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    server = await startRpcServer({ services: [await wireEvents(store, bus)], serviceToken, logger: createLogger("test", "silent") });
+    client = createClient(EventsService, httpTransport(server.url, serviceToken));
+  });
+  afterAll(async () => {
+    await server?.close();
+    await bus.close();
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const as = (principal: Principal) => ({ headers: headersFor(principal) });
+  const newEvent = (over: Partial<Omit<NewEvent, "payload">> & { payload?: JsonValue } = {}): NewEvent => {
+    const { payload, ...rest } = over;
+    return create(NewEventSchema, {
+      type: "Thing",
+      origin: "USER",
+      timestamp: 1767225600.25,
+      ...rest,
+      ...(payload === undefined ? {} : { payload: fromJson(ValueSchema, payload) }),
+    });
+  };
+  const structureRun = (runId = newId()) => ({ runKind: RunKind.STRUCTURE_RUN, runId });
+  const failure = (call: Promise<unknown>) =>
+    call.then(
+      () => {
+        throw new Error("expected the call to fail");
+      },
+      (e: unknown) => ConnectError.from(e),
+    );
+  const listAll = (run: { runKind: RunKind; runId: string }, who = alice) => client.listEvents({ ...run, limit: 1000 }, as(who));
+
+  it("appends batches at consecutive offsets and reads them back as stored", async () => {
+    const run = structureRun();
+    const first = await client.appendEvents({ ...run, events: [newEvent({ type: "A", payload: { n: 1, list: ["x", null] } }), newEvent({ type: "B" })] }, as(alice));
+    const second = await client.appendEvents({ ...run, events: [newEvent({ type: "C", payload: "text" })] }, as(alice));
+    expect([...first.events, ...second.events].map((e) => [e.type, e.offset])).toEqual([["A", 0n], ["B", 1n], ["C", 2n]]);
+    const [a, b] = first.events;
+    expect(a).toMatchObject({ runKind: RunKind.STRUCTURE_RUN, runId: run.runId, origin: "USER", timestamp: 1767225600.25, organizationId: alice.organizationId });
+    expect(a!.payload?.kind).toMatchObject({ case: "structValue" });
+    expect(b!.payload?.kind).toEqual({ case: "nullValue", value: 0 });
+    expect(a!.createdAt).toBeDefined();
+    const list = await listAll(run);
+    expect(list.totalCount).toBe(3n);
+    expect(list.events).toEqual([...first.events, ...second.events]);
+    expect((await client.getEvent({ eventId: a!.eventId.toUpperCase() }, as(alice))).event).toEqual(a);
+  });
+
+  it("rejects a batch with one bad item among good ones, naming each bad field, and writes nothing", async () => {
+    const run = structureRun();
+    await client.appendEvents({ ...run, events: [newEvent()] }, as(alice));
+    const error = await failure(
+      client.appendEvents(
+        {
+          ...run,
+          events: [
+            newEvent(),
+            newEvent({ type: "" }),
+            newEvent(),
+            newEvent({ type: "x".repeat(201), origin: "ROBOT" }),
+            newEvent({ timestamp: Number.NaN }),
+            newEvent({ type: "é".repeat(200) }),
+            create(NewEventSchema, { type: "NaN", origin: "USER", payload: create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } }) }),
+          ],
+        },
+        as(alice),
+      ),
+    );
+    expect(error.code).toBe(Code.InvalidArgument);
+    expect(fieldViolationsOf(error).map((v) => v.path)).toEqual([
+      "body.events[1].type",
+      "body.events[3].type",
+      "body.events[3].origin",
+      "body.events[4].timestamp",
+      "body.events[6].payload",
+    ]);
+    const list = await listAll(run);
+    expect(list.totalCount).toBe(1n);
+    expect(list.events).toHaveLength(1);
+    // A new run stays unknown after a rejected first batch.
+    const fresh = structureRun();
+    await failure(client.appendEvents({ ...fresh, events: [newEvent({ origin: "" })] }, as(alice)));
+    expect((await failure(listAll(fresh))).code).toBe(Code.NotFound);
+  });
+
+  it("rejects empty and oversized batches, bad run ids and an unspecified run kind", async () => {
+    const paths = async (req: Parameters<typeof client.appendEvents>[0]) => fieldViolationsOf(await failure(client.appendEvents(req, as(alice)))).map((v) => v.path);
+    expect(await paths({ ...structureRun(), events: [] })).toEqual(["body.events"]);
+    expect(await paths({ ...structureRun(), events: Array.from({ length: 1001 }, () => newEvent()) })).toEqual(["body.events"]);
+    expect(await paths({ runKind: RunKind.STRUCTURE_RUN, runId: "nope", events: [newEvent()] })).toEqual(["path.structure_run_id"]);
+    expect(await paths({ runKind: RunKind.ASSISTANT_RUN, runId: "nope", events: [newEvent()] })).toEqual(["path.assistant_run_id"]);
+    expect(await paths({ runKind: RunKind.UNSPECIFIED, runId: newId(), events: [newEvent()] })).toEqual(["run_kind"]);
+    const thousand = await client.appendEvents({ ...structureRun(), events: Array.from({ length: 1000 }, () => newEvent()) }, as(alice));
+    expect(thousand.events.at(-1)?.offset).toBe(999n);
+  });
+
+  it("publishes each stored event on the bus, in offset order, after storing it", async () => {
+    const run = structureRun();
+    const got: Array<{ subject: string; event: Event }> = [];
+    const sub = bus.subscribe(subjects.events("structure-run", run.runId), (data, subject) => got.push({ subject, event: fromBinary(EventSchema, data) }));
+    const assistantRun = { runKind: RunKind.ASSISTANT_RUN, runId: newId() };
+    const other: Event[] = [];
+    const otherSub = bus.subscribe(subjects.events("assistant-run", assistantRun.runId), (data) => other.push(fromBinary(EventSchema, data)));
+
+    const stored = await client.appendEvents({ ...run, events: [newEvent({ type: "A" }), newEvent({ type: "B", payload: [1, 2] })] }, as(alice));
+    const more = await client.appendEvents({ ...run, events: [newEvent({ type: "C" })] }, as(alice));
+    const lifecycle = await client.appendEvents({ ...assistantRun, events: [newEvent({ type: "AssistantRunQueued", origin: "SYSTEM" })] }, as(alice));
+    await expect.poll(() => got.length + other.length).toBe(4);
+    expect(got.map((g) => g.subject)).toEqual(Array(3).fill(`loom.events.structure-run.${run.runId}`));
+    expect(got.map((g) => g.event)).toEqual([...stored.events, ...more.events]);
+    expect(other).toEqual(lifecycle.events);
+
+    // Nothing is published for a rejected or refused append.
+    await failure(client.appendEvents({ ...run, events: [newEvent({ type: "" })] }, as(alice)));
+    await failure(client.appendEvents({ ...run, events: [newEvent()] }, as(mallory)));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(got).toHaveLength(3);
+    sub.unsubscribe();
+    otherSub.unsubscribe();
+  });
+
+  it("answers NOT_FOUND to another organization for appends, lists and gets", async () => {
+    const run = structureRun();
+    const [event] = (await client.appendEvents({ ...run, events: [newEvent()] }, as(alice))).events;
+    expect((await failure(client.appendEvents({ ...run, events: [newEvent()] }, as(mallory)))).code).toBe(Code.NotFound);
+    expect((await failure(listAll(run, mallory))).code).toBe(Code.NotFound);
+    expect((await failure(client.getEvent({ eventId: event!.eventId }, as(mallory)))).code).toBe(Code.NotFound);
+    expect((await listAll(run)).totalCount).toBe(1n);
+
+    const assistantRun = { runKind: RunKind.ASSISTANT_RUN, runId: newId() };
+    await client.appendEvents({ ...assistantRun, events: [newEvent({ origin: "SYSTEM" })] }, as(alice));
+    expect((await failure(listAll(assistantRun, mallory))).code).toBe(Code.NotFound);
+  });
+
+  it("pages a log by offset and limit, with the log's length", async () => {
+    const run = structureRun();
+    await client.appendEvents({ ...run, events: Array.from({ length: 150 }, (_, i) => newEvent({ type: `e${i}` })) }, as(alice));
+    const page = async (offset: bigint, limit: number) => {
+      const res = await client.listEvents({ ...run, offset, limit }, as(alice));
+      return { types: res.events.map((e) => e.type), total: res.totalCount };
+    };
+    expect((await page(0n, 0)).types).toHaveLength(100);
+    expect(await page(10n, 3)).toEqual({ types: ["e10", "e11", "e12"], total: 150n });
+    expect(await page(148n, 10)).toEqual({ types: ["e148", "e149"], total: 150n });
+    expect(await page(150n, 10)).toEqual({ types: [], total: 150n });
+    expect(await page(2n ** 62n, 10)).toEqual({ types: [], total: 150n });
+    const paths = async (offset: bigint, limit: number) => fieldViolationsOf(await failure(client.listEvents({ ...run, offset, limit }, as(alice)))).map((v) => v.path);
+    expect(await paths(-1n, 10)).toEqual(["query.offset"]);
+    expect(await paths(0n, 1001)).toEqual(["query.limit"]);
+    expect(await paths(0n, -1)).toEqual(["query.limit"]);
+  });
+
+  it("reads an unknown assistant run as an empty log, and an unknown structure run as NOT_FOUND", async () => {
+    const empty = await client.listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: newId() }, as(alice));
+    expect(empty).toMatchObject({ events: [], totalCount: 0n });
+    expect((await failure(client.listEvents(structureRun(), as(alice)))).code).toBe(Code.NotFound);
+  });
+
+  it("gets structure-run events only", async () => {
+    const [assistantEvent] = (await client.appendEvents({ runKind: RunKind.ASSISTANT_RUN, runId: newId(), events: [newEvent({ origin: "SYSTEM" })] }, as(alice))).events;
+    expect((await failure(client.getEvent({ eventId: assistantEvent!.eventId }, as(alice)))).code).toBe(Code.NotFound);
+    expect((await failure(client.getEvent({ eventId: newId() }, as(alice)))).code).toBe(Code.NotFound);
+    expect((await failure(client.getEvent({ eventId: "not-a-uuid" }, as(alice)))).code).toBe(Code.NotFound);
+  });
+
+  it("needs a principal, and does not follow yet", async () => {
+    expect((await failure(client.listEvents(structureRun()))).code).toBe(Code.Unauthenticated);
+    const follow = async () => {
+      for await (const _ of client.followEvents(structureRun(), as(alice))) return;
+    };
+    expect((await failure(follow())).code).toBe(Code.Unimplemented);
+  });
+});

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "@loom/kit/ids";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { openEventsStore } from "../src/wiring.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "../src/store/port.ts";
+
+describe.each(storeKinds("events store contract"))("events store contract (%s)", (kind) => {
+  let store: EventsStore;
+  /** A second replica on the same database (in memory there is one process, so the same store). */
+  let replica: EventsStore;
+  const db = freshDatabaseName();
+  const org = newId();
+  const otherOrg = newId();
+
+  beforeAll(async () => {
+    store = await openEventsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    await store.init();
+    await store.init();
+    replica = kind === "mongo" ? await openEventsStore({ url: testServers.mongoUrl, db }) : store;
+  });
+  afterAll(async () => {
+    await store.close();
+    if (replica !== store) await replica.close();
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const newLog = (runKind: LogKind = "structure-run"): LogRef => ({ runKind, runId: newId() });
+  const event = (over: Partial<NewEventRecord> = {}): NewEventRecord => ({
+    id: newId(),
+    type: "Thing",
+    origin: "USER",
+    payload: null,
+    timestamp: 1767225600.125,
+    createdAt: new Date("2026-03-04T05:06:07.089Z"),
+    ...over,
+  });
+  const batch = (n: number, type = "Thing") => Array.from({ length: n }, (_, i) => event({ type: `${type}-${i}` }));
+  const offsets = (events: EventRecord[] | undefined) => events?.map((e) => e.offset);
+
+  it("stores a batch at consecutive offsets after the ones before, and round-trips every field", async () => {
+    const log = newLog("assistant-run");
+    const payload = { text: "hé", n: -1.5, list: [1, "two", null, true, { deep: [] }], "$set": 1, "a.b": { "": "empty key" } };
+    const first = [event({ type: "StartPromptEvent", origin: "ASSISTANT", payload }), event({ payload: "just a string" }), event({ payload: 0 })];
+    const stored = await store.append(log, org, first);
+    expect(stored).toEqual(first.map((e, i) => ({ ...e, ...log, organizationId: org, offset: i })));
+    expect(offsets(await store.append(log, org, batch(2)))).toEqual([3, 4]);
+    const window = await store.list(log, org, 0, 10);
+    expect(window?.totalCount).toBe(5);
+    expect(window?.items.slice(0, 3)).toEqual(stored);
+    expect(offsets(window?.items)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("gives concurrent appends to one log, from two replicas, offsets 0..N-1 with no gap and no duplicate, each batch in one run", async () => {
+    const log = newLog();
+    const sizes = Array.from({ length: 20 }, (_, i) => (i % 5) + 1);
+    const results = await Promise.all(sizes.map((n, i) => (i % 2 ? replica : store).append(log, org, batch(n, `batch${i}`))));
+    const total = sizes.reduce((a, b) => a + b, 0);
+    results.forEach((stored, i) => {
+      expect(stored).toHaveLength(sizes[i]!);
+      const first = stored![0]!.offset;
+      expect(offsets(stored)).toEqual(stored!.map((_, j) => first + j));
+      expect(stored!.map((e) => e.type)).toEqual(stored!.map((_, j) => `batch${i}-${j}`));
+    });
+    const all = results.flatMap((stored) => offsets(stored)!).sort((a, b) => a - b);
+    expect(all).toEqual(Array.from({ length: total }, (_, i) => i));
+    const window = await store.list(log, org, 0, 1000);
+    expect(window?.totalCount).toBe(total);
+    expect(offsets(window?.items)).toEqual(all);
+  });
+
+  it("binds a log to the organization of its first append; for others it does not exist", async () => {
+    const log = newLog();
+    const mine = await store.append(log, org, batch(2));
+    expect(await store.append(log, otherOrg, batch(1))).toBeUndefined();
+    expect(await store.list(log, otherOrg, 0, 10)).toBeUndefined();
+    expect(await store.get(otherOrg, mine![0]!.id)).toBeUndefined();
+    expect(await store.list(log, org, 0, 10)).toMatchObject({ totalCount: 2 });
+    // The same run id in the other kind is another log.
+    expect(offsets(await store.append({ ...log, runKind: "assistant-run" }, otherOrg, batch(1)))).toEqual([0]);
+  });
+
+  it("lets exactly one organization win concurrent first appends", async () => {
+    const log = newLog();
+    const orgs = Array.from({ length: 10 }, (_, i) => (i % 2 === 0 ? org : otherOrg));
+    const results = await Promise.all(orgs.map((o, i) => (i % 3 ? store : replica).append(log, o, batch(1))));
+    const winners = new Set(orgs.filter((_, i) => results[i] !== undefined));
+    expect(winners.size).toBe(1);
+    const winner = [...winners][0]!;
+    expect(results.filter(Boolean)).toHaveLength(5);
+    expect((await store.list(log, winner, 0, 100))?.totalCount).toBe(5);
+  });
+
+  it("lists a window of the log by offset and limit, with the log's length", async () => {
+    const log = newLog();
+    await store.append(log, org, batch(4, "a"));
+    await store.append(log, org, batch(3, "b"));
+    const page = async (offset: number, limit: number) => {
+      const window = await store.list(log, org, offset, limit);
+      return { offsets: offsets(window?.items), totalCount: window?.totalCount };
+    };
+    expect(await page(0, 3)).toEqual({ offsets: [0, 1, 2], totalCount: 7 });
+    expect(await page(3, 3)).toEqual({ offsets: [3, 4, 5], totalCount: 7 });
+    expect(await page(6, 3)).toEqual({ offsets: [6], totalCount: 7 });
+    expect(await page(7, 3)).toEqual({ offsets: [], totalCount: 7 });
+    expect(await page(1_000_000, 1000)).toEqual({ offsets: [], totalCount: 7 });
+    expect((await store.list(log, org, 2, 3))?.items.map((e) => e.type)).toEqual(["a-2", "a-3", "b-0"]);
+    expect(await store.list(newLog(), org, 0, 10)).toEqual({ items: [], totalCount: 0 });
+  });
+
+  it("gets structure-run events of the organization only", async () => {
+    const [structureEvent] = (await store.append(newLog("structure-run"), org, batch(1)))!;
+    const [assistantEvent] = (await store.append(newLog("assistant-run"), org, batch(1)))!;
+    expect(await store.get(org, structureEvent!.id)).toEqual(structureEvent);
+    expect(await store.get(otherOrg, structureEvent!.id)).toBeUndefined();
+    expect(await store.get(org, assistantEvent!.id)).toBeUndefined();
+    expect(await store.get(org, newId())).toBeUndefined();
+  });
+});

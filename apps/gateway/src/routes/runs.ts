@@ -1,0 +1,155 @@
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import { timestampDate } from "@bufbuild/protobuf/wkt";
+import { invalidArgument } from "@loom/kit/errors";
+import { valueToJson } from "@loom/kit/json-value";
+import { RunStatus, type AssistantRun } from "@loom/proto/runs/v1/runs_pb";
+import type { ServiceClients } from "../clients.ts";
+import { isoTime, pagination } from "../json.ts";
+import { defineOperation } from "../operation.ts";
+import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
+import { idArray, pageQuery, uuid } from "../validation.ts";
+
+export const runStatusNames = ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
+
+const createBody = z.object({
+  input: z.string().optional(),
+  args: z.array(z.string()).max(100, "must hold at most 100 args").optional(),
+  stream: z.boolean().optional(),
+  new_thread: z.boolean().optional(),
+  thread_id: uuid.optional(),
+  knowledge_base_ids: idArray.optional(),
+  retriever_ids: idArray.optional(),
+  ruleset_ids: idArray.optional(),
+  structure_ids: idArray.optional(),
+  tool_ids: idArray.optional(),
+  additional_knowledge_base_ids: idArray.optional(),
+  additional_retriever_ids: idArray.optional(),
+  additional_ruleset_ids: idArray.optional(),
+  additional_structure_ids: idArray.optional(),
+  additional_tool_ids: idArray.optional(),
+});
+
+/** `status=A,B` and `status=A&status=B` alike (semantics.md §4). */
+const statusQuery = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .transform((v) => (v === undefined ? [] : [v].flat().flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean)))
+  .pipe(z.array(z.enum(runStatusNames, { message: `must be one of ${runStatusNames.join(", ")}` })));
+
+const idempotencyKey = z.string().min(1).max(255).optional();
+
+/** Same request, same fingerprint: the assistant and the body with keys in a stable order. */
+function fingerprint(assistantId: string, body: unknown): string {
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(canonical)
+      : value && typeof value === "object"
+        ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+        : value;
+  return createHash("sha256").update(JSON.stringify([assistantId, canonical(body ?? {})])).digest("hex");
+}
+
+const list = (values: string[] | undefined) => (values === undefined ? undefined : { values });
+
+export function runJson(run: AssistantRun | undefined) {
+  if (!run) throw new Error("the runs service answered without a run");
+  return {
+    assistant_run_id: run.assistantRunId,
+    assistant_id: run.assistantId,
+    ...(run.threadId !== undefined ? { thread_id: run.threadId } : {}),
+    args: run.args,
+    ...(run.input !== undefined ? { input: run.input } : {}),
+    ...(run.output !== undefined ? { output: valueToJson(run.output) } : {}),
+    status: RunStatus[run.status],
+    ...(run.statusDetail ? { status_detail: { reason: run.statusDetail.reason, ...(run.statusDetail.message !== undefined ? { message: run.statusDetail.message } : {}) } } : {}),
+    stream: run.stream,
+    knowledge_base_ids: run.knowledgeBaseIds,
+    retriever_ids: run.retrieverIds,
+    ruleset_ids: run.rulesetIds,
+    structure_ids: run.structureIds,
+    tool_ids: run.toolIds,
+    completed_at: run.completedAt ? timestampDate(run.completedAt).toISOString() : null,
+    created_at: isoTime(run.createdAt),
+    created_by: run.createdBy,
+    updated_at: isoTime(run.updatedAt),
+  };
+}
+
+export function runOperations({ runs }: ServiceClients) {
+  const runPath = z.object({ assistant_run_id: uuid });
+  return [
+    defineOperation({
+      id: "ListAssistantRuns",
+      method: "GET",
+      path: "/assistants/{assistant_id}/runs",
+      summary: "An assistant's runs, newest first, optionally only those in the given statuses",
+      params: z.object({ assistant_id: uuid }),
+      query: pageQuery.extend({ status: statusQuery }),
+      response: { status: 200, description: "A page of runs", schema: assistantRunListSchema },
+      async handle({ params, query, call }) {
+        const res = await runs.listAssistantRuns(
+          { assistantId: params.assistant_id, page: { page: query.page, pageSize: query.page_size }, statuses: query.status.map((s) => RunStatus[s]) },
+          call,
+        );
+        return { assistant_runs: res.assistantRuns.map(runJson), pagination: pagination(res.page) };
+      },
+    }),
+    defineOperation({
+      id: "CreateAssistantRun",
+      method: "POST",
+      path: "/assistants/{assistant_id}/runs",
+      summary: "Queues a run of the assistant; it executes in the background. Honors an Idempotency-Key header.",
+      params: z.object({ assistant_id: uuid }),
+      body: { schema: createBody, required: false },
+      response: { status: 201, description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)", schema: assistantRunSchema },
+      async handle({ params, body, call, ctx }) {
+        const key = idempotencyKey.safeParse(ctx.get("Idempotency-Key") || undefined);
+        if (!key.success) throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
+        const b = body ?? {};
+        const res = await runs.createAssistantRun(
+          {
+            assistantId: params.assistant_id,
+            input: b.input,
+            args: b.args,
+            stream: b.stream,
+            newThread: b.new_thread,
+            threadId: b.thread_id,
+            knowledgeBaseIds: list(b.knowledge_base_ids),
+            retrieverIds: list(b.retriever_ids),
+            rulesetIds: list(b.ruleset_ids),
+            structureIds: list(b.structure_ids),
+            toolIds: list(b.tool_ids),
+            additionalKnowledgeBaseIds: b.additional_knowledge_base_ids,
+            additionalRetrieverIds: b.additional_retriever_ids,
+            additionalRulesetIds: b.additional_ruleset_ids,
+            additionalStructureIds: b.additional_structure_ids,
+            additionalToolIds: b.additional_tool_ids,
+            idempotencyKey: key.data ?? "",
+            requestFingerprint: key.data ? fingerprint(params.assistant_id, body) : "",
+          },
+          call,
+        );
+        return runJson(res.assistantRun);
+      },
+    }),
+    defineOperation({
+      id: "GetAssistantRun",
+      method: "GET",
+      path: "/assistant-runs/{assistant_run_id}",
+      summary: "One run",
+      params: runPath,
+      response: { status: 200, description: "The run", schema: assistantRunSchema },
+      handle: async ({ params, call }) => runJson((await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
+    }),
+    defineOperation({
+      id: "CancelAssistantRun",
+      method: "POST",
+      path: "/assistant-runs/{assistant_run_id}/cancel",
+      summary: "Cancels a run; a run that has ended is returned as it is",
+      params: runPath,
+      response: { status: 200, description: "The run after the cancel", schema: assistantRunSchema },
+      handle: async ({ params, call }) => runJson((await runs.cancelAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
+    }),
+  ];
+}

@@ -1,0 +1,31 @@
+import { z } from "zod";
+import { env } from "@loom/kit/config";
+import { modelSettings } from "./models/resolve.ts";
+
+/** The run engine's settings; the all-in-one process reuses them as they are. */
+export const runSettings = {
+  ...modelSettings,
+  /** A run still going after this long becomes ERROR, reason Timeout (semantics.md §5). */
+  RUN_TIMEOUT_MS: env.duration(10 * 60 * 1000),
+  /** A claimed run whose worker stops renewing for this long becomes ERROR, reason WorkerLost. */
+  RUN_LEASE_MS: env.duration(15_000),
+  RUN_POLL_MS: env.duration(250),
+  /** Runs one replica executes at once. */
+  RUN_WORKER_CONCURRENCY: z.coerce.number().int().min(1).default(16),
+  /** Runs one organization may have executing at once, across replicas. */
+  RUN_MAX_PER_ORGANIZATION: z.coerce.number().int().min(1).default(8),
+};
+
+/** The runs service run on its own (one Deployment in production). */
+export const runsConfigSchema = z.object({
+  ...runSettings,
+  PORT: env.port(8083),
+  HOST: z.string().default("0.0.0.0"),
+  SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
+  ASSISTANTS_URL: env.url(),
+  EVENTS_URL: env.url(),
+  MONGODB_URL: env.url().optional(),
+  MONGODB_DB: z.string().default("loom_runs"),
+  NATS_URL: env.url().optional(),
+  LOG_LEVEL: env.logLevel(),
+});

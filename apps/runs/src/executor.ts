@@ -1,0 +1,97 @@
+import type { Logger } from "@loom/kit/logger";
+import { griptapeEvents, message, textArtifact, type TextArtifact } from "./griptape.ts";
+import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
+import type { RunLog } from "./run-log.ts";
+import type { RunRecord, RunsStore, StatusDetail } from "./store/port.ts";
+
+/** Why a worker aborted a run's model call. */
+export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
+
+export interface ExecuteDeps {
+  store: RunsStore;
+  log: RunLog;
+  model: Model;
+  logger: Logger;
+  workerId: string;
+  now: () => Date;
+}
+
+/**
+ * Runs one claimed run (status STARTING, held by this worker) to its end:
+ * RUNNING, the model call with its events, then a terminal status. Every
+ * write is guarded by status and worker, so a cancel or a reaper that got
+ * there first wins and this worker's late writes change nothing.
+ */
+export async function executeRun(run: RunRecord, signal: AbortSignal, deps: ExecuteDeps): Promise<void> {
+  const { store, log, model, workerId, now } = deps;
+  const held = { from: ["RUNNING"] as const, worker: workerId };
+  const running = await store.transition(run.id, { from: ["STARTING"], worker: workerId }, "RUNNING", {}, now());
+  if (!running) return;
+  await log.lifecycle(running);
+
+  // Appends stop once the run is stopped, so nothing lands after its terminal event.
+  const whileActive = async (write: () => Promise<void>) => {
+    if (!signal.aborted) await write();
+  };
+
+  const input = textArtifact(run.message);
+  try {
+    const turns = await conversation(run, store);
+    await whileActive(() =>
+      log.assistant(running, [
+        griptapeEvents.startStructureRun(input, now()),
+        griptapeEvents.startPrompt(
+          model.id,
+          turns.map((t) => message(t.role, t.content)),
+          now(),
+        ),
+      ]),
+    );
+    const result = await model.generate({
+      messages: turns,
+      signal,
+      onChunk: run.stream ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())])) : undefined,
+    });
+    const output = textArtifact(result.text);
+    if (signal.aborted) throw signal.reason;
+    await log.assistant(running, [
+      griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
+      griptapeEvents.finishStructureRun(input, output, now()),
+    ]);
+    await finish(run, "SUCCEEDED", undefined, output, deps, held);
+  } catch (error) {
+    const stop = signal.aborted ? (signal.reason as StopReason) : undefined;
+    if (stop?.kind === "cancelled" || stop?.kind === "lease-lost") return; // whoever stopped it wrote its end
+    if (stop?.kind === "timeout") return finish(run, "ERROR", { reason: "Timeout", message: "the run took longer than RUN_TIMEOUT" }, undefined, deps, held);
+    if (error instanceof ModelFailure) {
+      return finish(run, error.kind === "failed" ? "FAILED" : "ERROR", { reason: error.reason, message: error.message }, undefined, deps, held);
+    }
+    deps.logger.error({ err: error, run_id: run.id }, "run failed unexpectedly");
+    return finish(run, "ERROR", { reason: "InternalError", message: "the platform failed to run this request" }, undefined, deps, held);
+  }
+}
+
+async function finish(
+  run: RunRecord,
+  status: "SUCCEEDED" | "FAILED" | "ERROR",
+  statusDetail: StatusDetail | undefined,
+  output: TextArtifact | undefined,
+  deps: ExecuteDeps,
+  guard: { from: readonly ["RUNNING"]; worker: string },
+): Promise<void> {
+  const at = deps.now();
+  const ended = await deps.store.transition(run.id, guard, status, { statusDetail, output, completedAt: at, leaseUntil: undefined }, at);
+  if (ended) await deps.log.lifecycle(ended);
+}
+
+/** The thread's earlier successful runs as conversation, then this run's message. */
+async function conversation(run: RunRecord, store: RunsStore): Promise<ChatTurn[]> {
+  const history = run.threadId ? await store.threadHistory(run.threadId, run.createdAt) : [];
+  return [
+    ...history.flatMap((earlier): ChatTurn[] => [
+      { role: "user", content: earlier.message },
+      { role: "assistant", content: (earlier.output as TextArtifact | undefined)?.value ?? "" },
+    ]),
+    { role: "user", content: run.message },
+  ];
+}

@@ -1,0 +1,74 @@
+import { randomBytes } from "node:crypto";
+
+/**
+ * The griptape framework's serialization of artifacts, messages and events
+ * (semantics.md §6). The griptape drivers rebuild each payload with
+ * `from_dict`, which rejects any extra or missing key, so these builders are
+ * the only place payloads are made, and a test pins every key set.
+ */
+const griptapeId = () => randomBytes(16).toString("hex");
+const seconds = (at: Date) => at.getTime() / 1000;
+
+export interface TextArtifact {
+  type: "TextArtifact";
+  id: string;
+  reference: null;
+  meta: Record<string, never>;
+  name: string;
+  value: string;
+}
+
+export function textArtifact(value: string): TextArtifact {
+  const id = griptapeId();
+  return { type: "TextArtifact", id, reference: null, meta: {}, name: id, value };
+}
+
+export function message(role: "user" | "assistant" | "system", text: string, usage = { input: 0, output: 0 }) {
+  return {
+    type: "Message",
+    role,
+    content: [{ type: "TextMessageContent", artifact: textArtifact(text) }],
+    usage: { type: "Message.Usage", input_tokens: usage.input, output_tokens: usage.output },
+  };
+}
+
+const base = (type: string, at: Date) => ({ type, id: griptapeId(), timestamp: seconds(at), meta: {} });
+
+export const griptapeEvents = {
+  startStructureRun: (input: TextArtifact, at: Date) => ({
+    ...base("StartStructureRunEvent", at),
+    structure_id: null,
+    input_task_input: input,
+    input_task_output: null,
+  }),
+  startPrompt: (model: string, messages: Array<ReturnType<typeof message>>, at: Date) => ({
+    ...base("StartPromptEvent", at),
+    model,
+    prompt_stack: { type: "PromptStack", messages },
+  }),
+  textChunk: (token: string, at: Date) => ({ ...base("TextChunkEvent", at), index: 0, token }),
+  finishPrompt: (model: string, result: string, inputTokens: number, outputTokens: number, at: Date) => ({
+    ...base("FinishPromptEvent", at),
+    model,
+    result,
+    input_token_count: inputTokens,
+    output_token_count: outputTokens,
+  }),
+  finishStructureRun: (input: TextArtifact, output: TextArtifact, at: Date) => ({
+    ...base("FinishStructureRunEvent", at),
+    structure_id: null,
+    output_task_input: input,
+    output_task_output: output,
+  }),
+};
+
+/** The lifecycle event type of each status (origin SYSTEM). */
+export const lifecycleEventType = {
+  QUEUED: "AssistantRunQueued",
+  STARTING: "AssistantRunStarting",
+  RUNNING: "AssistantRunRunning",
+  SUCCEEDED: "AssistantRunSucceeded",
+  FAILED: "AssistantRunFailed",
+  ERROR: "AssistantRunErrored",
+  CANCELLED: "AssistantRunCancelled",
+} as const;

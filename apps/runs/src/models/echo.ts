@@ -1,0 +1,48 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts";
+
+/**
+ * The built-in model: no network, no key, the same answer every time. It lets
+ * Loom run (and its tests exercise streaming, events and cancel) with nothing
+ * configured.
+ */
+export const echoModelId = "loom:echo";
+
+export function createEchoModel(): Model {
+  return {
+    id: echoModelId,
+    async generate({ messages, signal, onChunk }: GenerateRequest): Promise<GenerateResult> {
+      signal.throwIfAborted();
+      const text = echoAnswer(messages);
+      const tokens = tokenize(text);
+      if (onChunk) {
+        for (const token of tokens) {
+          // Yield to the event loop between chunks, as a real stream would, so a
+          // cancel can land mid-answer; setImmediate keeps a whole run far under a second.
+          await nextTurn();
+          signal.throwIfAborted();
+          await onChunk(token);
+        }
+      }
+      return {
+        text,
+        inputTokens: messages.reduce((sum, turn) => sum + tokenize(turn.content).length, 0),
+        outputTokens: tokens.length,
+      };
+    },
+  };
+}
+
+function echoAnswer(messages: ChatTurn[]): string {
+  const lastUser = messages.findLast((turn) => turn.role === "user");
+  return `Echo: ${lastUser?.content ?? ""}`.trimEnd();
+}
+
+/**
+ * Word-like pieces with their leading whitespace (" hello", ":"), roughly as an
+ * LLM tokenizer cuts text: they concatenate back to the input exactly, and
+ * their number is the token count.
+ */
+export function tokenize(text: string): string[] {
+  return text.match(/\s*[\p{L}\p{N}_]+|\s*[^\s\p{L}\p{N}_]+|\s+/gu) ?? [];
+}

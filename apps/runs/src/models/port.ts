@@ -1,0 +1,50 @@
+/**
+ * What the run worker needs from a model: one call that answers a
+ * conversation, optionally streaming, and can be aborted. Providers live
+ * behind it (echo.ts, ai-sdk.ts); resolve.ts picks one from configuration.
+ */
+export interface ChatTurn {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+export interface GenerateRequest {
+  messages: ChatTurn[];
+  /** Aborting it aborts the in-flight provider request; generate then rejects with `signal.reason`. */
+  signal: AbortSignal;
+  /** When given, the answer is streamed: called once per text delta, in order, awaited before the next. */
+  onChunk?: (token: string) => void | Promise<void>;
+}
+
+export interface GenerateResult {
+  text: string;
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface Model {
+  /** `provider:model`, e.g. "loom:echo", "openai:gpt-4.1-mini"; runs report it in their events. */
+  id: string;
+  generate(req: GenerateRequest): Promise<GenerateResult>;
+}
+
+/**
+ * `failed`: the provider refused the request (bad request, refusal) → the run
+ * is FAILED. `error`: the platform could not get an answer (unreachable, 5xx,
+ * rate limit or timeout after retries) → the run is ERROR (semantics.md §5).
+ */
+export type ModelFailureKind = "failed" | "error";
+
+/** A model call that ended without an answer, classified for the run's status and `status_detail`. */
+export class ModelFailure extends Error {
+  override name = "ModelFailure";
+  readonly kind: ModelFailureKind;
+  /** `status_detail.reason`, e.g. "ProviderRejected", "ProviderUnavailable". */
+  readonly reason: string;
+
+  constructor(kind: ModelFailureKind, reason: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.kind = kind;
+    this.reason = reason;
+  }
+}

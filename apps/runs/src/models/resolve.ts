@@ -1,0 +1,107 @@
+import { z } from "zod";
+import { createAnthropic } from "@ai-sdk/anthropic";
+import { createOpenAI } from "@ai-sdk/openai";
+import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
+import type { LanguageModel } from "ai";
+import { ConfigError, env } from "@loom/kit/config";
+import { createAiSdkModel } from "./ai-sdk.ts";
+import { createEchoModel, echoModelId } from "./echo.ts";
+import type { Model } from "./port.ts";
+
+const providers = ["loom", "openai", "anthropic", "openai-compatible"] as const;
+type Provider = (typeof providers)[number];
+
+const modelNameHint = `"provider:model" with provider ${providers.join(", ")} (e.g. "openai:gpt-4.1-mini")`;
+
+/** The model settings, for a service to spread into its config schema (as identity does with its own). */
+export const modelSettings = {
+  /** Unset: loom:echo, but only when no provider below is configured. */
+  DEFAULT_MODEL: z
+    .string()
+    .superRefine((value, ctx) => {
+      const parsed = parseModelName(value);
+      if ("problem" in parsed) ctx.addIssue({ code: "custom", message: parsed.problem });
+    })
+    .optional(),
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: env.url().optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: env.url().optional(),
+  /** Any endpoint that speaks OpenAI chat completions: Ollama, vLLM, LiteLLM… */
+  OPENAI_COMPATIBLE_BASE_URL: env.url().optional(),
+  OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+};
+
+export type ModelConfig = { [K in keyof typeof modelSettings]?: string | undefined };
+
+/** Settings that mean "a provider is configured": with any of them, DEFAULT_MODEL is required. */
+const providerSettings = [
+  "OPENAI_API_KEY",
+  "OPENAI_BASE_URL",
+  "ANTHROPIC_API_KEY",
+  "ANTHROPIC_BASE_URL",
+  "OPENAI_COMPATIBLE_BASE_URL",
+  "OPENAI_COMPATIBLE_API_KEY",
+] as const satisfies ReadonlyArray<keyof ModelConfig>;
+
+/**
+ * The model every run uses. Without DEFAULT_MODEL Loom falls back to loom:echo
+ * only when nothing else is configured: with a provider key present we never
+ * guess a model name (a guess costs money, or fails later and less clearly).
+ * Throws ConfigError naming the variable to fix, so a service fails at start.
+ */
+export function resolveModel(config: ModelConfig, options: { maxRetries?: number } = {}): Model {
+  const name = given(config.DEFAULT_MODEL);
+  if (name === undefined) {
+    const configured = providerSettings.filter((key) => given(config[key]) !== undefined);
+    if (configured.length > 0) {
+      throw new ConfigError(`DEFAULT_MODEL: must be set when a model provider is configured (${configured.join(", ")} set); use ${modelNameHint}`);
+    }
+    return createEchoModel();
+  }
+  const parsed = parseModelName(name);
+  if ("problem" in parsed) throw new ConfigError(`DEFAULT_MODEL: ${parsed.problem}`);
+  if (parsed.provider === "loom") return createEchoModel();
+  return createAiSdkModel({ id: `${parsed.provider}:${parsed.model}`, model: languageModel(parsed.provider, parsed.model, config), ...options });
+}
+
+function languageModel(provider: Exclude<Provider, "loom">, model: string, config: ModelConfig): LanguageModel {
+  // Keys are passed explicitly: the SDK would otherwise read process.env
+  // behind the config's back.
+  switch (provider) {
+    case "openai":
+      return createOpenAI({ apiKey: required(config, "OPENAI_API_KEY", provider), baseURL: given(config.OPENAI_BASE_URL) })(model);
+    case "anthropic":
+      return createAnthropic({ apiKey: required(config, "ANTHROPIC_API_KEY", provider), baseURL: given(config.ANTHROPIC_BASE_URL) })(model);
+    case "openai-compatible":
+      return createOpenAICompatible({
+        name: "openai-compatible",
+        baseURL: required(config, "OPENAI_COMPATIBLE_BASE_URL", provider),
+        apiKey: given(config.OPENAI_COMPATIBLE_API_KEY),
+        // Asks for the final usage chunk of a stream (`stream_options.include_usage`);
+        // without it a streamed run would report 0 tokens.
+        includeUsage: true,
+      })(model);
+  }
+}
+
+function parseModelName(name: string): { provider: Provider; model: string } | { problem: string } {
+  const colon = name.indexOf(":");
+  if (colon <= 0 || colon === name.length - 1) return { problem: `"${name}" is not ${modelNameHint}` };
+  const prefix = name.slice(0, colon);
+  const provider = providers.find((known) => known === prefix);
+  if (provider === undefined) return { problem: `unknown model provider "${prefix}" in "${name}"; known: ${providers.join(", ")}` };
+  if (provider === "loom" && name !== echoModelId) return { problem: `unknown built-in model "${name}"; the only one is ${echoModelId}` };
+  return { provider, model: name.slice(colon + 1) };
+}
+
+function required(config: ModelConfig, key: keyof ModelConfig, provider: Provider): string {
+  const value = given(config[key]);
+  if (value === undefined) throw new ConfigError(`${key}: must be set for DEFAULT_MODEL ${provider}:…`);
+  return value;
+}
+
+/** Empty means unset, as everywhere in Loom's configuration. */
+function given(value: string | undefined): string | undefined {
+  return value === undefined || value.trim() === "" ? undefined : value;
+}

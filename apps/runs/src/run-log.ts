@@ -1,0 +1,35 @@
+import type { Client } from "@connectrpc/connect";
+import { headersFor } from "@loom/kit/principal";
+import { jsonToValue } from "@loom/kit/json-value";
+import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
+import { lifecycleEventType } from "./griptape.ts";
+import type { RunRecord } from "./store/port.ts";
+
+/**
+ * Appends a run's events through the events service, acting as the run's
+ * creator (so the log belongs to the run's organization).
+ */
+export function createRunLog(events: Client<typeof EventsService>, now: () => Date = () => new Date()) {
+  async function append(run: RunRecord, origin: "SYSTEM" | "ASSISTANT", items: Array<{ type: string; payload: unknown }>) {
+    const timestamp = now().getTime() / 1000;
+    await events.appendEvents(
+      {
+        runKind: RunKind.ASSISTANT_RUN,
+        runId: run.id,
+        events: items.map((item) => ({ type: item.type, origin, payload: jsonToValue(item.payload), timestamp })),
+      },
+      { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
+    );
+  }
+  return {
+    /** The lifecycle event of the run's current status (origin SYSTEM). */
+    lifecycle: (run: RunRecord) =>
+      append(run, "SYSTEM", [
+        { type: lifecycleEventType[run.status], payload: { status: run.status, ...(run.statusDetail ? { status_detail: run.statusDetail } : {}) } },
+      ]),
+    /** Griptape events (origin ASSISTANT); the event type is the payload's. */
+    assistant: (run: RunRecord, payloads: Array<{ type: string }>) => append(run, "ASSISTANT", payloads.map((payload) => ({ type: payload.type, payload }))),
+  };
+}
+
+export type RunLog = ReturnType<typeof createRunLog>;

@@ -1,0 +1,111 @@
+import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
+import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import type { IdempotencyRecord, RunRecord, RunsStore, ThreadRecord } from "./port.ts";
+
+type IdempotencyDoc = IdempotencyRecord & { _id: string };
+
+/**
+ * MongoDB adapter. State changes are single-document guarded updates
+ * (findOneAndUpdate on status, worker and lease), so replicas need no
+ * transactions; the thread lock is a guarded field on the thread document.
+ */
+export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): RunsStore {
+  const runs: Collection<Doc<RunRecord>> = db.collection("runs");
+  const threads: Collection<Doc<ThreadRecord>> = db.collection("threads");
+  const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
+  const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
+  const executing: { $in: RunRecord["status"][] } = { $in: ["STARTING", "RUNNING"] };
+  // Fields a transition sets to undefined are removed, not stored as null.
+  const setAndUnset = (changes: Record<string, unknown>): UpdateFilter<Doc<RunRecord>> => {
+    const $set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+    const unset = Object.keys(changes).filter((k) => changes[k] === undefined);
+    return (unset.length ? { $set, $unset: Object.fromEntries(unset.map((k) => [k, ""])) } : { $set }) as UpdateFilter<Doc<RunRecord>>;
+  };
+
+  return {
+    async init() {
+      await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
+      await runs.createIndex({ status: 1, createdAt: 1 });
+      await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
+      await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+    },
+    ready: ping,
+    close,
+
+    async insertRun(r) {
+      await runs.insertOne(toDoc(r));
+    },
+    getRun: async (organizationId, id) => run(await runs.findOne({ _id: id, organizationId })),
+    getRunById: async (id) => run(await runs.findOne({ _id: id })),
+    async listRuns(organizationId, assistantId, statuses, skip, limit) {
+      const query: Filter<Doc<RunRecord>> = { organizationId, assistantId, ...(statuses.length ? { status: { $in: statuses } } : {}) };
+      const [docs, totalCount] = await Promise.all([
+        runs.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        runs.countDocuments(query),
+      ]);
+      return { items: docs.map((d) => run(d)!), totalCount };
+    },
+    async transition(id, guard, to, changes, at) {
+      const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
+      if (guard.worker !== undefined) filter.worker = guard.worker;
+      if (guard.leaseExpiredBefore) filter.leaseUntil = { $lt: guard.leaseExpiredBefore };
+      const update = setAndUnset({ ...changes, status: to, updatedAt: at });
+      return run(await runs.findOneAndUpdate(filter, update, { returnDocument: "after" }));
+    },
+    async renewLease(id, worker, leaseUntil) {
+      const res = await runs.updateOne({ _id: id, worker, status: executing }, { $set: { leaseUntil } });
+      return res.matchedCount === 1;
+    },
+    queuedRuns: async (limit) => (await runs.find({ status: "QUEUED" }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map((d) => run(d)!),
+    countExecuting: (organizationId) => runs.countDocuments({ organizationId, status: executing }),
+    expiredLeases: async (now, limit) => (await runs.find({ status: executing, leaseUntil: { $lt: now } }).limit(limit).toArray()).map((d) => run(d)!),
+    threadHistory: async (threadId, before) =>
+      (await runs.find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } }).sort({ createdAt: 1, _id: 1 }).toArray()).map((d) => run(d)!),
+
+    async insertThread(thread) {
+      await threads.insertOne(toDoc(thread));
+    },
+    getThread: async (organizationId, id) => fromDoc<ThreadRecord>(await threads.findOne({ _id: id, organizationId })),
+    async listThreads(organizationId, alias, skip, limit) {
+      const query = { organizationId, ...(alias !== undefined ? { alias } : {}) };
+      const [docs, totalCount] = await Promise.all([
+        threads.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        threads.countDocuments(query),
+      ]);
+      return { items: docs.map((d) => fromDoc<ThreadRecord>(d)!), totalCount };
+    },
+    deleteThread: async (organizationId, id) => (await threads.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    async lockThread(threadId, runId, staleHolders) {
+      const taken = await threads.findOneAndUpdate(
+        { _id: threadId, $or: [{ activeRunId: { $exists: false } }, { activeRunId: { $in: [runId, ...staleHolders] } }] },
+        { $set: { activeRunId: runId } },
+        { returnDocument: "after" },
+      );
+      if (taken) return { locked: true };
+      const thread = await threads.findOne({ _id: threadId });
+      return thread ? { locked: false, holder: thread.activeRunId } : { locked: true };
+    },
+    async unlockThread(threadId, runId) {
+      await threads.updateOne({ _id: threadId, activeRunId: runId }, { $unset: { activeRunId: "" } });
+    },
+
+    async putIdempotency(record) {
+      try {
+        await keys.insertOne({ _id: `${record.organizationId}:${record.key}`, ...record });
+        return true;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false;
+        throw error;
+      }
+    },
+    async getIdempotency(organizationId, key) {
+      const doc = await keys.findOne({ _id: `${organizationId}:${key}` });
+      if (!doc) return undefined;
+      const { _id, ...record } = doc;
+      return record;
+    },
+    async deleteIdempotency(organizationId, key) {
+      await keys.deleteOne({ _id: `${organizationId}:${key}` });
+    },
+  };
+}

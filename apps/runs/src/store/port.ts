@@ -1,0 +1,115 @@
+import type { Page } from "@loom/kit/paging";
+
+export const runStatuses = ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
+export type RunStatus = (typeof runStatuses)[number];
+export const terminalStatuses: readonly RunStatus[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
+export const activeStatuses: readonly RunStatus[] = ["QUEUED", "STARTING", "RUNNING"];
+export const isTerminal = (status: RunStatus) => terminalStatuses.includes(status);
+
+export interface StatusDetail {
+  reason: string;
+  message?: string;
+}
+
+export const runIdArrays = ["knowledgeBaseIds", "retrieverIds", "rulesetIds", "structureIds", "toolIds"] as const;
+export type RunIdArray = (typeof runIdArrays)[number];
+
+export interface RunRecord extends Record<RunIdArray, string[]> {
+  id: string;
+  organizationId: string;
+  assistantId: string;
+  threadId?: string;
+  args: string[];
+  /** The run's own `input`, as given. */
+  input?: string;
+  /** The user message the model receives: the rendered input (semantics.md §5). */
+  message: string;
+  stream: boolean;
+  status: RunStatus;
+  statusDetail?: StatusDetail;
+  /** The griptape TextArtifact of a successful run. */
+  output?: unknown;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt?: Date;
+  /** Which worker holds the run, and until when, while STARTING or RUNNING. */
+  worker?: string;
+  leaseUntil?: Date;
+}
+
+export interface ThreadRecord {
+  id: string;
+  organizationId: string;
+  name: string;
+  alias?: string;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+  /** The run that holds the thread while it executes: one run at a time per thread. */
+  activeRunId?: string;
+}
+
+export interface IdempotencyRecord {
+  organizationId: string;
+  key: string;
+  fingerprint: string;
+  runId: string;
+  createdAt: Date;
+}
+
+/** When a transition may happen: the run's status is one of `from`, and the other fields, when given, hold too. */
+export interface RunGuard {
+  from: readonly RunStatus[];
+  /** The worker that must hold the run. */
+  worker?: string;
+  /** The run's lease must have run out before this time (the reaper's guard against a renewal in between). */
+  leaseExpiredBefore?: Date;
+}
+
+/** What a transition may set besides the status. */
+export type RunChanges = Partial<Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil">>;
+
+export interface RunsStore {
+  init(): Promise<void>;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+
+  insertRun(run: RunRecord): Promise<void>;
+  getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;
+  /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
+  getRunById(id: string): Promise<RunRecord | undefined>;
+  /** Newest first; an empty `statuses` means every status. */
+  listRuns(organizationId: string, assistantId: string, statuses: RunStatus[], skip: number, limit: number): Promise<Page<RunRecord>>;
+  /**
+   * The one way a run changes state: atomically, only if the guard holds.
+   * Undefined when it did not, so a late writer can never leave a terminal state.
+   */
+  transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
+  /** Extends a lease, only while the worker still holds the run. */
+  renewLease(id: string, worker: string, leaseUntil: Date): Promise<boolean>;
+  /** Oldest first: the runs waiting to be claimed. */
+  queuedRuns(limit: number): Promise<RunRecord[]>;
+  countExecuting(organizationId: string): Promise<number>;
+  /** Runs held by a worker whose lease ran out before `now`. */
+  expiredLeases(now: Date, limit: number): Promise<RunRecord[]>;
+  /** Earlier runs of a thread that succeeded, oldest first: the conversation so far. */
+  threadHistory(threadId: string, before: Date): Promise<RunRecord[]>;
+
+  insertThread(thread: ThreadRecord): Promise<void>;
+  getThread(organizationId: string, id: string): Promise<ThreadRecord | undefined>;
+  listThreads(organizationId: string, alias: string | undefined, skip: number, limit: number): Promise<Page<ThreadRecord>>;
+  deleteThread(organizationId: string, id: string): Promise<boolean>;
+  /**
+   * Takes a thread for a run: succeeds if it is free, already this run's, or
+   * held by a run in `staleHolders` (one that has ended). True also when the
+   * thread no longer exists (nothing to serialize against).
+   */
+  lockThread(threadId: string, runId: string, staleHolders: string[]): Promise<{ locked: boolean; holder?: string }>;
+  unlockThread(threadId: string, runId: string): Promise<void>;
+
+  /** Records a key for a run; false when the key is already taken (read it with getIdempotency). */
+  putIdempotency(record: IdempotencyRecord): Promise<boolean>;
+  getIdempotency(organizationId: string, key: string): Promise<IdempotencyRecord | undefined>;
+  deleteIdempotency(organizationId: string, key: string): Promise<void>;
+}

@@ -1,0 +1,70 @@
+import type { Transport } from "@connectrpc/connect";
+import type { Bus } from "@loom/kit/bus";
+import type { Logger } from "@loom/kit/logger";
+import { connectMongo } from "@loom/kit/mongo";
+import type { RpcService } from "@loom/kit/rpc-service";
+import { clientFor } from "@loom/kit/transports";
+import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { EventsService } from "@loom/proto/events/v1/events_pb";
+import type { Model } from "./models/port.ts";
+import { resolveModel, type ModelConfig } from "./models/resolve.ts";
+import { createRunLog } from "./run-log.ts";
+import { createRunsService } from "./service.ts";
+import { createMemoryRunsStore } from "./store/memory.ts";
+import { createMongoRunsStore } from "./store/mongo.ts";
+import type { RunsStore } from "./store/port.ts";
+import { createRunWorker, type RunWorker } from "./worker.ts";
+
+export interface RunSettings extends ModelConfig {
+  RUN_TIMEOUT_MS: number;
+  RUN_LEASE_MS: number;
+  RUN_POLL_MS: number;
+  RUN_WORKER_CONCURRENCY: number;
+  RUN_MAX_PER_ORGANIZATION: number;
+}
+
+/** MongoDB when a URL is given, else the in-memory store. */
+export async function openRunsStore(mongo: { url?: string | undefined; db: string }): Promise<RunsStore> {
+  if (!mongo.url) return createMemoryRunsStore();
+  const handle = await connectMongo(mongo.url, mongo.db);
+  return createMongoRunsStore(handle.db, handle.ping, handle.close);
+}
+
+/**
+ * Store, model, run log, service and a started worker: shared by main.ts, the
+ * all-in-one process and the tests. Closing the service stops the worker first.
+ */
+export async function wireRuns(
+  store: RunsStore,
+  settings: RunSettings,
+  peers: { assistants: Transport; events: Transport; bus: Bus; logger: Logger; model?: Model },
+): Promise<{ service: RpcService; worker: RunWorker }> {
+  await store.init();
+  const model = peers.model ?? resolveModel(settings);
+  const log = createRunLog(clientFor(EventsService, peers.events));
+  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus });
+  const worker = createRunWorker({
+    store,
+    log,
+    model,
+    bus: peers.bus,
+    logger: peers.logger,
+    leaseMs: settings.RUN_LEASE_MS,
+    pollMs: settings.RUN_POLL_MS,
+    runTimeoutMs: settings.RUN_TIMEOUT_MS,
+    concurrency: settings.RUN_WORKER_CONCURRENCY,
+    maxRunningPerOrganization: settings.RUN_MAX_PER_ORGANIZATION,
+  });
+  worker.start();
+  peers.logger.info({ model: model.id, worker: worker.workerId }, "run worker started");
+  return {
+    worker,
+    service: {
+      ...service,
+      close: async () => {
+        await worker.stop();
+        await service.close();
+      },
+    },
+  };
+}

@@ -1,0 +1,177 @@
+import { randomUUID } from "node:crypto";
+import type { Bus, Subscription } from "@loom/kit/bus";
+import type { Logger } from "@loom/kit/logger";
+import { executeRun, type StopReason } from "./executor.ts";
+import type { Model } from "./models/port.ts";
+import type { RunLog } from "./run-log.ts";
+import type { RunRecord, RunsStore } from "./store/port.ts";
+import { isTerminal } from "./store/port.ts";
+import { runSubjects } from "./subjects.ts";
+
+export interface WorkerOptions {
+  store: RunsStore;
+  log: RunLog;
+  model: Model;
+  bus: Bus;
+  logger: Logger;
+  /** How long a claim lasts without renewal; renewed every third of it. */
+  leaseMs: number;
+  /** How often to look for queued runs when nothing woke the worker. */
+  pollMs: number;
+  runTimeoutMs: number;
+  /** Runs this worker executes at once. */
+  concurrency: number;
+  /** Runs one organization may have executing at once, across workers. */
+  maxRunningPerOrganization: number;
+  now?: () => Date;
+  workerId?: string;
+}
+
+/**
+ * Claims queued runs and executes them; several workers (replicas) may share
+ * one store: the claim is a guarded update, so each run executes once.
+ */
+export function createRunWorker(options: WorkerOptions) {
+  const { store, bus, logger } = options;
+  const now = options.now ?? (() => new Date());
+  const workerId = options.workerId ?? `worker-${randomUUID()}`;
+  const inFlight = new Map<string, { controller: AbortController; done: Promise<void> }>();
+  const subscriptions: Subscription[] = [];
+  const timers: NodeJS.Timeout[] = [];
+  let stopped = true;
+  let claiming: Promise<void> | undefined;
+  let again = false;
+
+  /** Takes one queued run, honouring the per-organization cap and one run per thread. */
+  async function claimOne(): Promise<RunRecord | undefined> {
+    for (const run of await store.queuedRuns(25)) {
+      if ((await store.countExecuting(run.organizationId)) >= options.maxRunningPerOrganization) continue;
+      if (run.threadId && !(await lockThread(run))) continue;
+      const at = now();
+      const claimed = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
+      if (claimed) return claimed;
+      if (run.threadId) await store.unlockThread(run.threadId, run.id);
+    }
+    return undefined;
+  }
+
+  async function lockThread(run: RunRecord): Promise<boolean> {
+    const first = await store.lockThread(run.threadId!, run.id, []);
+    if (first.locked) return true;
+    // A holder that has ended (or vanished) without letting go does not block the thread.
+    const holder = first.holder ? await store.getRunById(first.holder) : undefined;
+    if (holder && !isTerminal(holder.status)) return false;
+    return (await store.lockThread(run.threadId!, run.id, [first.holder!])).locked;
+  }
+
+  /** Claims while there is capacity; one pass at a time, another if woken meanwhile. */
+  function pump(): Promise<void> {
+    if (stopped) return Promise.resolve();
+    if (claiming) {
+      again = true;
+      return claiming;
+    }
+    claiming = (async () => {
+      try {
+        do {
+          again = false;
+          while (!stopped && inFlight.size < options.concurrency) {
+            const run = await claimOne();
+            if (!run) break;
+            start(run);
+          }
+        } while (again && !stopped);
+      } catch (error) {
+        logger.warn({ err: error }, "claiming runs failed; trying again at the next poll");
+      } finally {
+        claiming = undefined;
+      }
+    })();
+    return claiming;
+  }
+
+  function start(run: RunRecord): void {
+    const controller = new AbortController();
+    const stop = (reason: StopReason) => controller.signal.aborted || controller.abort(reason);
+    const timeout = setTimeout(() => stop({ kind: "timeout" }), options.runTimeoutMs);
+    const renew = setInterval(() => {
+      // A failed renewal means the run is no longer ours (cancelled, or reaped): stop working on it.
+      store.renewLease(run.id, workerId, new Date(now().getTime() + options.leaseMs)).then(
+        (held) => held || stop({ kind: "lease-lost" }),
+        (error: unknown) => logger.warn({ err: error, run_id: run.id }, "lease renewal failed"),
+      );
+    }, Math.max(10, Math.floor(options.leaseMs / 3)));
+    const done = (async () => {
+      try {
+        await options.log.lifecycle(run);
+        await executeRun(run, controller.signal, { store, log: options.log, model: options.model, logger, workerId, now });
+      } catch (error) {
+        logger.error({ err: error, run_id: run.id }, "run execution failed");
+      } finally {
+        clearTimeout(timeout);
+        clearInterval(renew);
+        if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
+        inFlight.delete(run.id);
+        void pump();
+      }
+    })();
+    inFlight.set(run.id, { controller, done });
+  }
+
+  /** Ends runs whose worker stopped renewing: ERROR, WorkerLost. */
+  async function reap(): Promise<void> {
+    const at = now();
+    for (const run of await store.expiredLeases(at, 50)) {
+      const lost = await store.transition(
+        run.id,
+        { from: ["STARTING", "RUNNING"], leaseExpiredBefore: at },
+        "ERROR",
+        { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
+        at,
+      );
+      if (!lost) continue;
+      logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
+      await options.log.lifecycle(lost).catch((error: unknown) => logger.warn({ err: error }, "could not log WorkerLost"));
+      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id);
+    }
+  }
+
+  return {
+    workerId,
+    start() {
+      if (!stopped) return;
+      stopped = false;
+      subscriptions.push(bus.subscribe(runSubjects.queued, () => void pump()));
+      subscriptions.push(
+        bus.subscribe(runSubjects.controlAll, (data, subject) => {
+          const runId = subject.split(".")[2]!;
+          if (new TextDecoder().decode(data) === "cancel") inFlight.get(runId)?.controller.abort({ kind: "cancelled" } satisfies StopReason);
+        }),
+      );
+      timers.push(setInterval(() => void pump(), options.pollMs));
+      timers.push(setInterval(() => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed")), Math.max(10, Math.floor(options.leaseMs / 2))));
+      void pump();
+    },
+    /** Stops claiming and waits for the runs in flight (a replica's graceful shutdown). */
+    async stop(graceMs = 20_000) {
+      stopped = true;
+      subscriptions.splice(0).forEach((s) => s.unsubscribe());
+      timers.splice(0).forEach((t) => clearInterval(t));
+      await claiming;
+      const all = Promise.all([...inFlight.values()].map((f) => f.done));
+      await Promise.race([all, new Promise((resolve) => setTimeout(resolve, graceMs).unref())]);
+    },
+    /** Drops everything at once, as a crashed process would (tests of lease expiry). */
+    crash() {
+      stopped = true;
+      subscriptions.splice(0).forEach((s) => s.unsubscribe());
+      timers.splice(0).forEach((t) => clearInterval(t));
+      for (const { controller } of inFlight.values()) controller.abort({ kind: "lease-lost" } satisfies StopReason);
+    },
+    inFlight: () => inFlight.size,
+    wake: () => pump(),
+    reap,
+  };
+}
+
+export type RunWorker = ReturnType<typeof createRunWorker>;

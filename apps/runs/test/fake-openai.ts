@@ -1,0 +1,106 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import { listen } from "@loom/kit/rpc-server";
+
+/** One request as the fake server received it. */
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingMessage["headers"];
+  body: any;
+  /** Resolves when the client goes away before the answer is complete (an abort). */
+  closedEarly: Promise<void>;
+}
+
+export type Reply = (request: ReceivedRequest, res: ServerResponse) => void;
+
+/**
+ * A real HTTP server speaking OpenAI chat completions, on port 0, so the AI
+ * SDK and its OpenAI-compatible provider run unmocked, fetch and all.
+ */
+export async function startFakeOpenAI() {
+  const requests: ReceivedRequest[] = [];
+  const arrivals: Array<(request: ReceivedRequest) => void> = [];
+  let reply: Reply = answer("Hello there, world!");
+  const server = createServer(async (req, res) => {
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    const closedEarly = new Promise<void>((resolve) => res.on("close", () => res.writableFinished || resolve()));
+    const request: ReceivedRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: raw ? JSON.parse(raw) : undefined, closedEarly };
+    requests.push(request);
+    arrivals.splice(0).forEach((notify) => notify(request));
+    reply(request, res);
+  });
+  const running = await listen(server, 0, "127.0.0.1");
+  return {
+    baseUrl: `${running.url}/v1`,
+    requests,
+    /** How the next requests are answered. */
+    reply: (next: Reply) => {
+      reply = next;
+    },
+    /** The next request to arrive. */
+    nextRequest: () => new Promise<ReceivedRequest>((resolve) => arrivals.push(resolve)),
+    close: () => {
+      server.closeAllConnections();
+      return running.close();
+    },
+  };
+}
+
+export type FakeOpenAI = Awaited<ReturnType<typeof startFakeOpenAI>>;
+
+/** Words with their leading space, as a model streams them. */
+export const pieces = (text: string) => text.match(/\s*\S+/g) ?? [];
+
+/** A successful completion: JSON, or SSE chunks when the request asks to stream. */
+export function answer(text: string, usage = { prompt_tokens: 11, completion_tokens: 7 }, finishReason = "stop"): Reply {
+  const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  return (request, res) => {
+    const base = { id: "chatcmpl-1", created: 1_700_000_000, model: request.body.model };
+    if (!request.body.stream) {
+      json(res, 200, {
+        ...base,
+        object: "chat.completion",
+        choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: finishReason }],
+        usage: totals,
+      });
+      return;
+    }
+    const chunk = (choices: unknown[], extra: object = {}) => ({ ...base, object: "chat.completion.chunk", choices, ...extra });
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    sse(res, chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]));
+    for (const piece of pieces(text)) sse(res, chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]));
+    sse(res, chunk([{ index: 0, delta: {}, finish_reason: finishReason }]));
+    // As OpenAI does: usage only when asked for, in a last chunk without choices.
+    if (request.body.stream_options?.include_usage) sse(res, chunk([], { usage: totals }));
+    res.end("data: [DONE]\n\n");
+  };
+}
+
+/** An OpenAI-style error answer. `retry-after-ms` keeps the SDK's retries fast. */
+export function failWith(status: number, message = "something is wrong"): Reply {
+  return (_request, res) => json(res, status, { error: { message, type: "invalid_request_error", code: null } }, { "retry-after-ms": "1" });
+}
+
+/** Answers nothing (non-streaming) or one chunk then nothing (streaming): the client must abort. */
+export function hang(firstPiece = "Partial"): Reply {
+  return (request, res) => {
+    if (!request.body.stream) return;
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    sse(res, {
+      id: "chatcmpl-1",
+      created: 1_700_000_000,
+      model: request.body.model,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta: { role: "assistant", content: firstPiece }, finish_reason: null }],
+    });
+  };
+}
+
+function sse(res: ServerResponse, data: unknown): void {
+  res.write(`data: ${JSON.stringify(data)}\n\n`);
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers }).end(JSON.stringify(body));
+}

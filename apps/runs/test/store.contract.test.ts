@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newId } from "@loom/kit/ids";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { openRunsStore } from "../src/wiring.ts";
+import type { RunRecord, RunsStore, ThreadRecord } from "../src/store/port.ts";
+
+describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
+  let store: RunsStore;
+  const db = freshDatabaseName();
+  const org = newId();
+  let clock = Date.parse("2026-01-01T00:00:00.000Z");
+  const tick = () => new Date((clock += 1000));
+
+  beforeAll(async () => {
+    store = await openRunsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    await store.init();
+  });
+  afterAll(async () => {
+    await store.close();
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const newRun = (over: Partial<RunRecord> = {}): RunRecord => {
+    const at = tick();
+    return {
+      id: newId(), organizationId: org, assistantId: newId(), args: [], message: "hi", stream: false, status: "QUEUED",
+      knowledgeBaseIds: [], retrieverIds: [], rulesetIds: [], structureIds: [], toolIds: [], createdBy: "u", createdAt: at, updatedAt: at, ...over,
+    };
+  };
+  const newThread = (): ThreadRecord => {
+    const at = tick();
+    return { id: newId(), organizationId: org, name: "t", createdBy: "u", createdAt: at, updatedAt: at };
+  };
+
+  it("transitions only when the guard holds, and never out of a terminal state", async () => {
+    const run = newRun();
+    await store.insertRun(run);
+    const lease = new Date(clock + 60_000);
+    const started = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: lease }, tick());
+    expect(started).toMatchObject({ status: "STARTING", worker: "w1", leaseUntil: lease });
+    expect(await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w2" }, tick())).toBeUndefined();
+    expect(await store.transition(run.id, { from: ["STARTING"], worker: "w2" }, "RUNNING", {}, tick())).toBeUndefined();
+    expect(await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick())).toMatchObject({ status: "RUNNING" });
+    const at = tick();
+    const cancelled = await store.transition(run.id, { from: ["QUEUED", "STARTING", "RUNNING"] }, "CANCELLED", { completedAt: at, leaseUntil: undefined, statusDetail: { reason: "Cancelled" } }, at);
+    expect(cancelled).toMatchObject({ status: "CANCELLED", completedAt: at, statusDetail: { reason: "Cancelled" } });
+    expect(cancelled).not.toHaveProperty("leaseUntil");
+    // The late worker's write changes nothing.
+    expect(await store.transition(run.id, { from: ["RUNNING"], worker: "w1" }, "SUCCEEDED", { output: { value: "late" } }, tick())).toBeUndefined();
+    expect(await store.getRun(org, run.id)).toMatchObject({ status: "CANCELLED" });
+    expect(await store.renewLease(run.id, "w1", new Date(clock + 60_000))).toBe(false);
+  });
+
+  it("claims exactly once under concurrent claims", async () => {
+    const run = newRun();
+    await store.insertRun(run);
+    const claims = await Promise.all(["a", "b", "c", "d"].map((w) => store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: w }, tick())));
+    expect(claims.filter(Boolean)).toHaveLength(1);
+  });
+
+  it("finds expired leases and reaps only if the lease is still expired", async () => {
+    const run = newRun();
+    await store.insertRun(run);
+    const expired = new Date(clock - 1);
+    await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: expired }, tick());
+    const now = tick();
+    expect((await store.expiredLeases(now, 100)).map((r) => r.id)).toContain(run.id);
+    expect(await store.renewLease(run.id, "w", new Date(now.getTime() + 60_000))).toBe(true);
+    expect(await store.transition(run.id, { from: ["STARTING"], leaseExpiredBefore: now }, "ERROR", {}, now)).toBeUndefined();
+    expect((await store.expiredLeases(now, 100)).map((r) => r.id)).not.toContain(run.id);
+  });
+
+  it("lists queued runs oldest first and runs of an assistant newest first with a status filter", async () => {
+    const assistantId = newId();
+    const a = newRun({ assistantId });
+    const b = newRun({ assistantId });
+    const c = newRun({ assistantId, status: "SUCCEEDED" });
+    for (const r of [a, b, c]) await store.insertRun(r);
+    const queued = (await store.queuedRuns(1000)).map((r) => r.id);
+    expect(queued.indexOf(a.id)).toBeLessThan(queued.indexOf(b.id));
+    expect((await store.listRuns(org, assistantId, [], 0, 10)).items.map((r) => r.id)).toEqual([c.id, b.id, a.id]);
+    expect((await store.listRuns(org, assistantId, ["SUCCEEDED"], 0, 10)).items.map((r) => r.id)).toEqual([c.id]);
+    expect((await store.listRuns(org, assistantId, ["QUEUED", "SUCCEEDED"], 1, 1))).toMatchObject({ totalCount: 3, items: [{ id: b.id }] });
+    expect((await store.listRuns(newId(), assistantId, [], 0, 10)).totalCount).toBe(0);
+  });
+
+  it("locks a thread for one run at a time; a stale holder can be replaced", async () => {
+    const thread = newThread();
+    await store.insertThread(thread);
+    expect(await store.lockThread(thread.id, "r1", [])).toEqual({ locked: true });
+    expect(await store.lockThread(thread.id, "r1", [])).toEqual({ locked: true });
+    expect(await store.lockThread(thread.id, "r2", [])).toEqual({ locked: false, holder: "r1" });
+    expect(await store.lockThread(thread.id, "r2", ["r1"])).toEqual({ locked: true });
+    await store.unlockThread(thread.id, "r1"); // not the holder: no effect
+    expect(await store.lockThread(thread.id, "r3", [])).toEqual({ locked: false, holder: "r2" });
+    await store.unlockThread(thread.id, "r2");
+    expect(await store.lockThread(thread.id, "r3", [])).toEqual({ locked: true });
+    expect(await store.lockThread(newId(), "r4", [])).toEqual({ locked: true }); // a deleted thread blocks nothing
+  });
+
+  it("keeps thread history: earlier successful runs of the thread, oldest first", async () => {
+    const thread = newThread();
+    await store.insertThread(thread);
+    const first = newRun({ threadId: thread.id, status: "SUCCEEDED", output: { value: "one" } });
+    const failed = newRun({ threadId: thread.id, status: "FAILED" });
+    const second = newRun({ threadId: thread.id, status: "SUCCEEDED" });
+    const current = newRun({ threadId: thread.id });
+    for (const r of [first, failed, second, current]) await store.insertRun(r);
+    expect((await store.threadHistory(thread.id, current.createdAt)).map((r) => r.id)).toEqual([first.id, second.id]);
+  });
+
+  it("stores threads per organization, with an alias filter", async () => {
+    const t1 = { ...newThread(), alias: "support" };
+    const t2 = newThread();
+    await store.insertThread(t1);
+    await store.insertThread(t2);
+    expect(await store.getThread(org, t1.id)).toEqual(t1);
+    expect(await store.getThread(newId(), t1.id)).toBeUndefined();
+    expect((await store.listThreads(org, "support", 0, 10)).items.map((t) => t.id)).toContain(t1.id);
+    expect((await store.listThreads(org, "support", 0, 10)).items.map((t) => t.id)).not.toContain(t2.id);
+    expect(await store.deleteThread(newId(), t1.id)).toBe(false);
+    expect(await store.deleteThread(org, t1.id)).toBe(true);
+    expect(await store.getThread(org, t1.id)).toBeUndefined();
+  });
+
+  it("keeps one idempotency record per organization and key", async () => {
+    const record = { organizationId: org, key: "k1", fingerprint: "f", runId: "r", createdAt: tick() };
+    expect(await store.putIdempotency(record)).toBe(true);
+    expect(await store.putIdempotency({ ...record, runId: "other" })).toBe(false);
+    expect(await store.getIdempotency(org, "k1")).toEqual(record);
+    expect(await store.getIdempotency(newId(), "k1")).toBeUndefined();
+    await store.deleteIdempotency(org, "k1");
+    expect(await store.putIdempotency({ ...record, runId: "again" })).toBe(true);
+  });
+});
