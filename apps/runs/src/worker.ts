@@ -48,6 +48,7 @@ export function createRunWorker(options: WorkerOptions) {
       if ((await store.countExecuting(run.organizationId)) >= options.maxRunningPerOrganization) continue;
       if (run.threadId && !(await lockThread(run))) continue;
       const at = now();
+      if (!(await store.claimRun(run.id, workerId, at))) continue; // another worker has it
       const claimed = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
       if (claimed) return claimed;
       if (run.threadId) await store.unlockThread(run.threadId, run.id);

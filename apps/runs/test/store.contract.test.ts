@@ -58,6 +58,14 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(claims.filter(Boolean)).toHaveLength(1);
   });
 
+  it("grants the claim of a run once, however many ask at once", async () => {
+    const id = newId();
+    const answers = await Promise.all(["a", "b", "c", "d", "e"].map((w) => store.claimRun(id, w, tick())));
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.claimRun(id, "f", tick())).toBe(false);
+    expect(await store.claimRun(newId(), "a", tick())).toBe(true);
+  });
+
   it("finds expired leases and reaps only if the lease is still expired", async () => {
     const run = newRun();
     await store.insertRun(run);

@@ -6,6 +6,7 @@ export function createMemoryRunsStore(): RunsStore {
   const runs = new Map<string, RunRecord>();
   const threads = new Map<string, ThreadRecord>();
   const keys = new Map<string, IdempotencyRecord>();
+  const claims = new Set<string>();
   const copy = <T>(value: T): T => structuredClone(value);
   const oldestFirst = (a: RunRecord, b: RunRecord) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1);
   const ownedThread = (organizationId: string, id: string) => {
@@ -45,6 +46,11 @@ export function createMemoryRunsStore(): RunsStore {
       }
       Object.assign(run, { status: to, updatedAt: at });
       return copy(run);
+    },
+    async claimRun(id) {
+      if (claims.has(id)) return false;
+      claims.add(id);
+      return true;
     },
     async renewLease(id, worker, leaseUntil) {
       const run = runs.get(id);

@@ -13,6 +13,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const runs: Collection<Doc<RunRecord>> = db.collection("runs");
   const threads: Collection<Doc<ThreadRecord>> = db.collection("threads");
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
+  const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
   const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
   const executing: { $in: RunRecord["status"][] } = { $in: ["STARTING", "RUNNING"] };
   // Fields a transition sets to undefined are removed, not stored as null.
@@ -51,6 +52,15 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       if (guard.leaseExpiredBefore) filter.leaseUntil = { $lt: guard.leaseExpiredBefore };
       const update = setAndUnset({ ...changes, status: to, updatedAt: at });
       return run(await runs.findOneAndUpdate(filter, update, { returnDocument: "after" }));
+    },
+    async claimRun(id, worker, at) {
+      try {
+        await claims.insertOne({ _id: id, worker, at });
+        return true;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false;
+        throw error;
+      }
     },
     async renewLease(id, worker, leaseUntil) {
       const res = await runs.updateOne({ _id: id, worker, status: executing }, { $set: { leaseUntil } });

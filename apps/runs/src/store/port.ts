@@ -86,6 +86,12 @@ export interface RunsStore {
    * Undefined when it did not, so a late writer can never leave a terminal state.
    */
   transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
+  /**
+   * The right to start a run, given once per run: an insert on a unique key,
+   * which holds even on stores that do not isolate concurrent updates of one
+   * document (FerretDB). The claimer then moves the run to STARTING.
+   */
+  claimRun(id: string, worker: string, at: Date): Promise<boolean>;
   /** Extends a lease, only while the worker still holds the run. */
   renewLease(id: string, worker: string, leaseUntil: Date): Promise<boolean>;
   /** Oldest first: the runs waiting to be claimed. */

@@ -1,0 +1,39 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "@loom/kit/logger";
+import { loadConfig } from "@loom/kit/config";
+import { apiClient, type ApiClient } from "@loom/testing/http";
+import { loomConfigSchema } from "../src/config.ts";
+import { startEmbedded, type EmbeddedLoom } from "../src/embedded.ts";
+
+/** The all-in-one process with its embedded defaults: the in-memory stores and loom:echo. */
+describe("a loom:echo run on the embedded process", () => {
+  let loom: EmbeddedLoom;
+  let api: ApiClient;
+  beforeAll(async () => {
+    const key = "loom_echo-test-0123456789abcdefghijklmnopqrstuvwxyz";
+    const config = loadConfig(loomConfigSchema, { PORT: "0", BOOTSTRAP_API_KEY: key });
+    loom = await startEmbedded(config, createLogger("test", "silent"));
+    api = apiClient(loom.server.url, key);
+  });
+  afterAll(() => loom?.server.close());
+
+  it("goes from QUEUED to SUCCEEDED with its output and events in under a second", async () => {
+    const assistantId = (await api.post("/assistants", { name: "echo", input: "Say {{ args[0] }}" })).body.assistant_id;
+    const started = performance.now();
+    const created = await api.post(`/assistants/${assistantId}/runs`, { args: ["hello"], stream: true });
+    expect(created.body.status).toBe("QUEUED");
+    let run = created.body;
+    while (run.status !== "SUCCEEDED" && performance.now() - started < 1_000) {
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
+    }
+    const events = (await api.get(`/assistant-runs/${run.assistant_run_id}/events`)).body.events;
+    const elapsed = performance.now() - started;
+    expect(run.status).toBe("SUCCEEDED");
+    expect(run.output).toMatchObject({ type: "TextArtifact", value: "Echo: Say hello" });
+    expect(events.at(-1).type).toBe("AssistantRunSucceeded");
+    expect(events.filter((e: { type: string }) => e.type === "TextChunkEvent").length).toBeGreaterThanOrEqual(3);
+    expect(events.find((e: { type: string }) => e.type === "StartPromptEvent").payload.model).toBe("loom:echo");
+    expect(elapsed).toBeLessThan(1_000);
+  });
+});

@@ -1,0 +1,197 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { createClient } from "@connectrpc/connect";
+import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
+import { openEventsStore, wireEvents } from "@loom/events/wiring";
+import { openBus } from "@loom/kit/bus-open";
+import type { Bus } from "@loom/kit/bus";
+import { newId } from "@loom/kit/ids";
+import { createLogger } from "@loom/kit/logger";
+import { headersFor } from "@loom/kit/principal";
+import { clientFor, inProcessTransport } from "@loom/kit/transports";
+import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
+import { RunsService, RunStatus } from "@loom/proto/runs/v1/runs_pb";
+import { createScriptedModel } from "@loom/testing/scripted-model";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { executeRun } from "../src/executor.ts";
+import { createRunLog } from "../src/run-log.ts";
+import { createRunsService } from "../src/service.ts";
+import type { RunsStore } from "../src/store/port.ts";
+import { openRunsStore } from "../src/wiring.ts";
+import { createRunWorker, type RunWorker } from "../src/worker.ts";
+
+const logger = createLogger("test", "silent");
+const token = "engine-test-token-0123456789";
+const principal = { userId: newId(), organizationId: newId() };
+const call = { headers: headersFor(principal) };
+
+/**
+ * Replicas of the runs service (service + worker) on one store and one bus,
+ * with the real assistants and events services in process.
+ */
+describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
+  const db = freshDatabaseName();
+  const mongo = { url: kind === "mongo" ? testServers.mongoUrl : undefined };
+  let bus: Bus;
+  let peers: ReturnType<typeof inProcessTransport>;
+  let assistantId: string;
+  const workers: RunWorker[] = [];
+  const stores: RunsStore[] = [];
+
+  beforeAll(async () => {
+    bus = await openBus(testServers.natsUrl, "engine-test");
+    const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }));
+    const events = await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger);
+    peers = inProcessTransport([assistants, events], token, logger);
+    assistantId = (await clientFor(AssistantsService, peers).createAssistant({ name: "engine" }, call)).assistant!.assistantId;
+  });
+  afterEach(async () => {
+    for (const w of workers.splice(0)) await w.stop(1_000);
+  });
+  afterAll(async () => {
+    for (const s of stores) await s.close();
+    await bus.close();
+    if (mongo.url) for (const name of [`${db}_assistants`, `${db}_events`, `${db}_runs`]) await dropDatabase(mongo.url, name);
+  });
+
+  /**
+   * One replica: its own service and worker, and on MongoDB its own connection
+   * to the shared database; in memory, replicas share the one store.
+   */
+  async function replica(model: ReturnType<typeof createScriptedModel>, options: { start?: boolean; runTimeoutMs?: number; leaseMs?: number } = {}) {
+    let store = mongo.url ? undefined : stores[0];
+    if (!store) {
+      store = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
+      await store.init();
+      stores.push(store);
+    }
+    const log = createRunLog(clientFor(EventsService, peers));
+    const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers), log, bus });
+    const worker = createRunWorker({
+      store, log, model, bus, logger,
+      leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
+      concurrency: 8, maxRunningPerOrganization: 100,
+    });
+    workers.push(worker);
+    if (options.start !== false) worker.start();
+    const runs = createClient(RunsService, inProcessTransport([service], token, logger));
+    return { store, log, worker, runs };
+  }
+
+  const events = () => clientFor(EventsService, peers);
+  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const run = (await runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+      if (run.completedAt || Date.now() > deadline) return run;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  const eventTypes = async (id: string) =>
+    (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
+
+  it("two workers on one store execute every run exactly once", async () => {
+    const model = createScriptedModel();
+    model.script({ answer: () => "ok" });
+    const a = await replica(model);
+    const b = await replica(model);
+    const ids: string[] = [];
+    for (let i = 0; i < 30; i++) ids.push((await (i % 2 ? a : b).runs.createAssistantRun({ assistantId, input: `run ${i}` }, call)).assistantRun!.assistantRunId);
+    for (const id of ids) expect((await settled(a.runs, id)).status).toBe(RunStatus.SUCCEEDED);
+    const executions = new Map<string, number>();
+    for (const messages of model.calls) executions.set(messages.at(-1)!.content, (executions.get(messages.at(-1)!.content) ?? 0) + 1);
+    expect(executions.size).toBe(30);
+    expect([...executions.values()].every((n) => n === 1)).toBe(true);
+  });
+
+  it("a run whose worker dies becomes ERROR WorkerLost once its lease runs out", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const dying = await replica(model, { leaseMs: 300 });
+    const called = model.whenCalled();
+    const id = (await dying.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await called;
+    dying.worker.crash();
+    const survivor = await replica(model, { leaseMs: 300 });
+    const run = await settled(survivor.runs, id);
+    expect(run.status).toBe(RunStatus.ERROR);
+    expect(run.statusDetail).toMatchObject({ reason: "WorkerLost" });
+    expect((await eventTypes(id)).at(-1)).toBe("AssistantRunErrored");
+  });
+
+  it("a run over RUN_TIMEOUT becomes ERROR Timeout", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const r = await replica(model, { runTimeoutMs: 200 });
+    const id = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    const run = await settled(r.runs, id);
+    expect(run.status).toBe(RunStatus.ERROR);
+    expect(run.statusDetail).toMatchObject({ reason: "Timeout" });
+  });
+
+  it("cancel reaches the worker on another replica and aborts the model call within 5 seconds", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const executing = await replica(model);
+    const front = await replica(model, { start: false }); // takes the cancel request, runs nothing
+    const called = model.whenCalled();
+    const id = (await executing.runs.createAssistantRun({ assistantId, stream: true }, call)).assistantRun!.assistantRunId;
+    await called;
+    const started = Date.now();
+    const cancelled = (await front.runs.cancelAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+    expect(cancelled.status).toBe(RunStatus.CANCELLED);
+    while (executing.worker.inFlight() > 0 && Date.now() - started < 5_000) await new Promise((r) => setTimeout(r, 10));
+    expect(executing.worker.inFlight()).toBe(0);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect((await settled(executing.runs, id)).status).toBe(RunStatus.CANCELLED);
+    expect((await eventTypes(id)).at(-1)).toBe("AssistantRunCancelled");
+  });
+
+  it("a cancel while STARTING wins: the worker's next write changes nothing", async () => {
+    const model = createScriptedModel();
+    model.script({ answer: () => "too late" });
+    const r = await replica(model, { start: false });
+    const id = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    const at = new Date();
+    expect(await r.store.claimRun(id, "slow-worker", at)).toBe(true);
+    const starting = (await r.store.transition(id, { from: ["QUEUED"] }, "STARTING", { worker: "slow-worker", leaseUntil: new Date(at.getTime() + 60_000) }, at))!;
+    expect((await r.runs.cancelAssistantRun({ assistantRunId: id }, call)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+    await executeRun(starting, new AbortController().signal, { store: r.store, log: r.log, model, logger, workerId: "slow-worker", now: () => new Date() });
+    const run = (await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+    expect(run.status).toBe(RunStatus.CANCELLED);
+    expect(run.output).toBeUndefined();
+    expect(model.calls).toHaveLength(0);
+  });
+
+  it("a model answer that arrives after a cancel does not overwrite CANCELLED", async () => {
+    const model = createScriptedModel();
+    // Ignores the abort and answers late, as a provider that does not honor it would.
+    const slow = { ...model, generate: async () => (await new Promise((r) => setTimeout(r, 200)), { text: "late", inputTokens: 1, outputTokens: 1 }) };
+    const r = await replica(slow as unknown as ReturnType<typeof createScriptedModel>);
+    const id = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    while ((await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!.status !== RunStatus.RUNNING) await new Promise((res) => setTimeout(res, 5));
+    await r.runs.cancelAssistantRun({ assistantRunId: id }, call);
+    await new Promise((res) => setTimeout(res, 400));
+    const run = (await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+    expect(run.status).toBe(RunStatus.CANCELLED);
+    expect(run.output).toBeUndefined();
+    const types = await eventTypes(id);
+    expect(types).not.toContain("AssistantRunSucceeded");
+    expect(types).not.toContain("FinishStructureRunEvent");
+    expect(types.at(-1)).toBe("AssistantRunCancelled");
+  });
+
+  it("every legal path writes its lifecycle events in order", async () => {
+    const model = createScriptedModel();
+    model.script({ answer: () => "fine" });
+    const r = await replica(model);
+    const ok = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await settled(r.runs, ok);
+    const lifecycle = (await eventTypes(ok)).filter((t) => t.startsWith("AssistantRun"));
+    expect(lifecycle).toEqual(["AssistantRunQueued", "AssistantRunStarting", "AssistantRunRunning", "AssistantRunSucceeded"]);
+    await r.worker.stop();
+    const queued = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await r.runs.cancelAssistantRun({ assistantRunId: queued }, call);
+    expect(await eventTypes(queued)).toEqual(["AssistantRunQueued", "AssistantRunCancelled"]);
+  });
+});
