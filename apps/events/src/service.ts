@@ -1,4 +1,5 @@
 import { create, fromJson, toBinary, toJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
+import { terminalAssistantRunEvents } from "./log-closed.ts";
 import { timestampFromDate, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { EventSchema, EventsService, RunKind, type Event, type NewEvent } from "@loom/proto/events/v1/events_pb";
@@ -112,7 +113,8 @@ export function createEventsService(deps: EventsDeps): RpcService {
         });
       }
       if (violations.length > 0 || !log) throw invalidArgument(violations);
-      const stored = await store.append(log, organizationId, batch);
+      const closes = log.runKind === "assistant-run" && batch.some((e) => e.origin === "SYSTEM" && terminalAssistantRunEvents.has(e.type));
+      const stored = await store.append(log, organizationId, batch, closes);
       if (!stored) throw notFound(runNames[log.runKind]);
       const events = stored.map(eventMessage);
       await publish(log, events);

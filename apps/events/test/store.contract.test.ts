@@ -68,6 +68,24 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     expect(offsets(window?.items)).toEqual(all);
   });
 
+  it("refuses every append after a closing batch, and keeps what was stored", async () => {
+    const log = newLog("assistant-run");
+    await store.append(log, org, batch(2));
+    expect(offsets(await store.append(log, org, [event({ type: "AssistantRunCancelled", origin: "SYSTEM" })], true))).toEqual([2]);
+    await expect(store.append(log, org, batch(1))).rejects.toMatchObject({ code: 9 }); // FAILED_PRECONDITION
+    await expect(replica.append(log, org, batch(1), true)).rejects.toMatchObject({ code: 9 });
+    expect((await store.list(log, org, 0, 10))?.totalCount).toBe(3);
+  });
+
+  it("when a closing append races others, nothing lands after the closing batch", async () => {
+    const log = newLog("assistant-run");
+    await store.append(log, org, batch(1));
+    const racers = Array.from({ length: 10 }, (_, i) => (i % 2 ? replica : store).append(log, org, batch(1, `r${i}`), i === 4).catch(() => "refused"));
+    await Promise.all(racers);
+    const { items } = (await store.list(log, org, 0, 100))!;
+    expect(items.at(-1)!.type).toBe("r4-0");
+  });
+
   it("binds a log to the organization of its first append; for others it does not exist", async () => {
     const log = newLog();
     const mine = await store.append(log, org, batch(2));

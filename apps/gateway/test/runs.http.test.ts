@@ -44,11 +44,13 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       await settled(id);
     }
   });
+  /** The run once it has ended and its log has too (the terminal event follows the terminal status). */
   async function settled(runId: string, client = admin) {
     const deadline = Date.now() + 10_000;
     for (;;) {
       const res = await client.get(`/assistant-runs/${runId}`);
-      if (terminal.includes(res.body.status) || Date.now() > deadline) return res.body;
+      const last = (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
+      if ((terminal.includes(res.body.status) && /^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(last)) || Date.now() > deadline) return res.body;
       await new Promise((r) => setTimeout(r, 20));
     }
   }

@@ -1,4 +1,4 @@
-import type { Client } from "@connectrpc/connect";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { headersFor } from "@loom/kit/principal";
 import { jsonToValue } from "@loom/kit/json-value";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
@@ -7,19 +7,26 @@ import type { RunRecord } from "./store/port.ts";
 
 /**
  * Appends a run's events through the events service, acting as the run's
- * creator (so the log belongs to the run's organization).
+ * creator (so the log belongs to the run's organization). The events service
+ * refuses appends after a run's terminal event; that means the run was
+ * stopped (cancelled, reaped) while this write was on its way, and the write
+ * is dropped: nothing ever follows a run's terminal event.
  */
 export function createRunLog(events: Client<typeof EventsService>, now: () => Date = () => new Date()) {
   async function append(run: RunRecord, origin: "SYSTEM" | "ASSISTANT", items: Array<{ type: string; payload: unknown }>) {
     const timestamp = now().getTime() / 1000;
-    await events.appendEvents(
+    await events
+      .appendEvents(
       {
         runKind: RunKind.ASSISTANT_RUN,
         runId: run.id,
         events: items.map((item) => ({ type: item.type, origin, payload: jsonToValue(item.payload), timestamp })),
       },
-      { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
-    );
+        { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
+      )
+      .catch((error: unknown) => {
+        if (!(error instanceof ConnectError && error.code === Code.FailedPrecondition)) throw error;
+      });
   }
   return {
     /** The lifecycle event of the run's current status (origin SYSTEM). */

@@ -87,8 +87,15 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       await new Promise((r) => setTimeout(r, 20));
     }
   }
-  const eventTypes = async (id: string) =>
-    (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
+  /** The run's event types, once its log has ended (the terminal event follows the terminal status). */
+  async function eventTypes(id: string) {
+    const deadline = Date.now() + 5_000;
+    for (;;) {
+      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
+      if (/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(types.at(-1) ?? "") || Date.now() > deadline) return types;
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
 
   it("two workers on one store execute every run exactly once", async () => {
     const model = createScriptedModel();

@@ -51,13 +51,6 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.renewLease(run.id, "w1", new Date(clock + 60_000))).toBe(false);
   });
 
-  it("claims exactly once under concurrent claims", async () => {
-    const run = newRun();
-    await store.insertRun(run);
-    const claims = await Promise.all(["a", "b", "c", "d"].map((w) => store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: w }, tick())));
-    expect(claims.filter(Boolean)).toHaveLength(1);
-  });
-
   it("grants the claim of a run once, however many ask at once", async () => {
     const id = newId();
     const answers = await Promise.all(["a", "b", "c", "d", "e"].map((w) => store.claimRun(id, w, tick())));

@@ -1,8 +1,10 @@
+import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogRef } from "./port.ts";
 
 interface Log {
   organizationId: string;
   events: EventRecord[];
+  closed?: boolean;
 }
 
 const logKey = (log: LogRef) => `${log.runKind}:${log.runId}`;
@@ -16,11 +18,13 @@ export function createMemoryEventsStore(): EventsStore {
     init: async () => {},
     ready: async () => true,
     close: async () => {},
-    async append(ref, organizationId, batch) {
+    async append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) throw new Error("an append needs at least one event");
       const key = logKey(ref);
       const log = logs.get(key) ?? { organizationId, events: [] };
       if (log.organizationId !== organizationId) return undefined;
+      if (log.closed) throw logClosed();
+      if (closes) log.closed = true;
       logs.set(key, log);
       const first = log.events.length;
       const stored = batch.map((e, i): EventRecord => ({ ...copy(e), ...ref, organizationId, offset: first + i }));

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Collection, Db } from "mongodb";
 import { unavailable } from "@loom/kit/errors";
+import { logClosed } from "../log-closed.ts";
 import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/kit/mongo";
 import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
 
@@ -25,6 +26,8 @@ interface ClaimDoc {
   organizationId: string;
   first: number;
   next: number;
+  /** This claim's batch ended the log: nothing may follow it. */
+  closed?: boolean;
 }
 
 /** Appends racing for one log retry this often before the caller is told to try again. */
@@ -47,13 +50,15 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   const lastClaim = (ref: LogRef) => claims.findOne({ runKind: ref.runKind, runId: ref.runId }, { sort: { first: -1 } });
 
   /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
-  async function claim(ref: LogRef, organizationId: string, count: number): Promise<number | undefined> {
+  async function claim(ref: LogRef, organizationId: string, count: number, closes: boolean): Promise<number | undefined> {
     for (let attempt = 1; attempt <= claimAttempts; attempt++) {
       const last = await lastClaim(ref);
       if (last && last.organizationId !== organizationId) return undefined;
+      // The chain serializes appends, so an append that lost the race to a closing one sees it here.
+      if (last?.closed) throw logClosed();
       const first = last?.next ?? 0;
       try {
-        await claims.insertOne({ _id: `${ref.runKind}:${ref.runId}:${first}`, ...ref, organizationId, first, next: first + count });
+        await claims.insertOne({ _id: `${ref.runKind}:${ref.runId}:${first}`, ...ref, organizationId, first, next: first + count, ...(closes ? { closed: true } : {}) });
         return first;
       } catch (error) {
         if (!isDuplicateKey(error)) throw error;
@@ -72,9 +77,9 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     ready: ping,
     close,
 
-    async append(ref, organizationId, batch) {
+    async append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) throw new Error("an append needs at least one event");
-      const first = await claim(ref, organizationId, batch.length);
+      const first = await claim(ref, organizationId, batch.length, closes);
       if (first === undefined) return undefined;
       const stored = batch.map((e, i): EventRecord => ({ ...e, ...ref, organizationId, offset: first + i }));
       try {

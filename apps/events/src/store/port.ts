@@ -51,9 +51,11 @@ export interface EventsStore {
    * everything appended before; concurrent appends to one log (from any
    * number of replicas) never share or skip an offset. Creates the log, bound
    * to `organizationId`, on its first append. `undefined`: the log belongs to
-   * another organization, and nothing was written.
+   * another organization, and nothing was written. A batch with `closes` is
+   * the log's last: every later append is refused with FAILED_PRECONDITION
+   * (an assistant run's log ends with its terminal lifecycle event).
    */
-  append(log: LogRef, organizationId: string, events: NewEventRecord[]): Promise<EventRecord[] | undefined>;
+  append(log: LogRef, organizationId: string, events: NewEventRecord[], closes?: boolean): Promise<EventRecord[] | undefined>;
   /**
    * The events with offsets in [offset, offset + limit), in offset order. A
    * log never appended to is empty (totalCount 0); `undefined`: the log

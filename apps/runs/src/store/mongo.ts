@@ -6,14 +6,18 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
- * (findOneAndUpdate on status, worker and lease), so replicas need no
- * transactions; the thread lock is a guarded field on the thread document.
+ * (findOneAndUpdate on status and worker), so replicas need no transactions;
+ * the thread lock is a guarded field on the thread document. Leases live in
+ * their own collection: renewals, the one periodic write, never touch the run
+ * document, so they cannot collide with a state change (FerretDB does not
+ * isolate concurrent updates of one document; MongoDB would not need this).
  */
 export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): RunsStore {
   const runs: Collection<Doc<RunRecord>> = db.collection("runs");
   const threads: Collection<Doc<ThreadRecord>> = db.collection("threads");
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
+  const leases: Collection<{ _id: string; worker: string; until: Date }> = db.collection("run_leases");
   const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
   const executing: { $in: RunRecord["status"][] } = { $in: ["STARTING", "RUNNING"] };
   // Fields a transition sets to undefined are removed, not stored as null.
@@ -29,6 +33,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ status: 1, createdAt: 1 });
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
       await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await leases.createIndex({ until: 1 });
     },
     ready: ping,
     close,
@@ -47,11 +52,18 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       return { items: docs.map((d) => run(d)!), totalCount };
     },
     async transition(id, guard, to, changes, at) {
+      if (guard.leaseExpiredBefore && !(await leases.findOne({ _id: id, until: { $lt: guard.leaseExpiredBefore } }))) return undefined;
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
-      if (guard.leaseExpiredBefore) filter.leaseUntil = { $lt: guard.leaseExpiredBefore };
-      const update = setAndUnset({ ...changes, status: to, updatedAt: at });
-      return run(await runs.findOneAndUpdate(filter, update, { returnDocument: "after" }));
+      const { leaseUntil, ...rest } = changes;
+      const changed = run(await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), { returnDocument: "after" }));
+      if (!changed || !("leaseUntil" in changes)) return changed;
+      if (leaseUntil === undefined) {
+        await leases.deleteOne({ _id: id });
+        return changed;
+      }
+      await leases.updateOne({ _id: id }, { $set: { worker: changed.worker ?? "", until: leaseUntil } }, { upsert: true });
+      return { ...changed, leaseUntil };
     },
     async claimRun(id, worker, at) {
       try {
@@ -63,12 +75,18 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       }
     },
     async renewLease(id, worker, leaseUntil) {
-      const res = await runs.updateOne({ _id: id, worker, status: executing }, { $set: { leaseUntil } });
-      return res.matchedCount === 1;
+      // Reads the run, writes only the lease: still ours while STARTING or RUNNING and held by this worker.
+      if (!(await runs.findOne({ _id: id, worker, status: executing }))) return false;
+      return (await leases.updateOne({ _id: id, worker }, { $set: { until: leaseUntil } })).matchedCount === 1;
     },
     queuedRuns: async (limit) => (await runs.find({ status: "QUEUED" }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map((d) => run(d)!),
     countExecuting: (organizationId) => runs.countDocuments({ organizationId, status: executing }),
-    expiredLeases: async (now, limit) => (await runs.find({ status: executing, leaseUntil: { $lt: now } }).limit(limit).toArray()).map((d) => run(d)!),
+    async expiredLeases(now, limit) {
+      const expired = await leases.find({ until: { $lt: now } }).limit(limit).toArray();
+      const until = new Map(expired.map((l) => [l._id, l.until]));
+      const held = await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray();
+      return held.map((d) => ({ ...run(d)!, leaseUntil: until.get(d._id) }));
+    },
     threadHistory: async (threadId, before) =>
       (await runs.find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } }).sort({ createdAt: 1, _id: 1 }).toArray()).map((d) => run(d)!),
 
