@@ -1,4 +1,5 @@
 import { benchGetApiKey } from "./get-api-key.ts";
+import { benchRunsThroughput } from "./runs-throughput.ts";
 
 /**
  * `pnpm bench`: every benchmark, each comparing against a baseline measured
@@ -12,6 +13,11 @@ const mongoUrl = process.env.MONGODB_URL || undefined;
 const natsUrl = process.env.NATS_URL || undefined;
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-await benchGetApiKey({ seconds, connections, natsUrl });
-if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
-else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
+const only = process.env.BENCH_ONLY; // "api-keys" or "runs": one benchmark
+
+if (!only || only === "api-keys") {
+  await benchGetApiKey({ seconds, connections, natsUrl });
+  if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
+  else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
+}
+if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
