@@ -2,19 +2,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
-import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, errorBodySchema, userSchema } from "../src/schemas.ts";
+import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, userSchema } from "../src/schemas.ts";
+import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
 
-/** Asserts the error shape of semantics.md §2 and returns the body. */
-function expectError(res: { status: number; body: unknown; headers: Headers }, status: number, type: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  expect(res.headers.get("content-type")).toMatch(/^application\/json/);
-  const body = errorBodySchema.parse(res.body);
-  expect(body.type).toBe(type);
-  expect(body.request_id).toBe(res.headers.get("x-request-id"));
-  expect(JSON.stringify(body)).not.toMatch(/at .*\.ts:\d+|Mongo|stack/i);
-  return body;
-}
 
 describe.each(storeKinds("users and API keys over HTTP"))("users and API keys over HTTP (%s store)", (store) => {
   let stack: TestStack;

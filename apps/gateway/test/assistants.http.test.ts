@@ -2,17 +2,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
-import { assistantListSchema, assistantSchema, errorBodySchema } from "../src/schemas.ts";
+import { assistantListSchema, assistantSchema } from "../src/schemas.ts";
+import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
 
 const uuid = () => crypto.randomUUID();
 
-function expectError(res: { status: number; body: unknown }, status: number, type: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  const body = errorBodySchema.parse(res.body);
-  expect(body.type).toBe(type);
-  return body;
-}
 
 describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s store)", (store) => {
   let stack: TestStack;

@@ -4,18 +4,13 @@ import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { ModelFailure } from "@loom/runs/models/port";
-import { assistantEventListSchema, assistantRunListSchema, assistantRunSchema, errorBodySchema, textArtifactSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
+import { assistantEventListSchema, assistantRunListSchema, assistantRunSchema, textArtifactSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
+import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
 
 const uuid = () => crypto.randomUUID();
 const terminal = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
 
-function expectError(res: { status: number; body: unknown }, status: number, type: string) {
-  expect(res.status, JSON.stringify(res.body)).toBe(status);
-  const body = errorBodySchema.parse(res.body);
-  expect(body.type).toBe(type);
-  return body;
-}
 
 describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP (%s store)", (store) => {
   let stack: TestStack;
