@@ -70,8 +70,10 @@ export function mountOperations(router: Router, operations: Operation[]): void {
         call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal: abort.signal },
         ctx,
       });
+      // No body: Koa sends an explicit null body as an empty response, but
+      // setting it forces 204, so the documented status is set after it (202 stays 202).
+      ctx.body = result === undefined ? null : result;
       ctx.status = op.response.status;
-      if (op.response.status !== 204) ctx.body = result;
     });
   }
 }

@@ -52,6 +52,9 @@ describe("/openapi.json", () => {
       GetThread: "200",
       DeleteThread: "204",
       ListAssistantEvents: "200",
+      CreateEvents: "202",
+      ListEvents: "200",
+      GetEvent: "200",
     };
     for (const [id, status] of Object.entries(expected)) expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
     expect(document.openapi).toBe("3.1.0");
