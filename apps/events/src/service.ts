@@ -1,30 +1,44 @@
-import { create, fromJson, toBinary, toJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
-import { terminalAssistantRunEvents } from "./log-closed.ts";
-import { timestampFromDate, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { EventSchema, EventsService, RunKind, type Event, type NewEvent } from "@loom/proto/events/v1/events_pb";
+import { toBinary, toJson } from "@bufbuild/protobuf";
+import { durationMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
+import { EventSchema, EventsService, RunKind, type Event, type FollowEventsRequest, type NewEvent } from "@loom/proto/events/v1/events_pb";
 import type { Bus } from "@loom/kit/bus";
-import { invalidArgument, notFound } from "@loom/kit/errors";
+import { createMemoryBus } from "@loom/kit/bus-memory";
+import { invalidArgument, isDependencyDown, notFound } from "@loom/kit/errors";
 import { isUuid, newId } from "@loom/kit/ids";
 import type { Logger } from "@loom/kit/logger";
 import { requirePrincipal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { subjects } from "@loom/kit/subjects";
 import { lengthProblem } from "@loom/kit/text";
-import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+import { eventMessage } from "./event-message.ts";
+import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
+import { terminalAssistantRunEvents } from "./log-closed.ts";
+import type { EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+
+export { eventMessage };
 
 /** Bounds of semantics.md §4 and §6. */
 export const eventBounds = { maxBatch: 1000, maxTypeLength: 200, defaultLimit: 100, maxLimit: 1000 } as const;
+
+/** FollowEvents keep-alive interval: the default (semantics.md §6) and the accepted range. */
+export const keepAliveBounds = { defaultMs: 15_000, minMs: 10, maxMs: 3_600_000 } as const;
 
 export const origins = ["SYSTEM", "ASSISTANT", "USER"] as const;
 
 export interface EventsDeps {
   store: EventsStore;
-  /** Where stored events are published for followers (subjects.events). */
-  bus?: Bus;
+  /**
+   * Where stored events are published for followers (subjects.events), and
+   * where follows listen. Without one, an in-process bus: followers of this
+   * process only.
+   */
+  bus?: Bus | undefined;
   /** Where a failed publish is reported; the append itself has succeeded by then. */
   logger?: Logger;
   now?: () => Date;
+  /** FollowEvents knobs (tests shorten the hole grace). */
+  follow?: Partial<FollowTiming>;
 }
 
 type Violation = { path: string; message: string };
@@ -33,7 +47,6 @@ const kinds: Partial<Record<RunKind, LogKind>> = {
   [RunKind.ASSISTANT_RUN]: "assistant-run",
   [RunKind.STRUCTURE_RUN]: "structure-run",
 };
-const kindEnums: Record<LogKind, RunKind> = { "assistant-run": RunKind.ASSISTANT_RUN, "structure-run": RunKind.STRUCTURE_RUN };
 const runNames: Record<LogKind, string> = { "assistant-run": "assistant run", "structure-run": "structure run" };
 
 /**
@@ -80,13 +93,42 @@ function payloadJson(value: Value | undefined): JsonValue | typeof invalid {
   }
 }
 
+/** A follow's keep-alive interval in milliseconds, or a violation. */
+function checkKeepAlive(violations: Violation[], req: FollowEventsRequest): number {
+  const interval = req.keepAliveInterval;
+  if (!interval) return keepAliveBounds.defaultMs;
+  const ms = durationMs(interval);
+  if (!(ms >= keepAliveBounds.minMs && ms <= keepAliveBounds.maxMs)) {
+    violations.push({ path: "keep_alive_interval", message: `must be between ${keepAliveBounds.minMs} ms and ${keepAliveBounds.maxMs / 1000} s` });
+  }
+  return ms;
+}
+
+/**
+ * What a stream may fail with, as the kit's sanitizeErrors makes it for
+ * unary calls: that interceptor only sees a stream start, not errors thrown
+ * while it is read.
+ */
+function streamError(error: unknown, logger: Logger | undefined, ctx: HandlerContext): ConnectError {
+  if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) return error;
+  if (ctx.signal.aborted) return new ConnectError("the caller went away", Code.Canceled);
+  if (isDependencyDown(error)) {
+    logger?.warn({ err: error, procedure: "FollowEvents" }, "dependency unavailable");
+    return new ConnectError("a dependency is unavailable, try again later", Code.Unavailable);
+  }
+  logger?.error({ err: error, procedure: "FollowEvents" }, "unexpected error");
+  return new ConnectError("internal error", Code.Internal);
+}
+
 export function createEventsService(deps: EventsDeps): RpcService {
-  const { store, bus, logger } = deps;
+  const { store, logger } = deps;
+  const ownBus = deps.bus ? undefined : createMemoryBus();
+  const bus: Bus = deps.bus ?? ownBus!;
   const now = deps.now ?? (() => new Date());
+  const followTiming: FollowTiming = { ...defaultFollowTiming, ...deps.follow };
 
   /** Publishes stored events in offset order. The record is already written: a lost message is the bus's at-most-once, not a failed append. */
   async function publish(log: LogRef, stored: Event[]): Promise<void> {
-    if (!bus) return;
     const subject = subjects.events(log.runKind, log.runId);
     for (const event of stored) {
       try {
@@ -146,9 +188,20 @@ export function createEventsService(deps: EventsDeps): RpcService {
       return { event: eventMessage(found) };
     },
 
-    // Replay and live follow come with the SSE streams (a later change).
-    async *followEvents() {
-      throw new ConnectError("not implemented yet", Code.Unimplemented);
+    async *followEvents(req, ctx) {
+      try {
+        const { organizationId } = requirePrincipal(ctx);
+        const violations: Violation[] = [];
+        const log = checkLog(violations, req);
+        if (req.fromOffset < 0n) violations.push({ path: "query.offset", message: "must be at least 0" });
+        const keepAliveMs = checkKeepAlive(violations, req);
+        if (violations.length > 0 || !log) throw invalidArgument(violations);
+        // Anything past Number.MAX_SAFE_INTEGER is past the end of every log.
+        const from = req.fromOffset > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(req.fromOffset);
+        yield* follow({ store, bus, timing: followTiming, logger }, { log, organizationId, from, keepAliveMs, signal: ctx.signal });
+      } catch (error) {
+        throw streamError(error, logger, ctx);
+      }
     },
   };
 
@@ -156,21 +209,9 @@ export function createEventsService(deps: EventsDeps): RpcService {
     name: "events",
     routes: (router) => router.service(EventsService, impl),
     ready: () => store.ready(),
-    close: () => store.close(),
+    close: async () => {
+      await store.close();
+      await ownBus?.close();
+    },
   };
-}
-
-export function eventMessage(e: EventRecord): Event {
-  return create(EventSchema, {
-    eventId: e.id,
-    runKind: kindEnums[e.runKind],
-    runId: e.runId,
-    offset: BigInt(e.offset),
-    type: e.type,
-    origin: e.origin,
-    payload: fromJson(ValueSchema, e.payload as ProtoJson),
-    timestamp: e.timestamp,
-    createdAt: timestampFromDate(e.createdAt),
-    organizationId: e.organizationId,
-  });
 }

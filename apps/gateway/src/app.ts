@@ -14,6 +14,7 @@ import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assistantOperations } from "./routes/assistants.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
+import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
@@ -39,6 +40,7 @@ export function publicOperations(clients: ServiceClients, principals?: Principal
     ...threadOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
+    ...streamOperations(clients),
   ];
 }
 

@@ -34,9 +34,11 @@ function parameters(op: Operation) {
 export function openApiDocument(operations: Operation[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
-    const success = op.response.schema
-      ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
-      : { description: op.response.description };
+    const success = op.response.stream
+      ? { description: op.response.description, content: { "text/event-stream": { schema: { type: "string" } } } }
+      : op.response.schema
+        ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
+        : { description: op.response.description };
     (paths[op.path] ??= {})[op.method.toLowerCase()] = {
       operationId: op.id,
       summary: op.summary,

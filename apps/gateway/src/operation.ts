@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import type { Context } from "koa";
 import type { Router } from "@koa/router";
 import type { z } from "zod";
@@ -32,7 +33,8 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   params?: P;
   query?: Q;
   body?: { schema: B; required: boolean; limit?: number };
-  response: { status: number; description: string; schema?: z.ZodType };
+  /** `stream`: the handler returns SSE frames (an AsyncIterable of strings) instead of JSON. */
+  response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
 
@@ -70,6 +72,13 @@ export function mountOperations(router: Router, operations: Operation[]): void {
         call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal: abort.signal },
         ctx,
       });
+      if (op.response.stream) {
+        ctx.status = op.response.status;
+        ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
+        ctx.req.socket.setNoDelay(true);
+        ctx.body = Readable.from(result as AsyncIterable<string>, { objectMode: false });
+        return;
+      }
       // No body: Koa sends an explicit null body as an empty response, but
       // setting it forces 204, so the documented status is set after it (202 stays 202).
       ctx.body = result === undefined ? null : result;

@@ -55,6 +55,8 @@ describe("/openapi.json", () => {
       CreateEvents: "202",
       ListEvents: "200",
       GetEvent: "200",
+      GetAssistantRunEventsSSE: "200",
+      GetStructureRunEventsSSE: "200",
     };
     for (const [id, status] of Object.entries(expected)) expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
     expect(document.openapi).toBe("3.1.0");

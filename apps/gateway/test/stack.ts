@@ -20,6 +20,8 @@ export interface TestStack {
   gatewayUrl: string;
   /** The run worker of the (single) runs service. */
   worker: RunWorker;
+  /** The bus the services share (the in-process one when `memoryBus`). */
+  bus: Bus;
   /** Starts another gateway replica on the same identity service and bus. */
   addGateway(): Promise<string>;
   identityUrl: string;
@@ -45,13 +47,16 @@ export const testRunSettings: RunSettings = {
   RUN_MAX_PER_ORGANIZATION: 8,
 };
 
-export async function startStack(store: "memory" | "mongo", options: { runs?: Partial<RunSettings>; model?: Model } = {}): Promise<TestStack> {
+export async function startStack(
+  store: "memory" | "mongo",
+  options: { runs?: Partial<RunSettings>; model?: Model; /** the in-process bus even when NATS_URL is set */ memoryBus?: boolean } = {},
+): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const db = freshDatabaseName();
   const mongo = { url: store === "mongo" ? testServers.mongoUrl : undefined, db };
   if (store === "mongo" && !mongo.url) throw new Error("startStack('mongo') needs MONGODB_URL");
 
-  const bus: Bus = await openBus(testServers.natsUrl, "test-stack");
+  const bus: Bus = await openBus(options.memoryBus ? undefined : testServers.natsUrl, "test-stack");
   const startIdentity = async (port = 0) => {
     const identityStore = await openIdentityStore(mongo);
     const { service } = await wireIdentity(
@@ -85,7 +90,7 @@ export async function startStack(store: "memory" | "mongo", options: { runs?: Pa
   const gateways: RunningServer[] = [];
   const startGateway = async () => {
     // Each replica its own bus connection, as separate processes would have.
-    const replicaBus = testServers.natsUrl ? await openBus(testServers.natsUrl, "test-gateway") : bus;
+    const replicaBus = testServers.natsUrl && !options.memoryBus ? await openBus(testServers.natsUrl, "test-gateway") : bus;
     const clients = serviceClients({
       identity: httpTransport(identity.url, serviceToken),
       assistants: httpTransport(assistants.url, serviceToken),
@@ -104,6 +109,7 @@ export async function startStack(store: "memory" | "mongo", options: { runs?: Pa
   return {
     gatewayUrl: gateway.url,
     worker: runsWiring.worker,
+    bus,
     addGateway: async () => (await startGateway()).url,
     identityUrl: identity.url,
     bootstrapKey,

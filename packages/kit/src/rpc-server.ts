@@ -54,6 +54,14 @@ function plain(res: ServerResponse, status: number, body: string): void {
   res.writeHead(status, { "content-type": "text/plain" }).end(body);
 }
 
+/**
+ * How long a closing server lets requests in flight finish before it cuts the
+ * connections still open: long-lived streams (SSE, FollowEvents) would
+ * otherwise hold a shutdown until the process's grace runs out. A client of a
+ * cut stream resumes from its last event id.
+ */
+export const drainMs = 5_000;
+
 /** Listens, and returns a handle whose close drains connections first. */
 export async function listen(
   server: Server,
@@ -80,6 +88,7 @@ export async function listen(
         await new Promise<void>((resolve) => {
           server.close(() => resolve());
           server.closeIdleConnections();
+          setTimeout(() => server.closeAllConnections(), drainMs).unref();
         });
         await afterClose();
       })()),

@@ -9,7 +9,7 @@ export interface ScriptedTurn {
 }
 
 type Script =
-  | { answer: (messages: ScriptedTurn[]) => string; chunks?: number }
+  | { answer: (messages: ScriptedTurn[]) => string; chunkDelayMs?: number }
   | { hang: true }
   | { fail: () => Error };
 
@@ -40,7 +40,9 @@ export function createScriptedModel(id = "test:scripted") {
       const text = (current as { answer: (m: ScriptedTurn[]) => string }).answer(req.messages);
       if (req.onChunk) {
         const parts = text.match(/\S+\s*/g) ?? [text];
+        const delay = (current as { chunkDelayMs?: number }).chunkDelayMs ?? 0;
         for (const part of parts) {
+          if (delay) await new Promise((resolve) => setTimeout(resolve, delay));
           if (req.signal.aborted) throw req.signal.reason;
           await req.onChunk(part);
         }

@@ -1,0 +1,131 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventSource } from "eventsource";
+import { apiClient, type ApiClient } from "@loom/testing/http";
+import { createScriptedModel } from "@loom/testing/scripted-model";
+import { storeKinds } from "@loom/testing/servers";
+import { openSse } from "@loom/testing/sse";
+import { signAccessToken } from "@loom/testing/tokens";
+import { assistantEventSchema, errorBodySchema } from "../src/schemas.ts";
+import { startStack, type TestStack } from "./stack.ts";
+
+const uuid = () => crypto.randomUUID();
+
+describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%s store)", (store) => {
+  let stack: TestStack;
+  let admin: ApiClient;
+  let auth: Record<string, string>;
+  const model = createScriptedModel();
+
+  beforeAll(async () => {
+    stack = await startStack(store, { model, memoryBus: true });
+    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    auth = { authorization: `Bearer ${stack.bootstrapKey}` };
+  });
+  afterAll(() => stack?.close());
+
+  const assistant = async () => (await admin.post("/assistants", { name: "streamer" })).body.assistant_id as string;
+  const streamUrl = (runId: string, query = "") => `${stack.gatewayUrl}/assistant-runs/${runId}/events/stream${query}`;
+
+  it("streams a stream:true run: the log, then live TextChunkEvents, and ends after the terminal event", async () => {
+    model.script({ answer: () => "one two three four five six", chunkDelayMs: 20 });
+    const run = (await admin.post(`/assistants/${await assistant()}/runs`, { stream: true })).body;
+    const sse = await openSse(streamUrl(run.assistant_run_id), auth);
+    expect(sse.status).toBe(200);
+    expect(sse.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    await sse.ended;
+    const types = sse.events.map((e) => JSON.parse(e.data).type);
+    expect(types.filter((t) => t === "TextChunkEvent")).toHaveLength(6);
+    expect(types.at(-1)).toBe("AssistantRunSucceeded");
+    expect(sse.events.map((e) => Number(e.id))).toEqual(sse.events.map((_, i) => i));
+    expect(sse.events.every((e) => e.event === undefined)).toBe(true);
+    // The same events, in the same shape, as the list.
+    const listed = (await admin.get(`/assistant-runs/${run.assistant_run_id}/events`)).body.events;
+    expect(sse.events.map((e) => assistantEventSchema.parse(JSON.parse(e.data)))).toEqual(listed);
+  });
+
+  it("a client that dies mid-run and resumes with Last-Event-ID gets every event exactly once, in order", async () => {
+    model.script({ answer: () => Array.from({ length: 30 }, (_, i) => `w${i}`).join(" "), chunkDelayMs: 15 });
+    const run = (await admin.post(`/assistants/${await assistant()}/runs`, { stream: true })).body;
+    const first = await openSse(streamUrl(run.assistant_run_id), auth);
+    await first.waitFor(8);
+    first.close();
+    const lastId = first.events.at(-1)!.id!;
+    const resumed = await openSse(streamUrl(run.assistant_run_id), { ...auth, "last-event-id": lastId });
+    await resumed.ended;
+    const offsets = [...first.events, ...resumed.events].map((e) => Number(e.id));
+    const total = (await admin.get(`/assistant-runs/${run.assistant_run_id}/events?limit=1000`)).body.total_count;
+    expect(offsets).toEqual(Array.from({ length: total }, (_, i) => i));
+    expect(JSON.parse(resumed.events.at(-1)!.data).type).toBe("AssistantRunSucceeded");
+  });
+
+  it("resumes from an offset query, and a stream of a finished run ends by itself", async () => {
+    model.script({ answer: () => "done" });
+    const run = (await admin.post(`/assistants/${await assistant()}/runs`, {})).body;
+    const whole = await openSse(streamUrl(run.assistant_run_id), auth);
+    await whole.ended;
+    const tail = await openSse(streamUrl(run.assistant_run_id, "?offset=3"), auth);
+    await tail.ended;
+    expect(tail.events.map((e) => e.id)).toEqual(whole.events.slice(3).map((e) => e.id));
+  });
+
+  it("a browser EventSource reads the stream through onmessage", async () => {
+    model.script({ answer: () => "from a browser", chunkDelayMs: 10 });
+    const run = (await admin.post(`/assistants/${await assistant()}/runs`, { stream: true })).body;
+    const received: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      const source = new EventSource(streamUrl(run.assistant_run_id), {
+        fetch: (input, init) => fetch(input, { ...init, headers: { ...init?.headers, ...auth } }),
+      });
+      source.onmessage = (message) => {
+        received.push(JSON.parse(message.data).type);
+        if (/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(received.at(-1)!)) {
+          source.close();
+          resolve();
+        }
+      };
+      source.onerror = () => received.length === 0 && reject(new Error("EventSource failed"));
+    });
+    expect(received).toContain("TextChunkEvent");
+    expect(received.at(-1)).toBe("AssistantRunSucceeded");
+  });
+
+  it("answers an unknown run, another organization's run, or a bad Last-Event-ID with an ordinary error before streaming", async () => {
+    const unknown = await openSse(streamUrl(uuid()), auth);
+    expect(unknown.status).toBe(404);
+    expect(errorBodySchema.parse(unknown.errorBody).type).toBe("NotFound");
+    model.script({ answer: () => "x" });
+    const run = (await admin.post(`/assistants/${await assistant()}/runs`, {})).body;
+    const stranger = await openSse(streamUrl(run.assistant_run_id), { authorization: `Bearer ${await signAccessToken({ sub: `sse-${store}` })}` });
+    expect(stranger.status).toBe(404);
+    const bad = await openSse(streamUrl(run.assistant_run_id), { ...auth, "last-event-id": "abc" });
+    expect(bad.status).toBe(400);
+    expect((await openSse(`${stack.gatewayUrl}/structure-runs/${uuid()}/events/stream`, auth)).status).toBe(404);
+  });
+
+  it("streams a structure run and ends after StructureRunCompleted", async () => {
+    const runId = uuid();
+    await admin.post(`/structure-runs/${runId}/events`, [{ type: "StartStructureRunEvent", timestamp: 1 }]);
+    const sse = await openSse(`${stack.gatewayUrl}/structure-runs/${runId}/events/stream`, auth);
+    await sse.waitFor(1);
+    await admin.post(`/structure-runs/${runId}/events`, [{ type: "Progress", timestamp: 2 }, { type: "StructureRunCompleted", timestamp: 3 }]);
+    await sse.ended;
+    expect(sse.events.map((e) => JSON.parse(e.data).type)).toEqual(["StartStructureRunEvent", "Progress", "StructureRunCompleted"]);
+  });
+
+  it("leaks no subscription: 1,000 streams opened and dropped leave the bus as it was", async () => {
+    const bus = stack.bus as unknown as { subscriberCount(): number };
+    const runId = uuid();
+    await admin.post(`/structure-runs/${runId}/events`, [{ type: "Open", timestamp: 1 }]);
+    const before = bus.subscriberCount();
+    for (let batch = 0; batch < 10; batch++) {
+      const streams = await Promise.all(Array.from({ length: 100 }, () => openSse(`${stack.gatewayUrl}/structure-runs/${runId}/events/stream`, auth)));
+      expect(streams.every((s) => s.status === 200)).toBe(true);
+      expect(bus.subscriberCount()).toBeGreaterThanOrEqual(before + 100);
+      streams.forEach((s) => s.close());
+      await Promise.all(streams.map((s) => s.ended));
+    }
+    const deadline = Date.now() + 5_000;
+    while (bus.subscriberCount() !== before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(bus.subscriberCount()).toBe(before);
+  });
+});

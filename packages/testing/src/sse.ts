@@ -1,0 +1,54 @@
+import { createParser, type EventSourceMessage } from "eventsource-parser";
+
+/** One server-sent-events response, read frame by frame with eventsource-parser. */
+export interface SseConnection {
+  status: number;
+  headers: Headers;
+  /** Every event received so far, in order. */
+  events: EventSourceMessage[];
+  /** Keep-alive comments received so far. */
+  comments: string[];
+  /** Resolves when the server closes the stream. */
+  ended: Promise<void>;
+  /** Resolves once `count` events have arrived (or the stream ends). */
+  waitFor(count: number): Promise<EventSourceMessage[]>;
+  /** Goes away, as a client that disconnects. */
+  close(): void;
+  /** The body, when the answer was not a stream (an error). */
+  errorBody?: unknown;
+}
+
+export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseConnection> {
+  const controller = new AbortController();
+  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal });
+  const events: EventSourceMessage[] = [];
+  const comments: string[] = [];
+  const waiters: Array<{ count: number; resolve: () => void }> = [];
+  const notify = () => {
+    for (const w of [...waiters]) if (events.length >= w.count) waiters.splice(waiters.indexOf(w), 1) && w.resolve();
+  };
+  if (!res.headers.get("content-type")?.startsWith("text/event-stream")) {
+    const text = await res.text();
+    return { status: res.status, headers: res.headers, events, comments, ended: Promise.resolve(), waitFor: async () => events, close: () => {}, errorBody: text ? JSON.parse(text) : undefined };
+  }
+  const parser = createParser({ onEvent: (e) => (events.push(e), notify()), onComment: (c) => comments.push(c) });
+  const ended = (async () => {
+    const decoder = new TextDecoder();
+    try {
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+    } catch {
+      // aborted by close()
+    }
+    waiters.splice(0).forEach((w) => w.resolve());
+  })();
+  return {
+    status: res.status,
+    headers: res.headers,
+    events,
+    comments,
+    ended,
+    waitFor: (count) =>
+      events.length >= count ? Promise.resolve(events) : new Promise<void>((resolve) => waiters.push({ count, resolve })).then(() => events),
+    close: () => controller.abort(),
+  };
+}
