@@ -9,6 +9,14 @@ const body = JSON.parse(process.env.BODY ?? "{}");
 const app = new Koa();
 app.use(async (ctx) => {
   if (ctx.path === "/healthz") return void (ctx.body = { status: "ok" });
+  if (ctx.method === "POST") {
+    // Reads and parses what it is sent, as a real handler must, then accepts it.
+    let text = "";
+    for await (const chunk of ctx.req) text += chunk;
+    JSON.parse(text);
+    ctx.status = 202;
+    return;
+  }
   ctx.body = body;
 });
 createServer(app.callback()).listen(Number(process.env.PORT), "127.0.0.1");

@@ -58,7 +58,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
    * One replica: its own service and worker, and on MongoDB its own connection
    * to the shared database; in memory, replicas share the one store.
    */
-  async function replica(model: ReturnType<typeof createScriptedModel>, options: { start?: boolean; runTimeoutMs?: number; leaseMs?: number } = {}) {
+  async function replica(
+    model: ReturnType<typeof createScriptedModel>,
+    options: { start?: boolean; runTimeoutMs?: number; leaseMs?: number; maxPerOrganization?: number } = {},
+  ) {
     let store = mongo.url ? undefined : stores[0];
     if (!store) {
       store = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
@@ -70,7 +73,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const worker = createRunWorker({
       store, log, model, bus, logger,
       leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
-      concurrency: 8, maxRunningPerOrganization: 100,
+      concurrency: 8, maxRunningPerOrganization: options.maxPerOrganization ?? 100,
     });
     workers.push(worker);
     if (options.start !== false) worker.start();
@@ -186,6 +189,21 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     expect(types).not.toContain("AssistantRunSucceeded");
     expect(types).not.toContain("FinishStructureRunEvent");
     expect(types.at(-1)).toBe("AssistantRunCancelled");
+  });
+
+  it("holds an organization to its cap of executing runs; the next starts when one ends", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const r = await replica(model, { maxPerOrganization: 1 });
+    const called = model.whenCalled();
+    const first = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await called;
+    const second = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await new Promise((res) => setTimeout(res, 200)); // ten worker polls
+    expect((await r.runs.getAssistantRun({ assistantRunId: second }, call)).assistantRun!.status).toBe(RunStatus.QUEUED);
+    model.script({ answer: () => "second" });
+    await r.runs.cancelAssistantRun({ assistantRunId: first }, call);
+    expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);
   });
 
   it("every legal path writes its lifecycle events in order", async () => {

@@ -1,0 +1,135 @@
+import { randomBytes } from "node:crypto";
+import autocannon from "autocannon";
+import { createParser } from "eventsource-parser";
+import { printTable } from "./load.ts";
+import { freePort, startProcess, stopProcess } from "./processes.ts";
+import { startSplitStack } from "./split-stack.ts";
+
+const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+const now = () => performance.timeOrigin + performance.now();
+
+interface Deployment {
+  name: string;
+  gatewayUrl: string;
+  stop(): Promise<void>;
+}
+
+async function embedded(key: string): Promise<Deployment> {
+  const port = await freePort();
+  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
+  return { name: "all-in-one, in-memory", gatewayUrl: `http://127.0.0.1:${port}`, stop: () => stopProcess(proc) };
+}
+
+async function split(key: string, mongoUrl: string, natsUrl: string): Promise<Deployment> {
+  const db = `loom_bench_${randomBytes(4).toString("hex")}`;
+  const stack = await startSplitStack(
+    { MONGODB_URL: mongoUrl, NATS_URL: natsUrl },
+    {
+      identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
+      assistants: { MONGODB_DB: `${db}_assistants` },
+      events: { MONGODB_DB: `${db}_events` },
+      runs: { MONGODB_DB: `${db}_runs` },
+    },
+  );
+  return { name: "5 processes, MongoDB + NATS", gatewayUrl: stack.gatewayUrl, stop: stack.stop };
+}
+
+const batchOf = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ type: "BenchEvent", timestamp: 1795000000 + i, payload: { i, text: "x".repeat(64) } })));
+
+/** Batches of 100 events from 10 clients, each to its own structure run. */
+async function ingest(d: Deployment, key: string, seconds: number) {
+  const body = batchOf(100);
+  const result = await autocannon({
+    url: d.gatewayUrl,
+    connections: 10,
+    duration: seconds,
+    requests: [{ method: "POST", setupRequest: (req) => ({ ...req, path: `/structure-runs/${crypto.randomUUID()}/events`, body, headers: { "content-type": "application/json", authorization: `Bearer ${key}` } }) }],
+  });
+  return { eventsPerSecond: result.requests.average * 100, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
+}
+
+/** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
+async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number) {
+  const runId = crypto.randomUUID();
+  const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const url = `${d.gatewayUrl}/structure-runs/${runId}/events/stream`;
+  await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify({ type: "Open", timestamp: 0 }) });
+  const latencies: number[] = [];
+  let delivered = 0;
+  const streams = await Promise.all(
+    Array.from({ length: subscribers }, async () => {
+      const res = await fetch(url, { headers: auth });
+      const parser = createParser({
+        onEvent: (e) => {
+          const sent = /"sent":([\d.]+)/.exec(e.data)?.[1];
+          if (!sent) return;
+          delivered++;
+          latencies.push(now() - Number(sent));
+        },
+      });
+      return (async () => {
+        const decoder = new TextDecoder();
+        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+      })();
+    }),
+  );
+  // 1/100 s ticks, each a batch of rate/100 events carrying its send time.
+  let sent = 0;
+  const perTick = Math.max(1, Math.round(rate / 100));
+  const until = Date.now() + seconds * 1000;
+  const started = Date.now();
+  for (let tick = 0; Date.now() < until; tick++) {
+    const at = now();
+    const batch = Array.from({ length: perTick }, (_, i) => ({ type: "BenchEvent", timestamp: at / 1000, payload: { sent: at, i } }));
+    const res = await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(batch) });
+    if (res.status === 202) sent += perTick;
+    const wait = started + (tick + 1) * 10 - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  }
+  const appendSeconds = (Date.now() - started) / 1000;
+  await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify({ type: "StructureRunCompleted", timestamp: 1 }) });
+  await Promise.race([Promise.all(streams), new Promise((r) => setTimeout(r, 60_000))]);
+  latencies.sort((a, b) => a - b);
+  return { sent, sentPerSecond: sent / appendSeconds, expected: sent * subscribers, delivered, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+/** Issue 4: ingest throughput, and fan-out to many SSE subscribers while events are appended. */
+export async function benchEvents(options: { seconds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
+  const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
+  const ladder = (process.env.BENCH_FANOUT ?? "100x100,1000x100,1000x1000").split(",").map((s) => s.split("x").map(Number) as [number, number]);
+  const ingestRows: Array<Record<string, string | number>> = [];
+  const fanRows: Array<Record<string, string | number>> = [];
+
+  const barePort = await freePort();
+  const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/healthz`);
+  const baseline = await ingest({ name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, stop: async () => {} }, key, options.seconds);
+  await stopProcess(bare);
+  ingestRows.push({ target: "bare Koa handler parsing the same bodies (baseline)", "events/s": Math.round(baseline.eventsPerSecond), "p50 ms": baseline.p50, "p99 ms": baseline.p99, "vs baseline": "100.0%", "non-2xx": baseline.non2xx });
+
+  const deployments: Array<() => Promise<Deployment>> = [() => embedded(key)];
+  if (options.mongoUrl && options.natsUrl) deployments.push(() => split(key, options.mongoUrl!, options.natsUrl!));
+  else console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
+
+  for (const open of deployments) {
+    const d = await open();
+    const r = await ingest(d, key, options.seconds);
+    ingestRows.push({ target: d.name, "events/s": Math.round(r.eventsPerSecond), "p50 ms": r.p50, "p99 ms": r.p99, "vs baseline": `${((100 * r.eventsPerSecond) / baseline.eventsPerSecond).toFixed(1)}%`, "non-2xx": r.non2xx });
+    for (const [subscribers, rate] of ladder) {
+      const f = await fanOut(d, key, subscribers, rate, options.seconds);
+      fanRows.push({
+        deployment: d.name,
+        subscribers,
+        "asked ev/s": rate,
+        "sent ev/s": Math.round(f.sentPerSecond),
+        "sent × subs": f.expected,
+        delivered: f.delivered,
+        lost: f.expected - f.delivered,
+        "p50 ms": Math.round(f.p50),
+        "p99 ms": Math.round(f.p99),
+      });
+    }
+    await d.stop();
+  }
+  printTable(`Event ingest: batches of 100 from 10 clients, ${options.seconds} s per row`, ingestRows);
+  printTable(`SSE fan-out on one structure run, ${options.seconds} s of appends per row (goal: p99 < 100 ms, zero lost at 1,000 × 1,000/s)`, fanRows);
+}
