@@ -67,10 +67,12 @@ async function fanOut(d: Deployment, key: string, subscribers: number, rate: num
           latencies.push(now() - Number(sent));
         },
       });
-      return (async () => {
+      // Wrapped: returning the read loop itself would make the setup wait for the stream's end.
+      const reading = (async () => {
         const decoder = new TextDecoder();
         for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
       })();
+      return { reading };
     }),
   );
   // 1/100 s ticks, each a batch of rate/100 events carrying its send time.
@@ -88,7 +90,7 @@ async function fanOut(d: Deployment, key: string, subscribers: number, rate: num
   }
   const appendSeconds = (Date.now() - started) / 1000;
   await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify({ type: "StructureRunCompleted", timestamp: 1 }) });
-  await Promise.race([Promise.all(streams), new Promise((r) => setTimeout(r, 60_000))]);
+  await Promise.race([Promise.all(streams.map((s) => s.reading)), new Promise((r) => setTimeout(r, 60_000))]);
   latencies.sort((a, b) => a - b);
   return { sent, sentPerSecond: sent / appendSeconds, expected: sent * subscribers, delivered, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
@@ -100,6 +102,7 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
   const ingestRows: Array<Record<string, string | number>> = [];
   const fanRows: Array<Record<string, string | number>> = [];
 
+  console.log("events: ingest baseline");
   const barePort = await freePort();
   const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/healthz`);
   const baseline = await ingest({ name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, stop: async () => {} }, key, options.seconds);
@@ -112,9 +115,11 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
 
   for (const open of deployments) {
     const d = await open();
+    console.log(`events: ingest on ${d.name}`);
     const r = await ingest(d, key, options.seconds);
     ingestRows.push({ target: d.name, "events/s": Math.round(r.eventsPerSecond), "p50 ms": r.p50, "p99 ms": r.p99, "vs baseline": `${((100 * r.eventsPerSecond) / baseline.eventsPerSecond).toFixed(1)}%`, "non-2xx": r.non2xx });
     for (const [subscribers, rate] of ladder) {
+      console.log(`events: fan-out on ${d.name}: ${subscribers} subscribers, ${rate} events/s`);
       const f = await fanOut(d, key, subscribers, rate, options.seconds);
       fanRows.push({
         deployment: d.name,
