@@ -1,9 +1,17 @@
 import { randomBytes } from "node:crypto";
-import { apiClient } from "@loom/testing/http";
+import { apiClient, type ApiClient } from "@loom/testing/http";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { load, printTable, type LoadResult } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "./processes.ts";
 import { startSplitStack } from "./split-stack.ts";
+
+/** The id of the bootstrap key the client authenticates with: its organization's only key. */
+async function bootstrapKeyId(client: ApiClient): Promise<string> {
+  const users = await client.get("/users");
+  if (users.status !== 200) throw new Error(`ListUsers answered ${users.status}: ${JSON.stringify(users.body)}`);
+  const orgId = users.body.users[0].organizations[0];
+  return (await client.get(`/organizations/${orgId}/api-keys`)).body.api_keys[0].api_key_id;
+}
 
 /**
  * GetApiKey through the full stack (gateway → identity over Connect, each in
@@ -29,10 +37,7 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
     if (options.mongoUrl) Object.assign(identityEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB: db });
     const stack = await startSplitStack(shared, { identity: identityEnv });
     const client = apiClient(stack.gatewayUrl, key);
-    const users = await client.get("/users");
-    if (users.status !== 200) throw new Error(`ListUsers answered ${users.status}: ${JSON.stringify(users.body)}`);
-    const orgId = users.body.users[0].organizations[0];
-    keyId = (await client.get(`/organizations/${orgId}/api-keys`)).body.api_keys[0].api_key_id;
+    keyId = await bootstrapKeyId(client);
     sample = await client.get(`/api-keys/${keyId}`);
     if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
     const mode = natsUrl ? "NATS bus: principal cached" : "no bus: Authenticate per request";
@@ -65,9 +70,7 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   const loomEnv: Record<string, string> = { PORT: String(loomPort), BOOTSTRAP_API_KEY: key };
   if (options.mongoUrl) Object.assign(loomEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB_PREFIX: `${db}_` });
   const loom = await startProcess("apps/loom/src/main.ts", loomEnv, `http://127.0.0.1:${loomPort}/healthz`);
-  const loomClient = apiClient(`http://127.0.0.1:${loomPort}`, key);
-  const loomOrg = (await loomClient.get("/users")).body.users[0].organizations[0];
-  const loomKeyId = (await loomClient.get(`/organizations/${loomOrg}/api-keys`)).body.api_keys[0].api_key_id;
+  const loomKeyId = await bootstrapKeyId(apiClient(`http://127.0.0.1:${loomPort}`, key));
   results.push(await load(`GetApiKey: all-in-one process (${store}; in-process bus: principal cached)`, `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections));
   await stopProcess(loom);
   if (options.mongoUrl) {

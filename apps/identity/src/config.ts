@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 
 /** Identity's own settings; the all-in-one process reuses them as they are. */
@@ -19,13 +19,9 @@ export const identitySettings = {
 
 /** The identity service run on its own (one Deployment in production). */
 export const identityConfigSchema = z.object({
+  ...serviceSettings(8081),
+  ...mongoSettings("loom_identity"),
   ...identitySettings,
-  PORT: env.port(8081),
-  HOST: z.string().default("0.0.0.0"),
-  SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
-  MONGODB_URL: env.url().optional(),
-  MONGODB_DB: z.string().default("loom_identity"),
   /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
   NATS_URL: env.url().optional(),
-  LOG_LEVEL: env.logLevel(),
 });

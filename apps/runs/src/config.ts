@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
 import { modelSettings } from "./models/resolve.ts";
 
 /** The run engine's settings; the all-in-one process reuses them as they are. */
@@ -18,14 +18,10 @@ export const runSettings = {
 
 /** The runs service run on its own (one Deployment in production). */
 export const runsConfigSchema = z.object({
+  ...serviceSettings(8083),
+  ...mongoSettings("loom_runs"),
   ...runSettings,
-  PORT: env.port(8083),
-  HOST: z.string().default("0.0.0.0"),
-  SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
   ASSISTANTS_URL: env.url(),
   EVENTS_URL: env.url(),
-  MONGODB_URL: env.url().optional(),
-  MONGODB_DB: z.string().default("loom_runs"),
   NATS_URL: env.url().optional(),
-  LOG_LEVEL: env.logLevel(),
 });

@@ -17,6 +17,21 @@ export class ConfigError extends Error {
   override name = "ConfigError";
 }
 
+/** What every service run on its own reads: where it listens, the shared service token, its log level. */
+export function serviceSettings(port: number) {
+  return {
+    PORT: env.port(port),
+    HOST: z.string().default("0.0.0.0"),
+    SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
+    LOG_LEVEL: env.logLevel(),
+  };
+}
+
+/** A service's own database; unset MONGODB_URL keeps its data in memory. */
+export function mongoSettings(database: string) {
+  return { MONGODB_URL: env.url().optional(), MONGODB_DB: z.string().default(database) };
+}
+
 /** Building blocks for config schemas, so every service spells them the same way. */
 export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),

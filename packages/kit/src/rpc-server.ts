@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.ts";
@@ -95,4 +95,3 @@ export async function listen(
   };
 }
 
-export type { IncomingMessage };
