@@ -7,6 +7,7 @@ import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts"
 import { authenticate } from "./auth.ts";
 import type { ServiceClients } from "./clients.ts";
 import { errorHandler } from "./errors.ts";
+import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { requestId } from "./request-id.ts";
@@ -31,7 +32,7 @@ export interface GatewayDeps {
   bus?: Bus;
 }
 
-export function publicOperations(clients: ServiceClients, principals?: PrincipalCache): Operation[] {
+export function publicOperations(clients: ServiceClients, feeds: EventFeeds, principals?: PrincipalCache): Operation[] {
   return [
     ...userOperations(clients),
     ...apiKeyOperations(clients, principals),
@@ -40,15 +41,16 @@ export function publicOperations(clients: ServiceClients, principals?: Principal
     ...threadOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
-    ...streamOperations(clients),
+    ...streamOperations(clients, feeds),
   ];
 }
 
 /** The gateway as a Koa app, built from its dependencies so tests can start the real thing. */
-export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; principals?: PrincipalCache } {
+export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; feeds: EventFeeds; principals?: PrincipalCache } {
   const principals = deps.bus ? createPrincipalCache() : undefined;
   deps.bus?.subscribe(subjects.revokedApiKeys, (data) => principals!.revokeApiKey(new TextDecoder().decode(data)));
-  const operations = publicOperations(deps.clients, principals);
+  const feeds = createEventFeeds(deps.clients.events, deps.logger);
+  const operations = publicOperations(deps.clients, feeds, principals);
   const openapi = openApiDocument(operations);
   const router = new Router();
   mountOperations(router, operations);
@@ -78,5 +80,5 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   app.use(authenticate(deps.clients.identity, principals));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  return { app, router, operations, principals };
+  return { app, router, operations, feeds, principals };
 }

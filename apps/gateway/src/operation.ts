@@ -1,4 +1,4 @@
-import { Readable } from "node:stream";
+import type { Readable } from "node:stream";
 import type { Context } from "koa";
 import type { Router } from "@koa/router";
 import type { z } from "zod";
@@ -33,7 +33,7 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   params?: P;
   query?: Q;
   body?: { schema: B; required: boolean; limit?: number };
-  /** `stream`: the handler returns SSE frames (an AsyncIterable of strings) instead of JSON. */
+  /** `stream`: the handler returns a Readable of SSE frames instead of JSON. */
   response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
@@ -76,7 +76,7 @@ export function mountOperations(router: Router, operations: Operation[]): void {
         ctx.status = op.response.status;
         ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
         ctx.req.socket.setNoDelay(true);
-        ctx.body = Readable.from(result as AsyncIterable<string>, { objectMode: false });
+        ctx.body = result as Readable;
         return;
       }
       // No body: Koa sends an explicit null body as an empty response, but

@@ -2,13 +2,10 @@ import { z } from "zod";
 import { invalidArgument } from "@loom/kit/errors";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
 import type { ServiceClients } from "../clients.ts";
+import type { EventFeeds } from "../event-feeds.ts";
 import { defineOperation } from "../operation.ts";
-import { sseStream } from "../sse.ts";
 import { integerParam, uuid } from "../validation.ts";
 import { eventJson } from "./events.ts";
-
-/** Keep-alive comments after this much silence (semantics.md §6). */
-export const keepAliveSeconds = 15;
 
 const resumeQuery = z.object({ offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0).optional() });
 
@@ -25,9 +22,7 @@ function startOffset(lastEventId: string, queryOffset: number | undefined): bigi
   return BigInt(queryOffset ?? 0);
 }
 
-export function streamOperations({ runs, events }: ServiceClients) {
-  const follow = (runKind: RunKind, runId: string, from: bigint, call: { headers: Record<string, string>; signal: AbortSignal }) =>
-    events.followEvents({ runKind, runId, fromOffset: from, keepAliveInterval: { seconds: BigInt(keepAliveSeconds) } }, call);
+export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
   return [
     defineOperation({
       id: "GetAssistantRunEventsSSE",
@@ -37,10 +32,11 @@ export function streamOperations({ runs, events }: ServiceClients) {
       params: z.object({ assistant_run_id: uuid }),
       query: resumeQuery,
       response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
-      async handle({ params, query, call, ctx }) {
+      async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
-        return sseStream(follow(RunKind.ASSISTANT_RUN, params.assistant_run_id, from, call), (e) => eventJson(e, "assistant_run_id"));
+        const runId = params.assistant_run_id;
+        return feeds.open({ runKind: RunKind.ASSISTANT_RUN, runId, organizationId: principal.organizationId, from, call, toJson: (e) => eventJson(e, "assistant_run_id") });
       },
     }),
     defineOperation({
@@ -51,9 +47,10 @@ export function streamOperations({ runs, events }: ServiceClients) {
       params: z.object({ structure_run_id: uuid }),
       query: resumeQuery,
       response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
-      async handle({ params, query, call, ctx }) {
+      async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
-        return sseStream(follow(RunKind.STRUCTURE_RUN, params.structure_run_id, from, call), (e) => eventJson(e, "structure_run_id"));
+        const runId = params.structure_run_id;
+        return feeds.open({ runKind: RunKind.STRUCTURE_RUN, runId, organizationId: principal.organizationId, from, call, toJson: (e) => eventJson(e, "structure_run_id") });
       },
     }),
   ];

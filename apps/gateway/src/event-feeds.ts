@@ -1,0 +1,216 @@
+import { Readable } from "node:stream";
+import type { Client } from "@connectrpc/connect";
+import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
+import type { Logger } from "@loom/kit/logger";
+import { eventFrame, keepAliveFrame, sseStream } from "./sse.ts";
+
+type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
+
+export interface StreamRequest {
+  runKind: RunKind;
+  runId: string;
+  organizationId: string;
+  /** First offset to send. */
+  from: bigint;
+  /** The route's call: the caller's principal headers, and a signal that aborts when the client goes away. */
+  call: { headers: Record<string, string>; signal: AbortSignal };
+  /** The public JSON of an event. */
+  toJson: (event: FollowedEvent) => unknown;
+}
+
+export interface EventFeedOptions {
+  /** Recent frames a feed keeps, so a subscriber joining (or resuming) a little behind it needs no store read. */
+  recentFrames: number;
+  /** Bytes a subscriber may fall behind before its stream is ended (it resumes with Last-Event-ID). */
+  maxBehindBytes: number;
+  keepAliveSeconds: number;
+}
+
+export const defaultEventFeedOptions: EventFeedOptions = { recentFrames: 5_000, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15 };
+
+export interface EventFeeds {
+  /**
+   * An SSE stream of one log from `req.from`. Resolves once the stream is in
+   * place; an unknown run rejects before anything is written.
+   */
+  open(req: StreamRequest): Promise<Readable>;
+  /** Upstream follows open now, shared and private (for tests). */
+  upstreams(): number;
+}
+
+/**
+ * Fan-out at the edge (docs/decisions.md, Events: "Fan-out at the edge"):
+ * every SSE subscriber of a run on this gateway shares one upstream
+ * FollowEvents; each event is framed and encoded once, and the frames that
+ * arrive together go out as one write per socket. A subscriber joins a feed
+ * when the feed has everything from its start offset on (its recent frames
+ * reach back that far, and it has not yet gone past it); any other start
+ * gets a follow of its own. The last subscriber to leave closes the upstream.
+ */
+export function createEventFeeds(events: Client<typeof EventsService>, logger: Logger, options: EventFeedOptions = defaultEventFeedOptions): EventFeeds {
+  const feeds = new Map<string, Feed>();
+  let privateFollows = 0;
+
+  function startFeed(key: string, req: StreamRequest): Feed {
+    const feed = new Feed(req, options, logger, () => {
+      if (feeds.get(key) === feed) feeds.delete(key);
+    });
+    feeds.set(key, feed);
+    feed.run(events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }));
+    return feed;
+  }
+
+  async function openPrivate(req: StreamRequest): Promise<Readable> {
+    privateFollows += 1;
+    let released = false;
+    const release = () => {
+      if (!released) (released = true), (privateFollows -= 1);
+    };
+    try {
+      const frames = await sseStream(events.followEvents(followRequest(req, options), req.call), req.toJson);
+      return Readable.from(frames, { objectMode: false }).once("close", release);
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  return {
+    async open(req) {
+      const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
+      const feed = feeds.get(key) ?? startFeed(key, req);
+      const subscriber = feed.join(req.from, req.call.signal);
+      if (!subscriber) return openPrivate(req);
+      await feed.ready;
+      return subscriber;
+    },
+    upstreams: () => feeds.size + privateFollows,
+  };
+}
+
+function followRequest(req: StreamRequest, options: EventFeedOptions) {
+  return { runKind: req.runKind, runId: req.runId, fromOffset: req.from, keepAliveInterval: { seconds: BigInt(options.keepAliveSeconds) } };
+}
+
+/** One upstream follow and the subscribers it feeds. */
+class Feed {
+  readonly abort = new AbortController();
+  /** Settles with the upstream's first message: the log exists and the follow is in place. */
+  readonly ready: Promise<void>;
+  private settleReady!: (error?: unknown) => void;
+  private readonly subscribers = new Set<Readable>();
+  /** Recent frames, oldest first, and their offsets. */
+  private readonly recent: Array<{ offset: bigint; frame: string }> = [];
+  /** The lowest start offset the recent frames serve completely. */
+  private coveredFrom: bigint;
+  /** The offset of the last frame received (from − 1 before the first). */
+  private last: bigint;
+  /** Frames received since the last write. */
+  private pending: string[] = [];
+  private flushScheduled = false;
+  private ended = false;
+
+  private readonly req: StreamRequest;
+  private readonly options: EventFeedOptions;
+  private readonly logger: Logger;
+  private readonly onEnd: () => void;
+
+  constructor(req: StreamRequest, options: EventFeedOptions, logger: Logger, onEnd: () => void) {
+    this.req = req;
+    this.options = options;
+    this.logger = logger;
+    this.onEnd = onEnd;
+    this.coveredFrom = req.from;
+    this.last = req.from - 1n;
+    this.ready = new Promise((resolve, reject) => {
+      this.settleReady = (error) => (error === undefined ? resolve() : reject(error));
+    });
+    this.ready.catch(() => {}); // each joiner sees the rejection through its own await
+  }
+
+  /** A stream for a subscriber starting at `from`, or undefined when this feed cannot serve that start. */
+  join(from: bigint, signal: AbortSignal): Readable | undefined {
+    if (this.ended || from < this.coveredFrom || from > this.last + 1n) return undefined;
+    // Frames not yet written go to the others first: the recent ones then reach the joiner exactly once.
+    this.flush();
+    const out = new Readable({ read() {} });
+    // The keep-alive first, as on every stream: it sends the headers at once.
+    const catchUp = [keepAliveFrame];
+    for (const { offset, frame } of this.recent) if (offset >= from) catchUp.push(frame);
+    out.push(Buffer.from(catchUp.join("")));
+    this.subscribers.add(out);
+    const leave = () => this.leave(out);
+    signal.addEventListener("abort", leave, { once: true });
+    out.once("close", () => {
+      signal.removeEventListener("abort", leave);
+      leave();
+    });
+    if (signal.aborted) leave();
+    return out;
+  }
+
+  private leave(out: Readable): void {
+    if (!this.subscribers.delete(out)) return;
+    out.push(null);
+    if (this.subscribers.size === 0) this.end();
+  }
+
+  async run(messages: AsyncIterable<FollowEventsResponse>): Promise<void> {
+    let first = true;
+    try {
+      for await (const message of messages) {
+        if (first) {
+          first = false;
+          this.settleReady();
+          continue;
+        }
+        const kind = message.kind;
+        if (kind.case === "event") this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value)));
+        else if (kind.case === "keepAlive") this.queue(keepAliveFrame);
+      }
+    } catch (error) {
+      if (first) this.settleReady(error);
+      else if (!this.abort.signal.aborted) this.logger.warn({ err: error, runId: this.req.runId }, "an upstream event follow failed: its streams end, clients resume");
+    }
+    // The upstream ended: after the terminal event, or on an error. Subscribers get what came, then the end.
+    this.flush();
+    this.end();
+  }
+
+  private receive(offset: bigint, frame: string): void {
+    this.last = offset;
+    this.recent.push({ offset, frame });
+    if (this.recent.length > this.options.recentFrames) this.coveredFrom = this.recent.shift()!.offset + 1n;
+    this.queue(frame);
+  }
+
+  private queue(frame: string): void {
+    this.pending.push(frame);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    // Frames that arrive in the same turn go out together: one write per socket.
+    setImmediate(() => this.flush());
+  }
+
+  private flush(): void {
+    this.flushScheduled = false;
+    if (this.pending.length === 0) return;
+    const chunk = Buffer.from(this.pending.join(""));
+    this.pending = [];
+    for (const out of this.subscribers) {
+      // A reader this far behind is let go rather than buffered for: it resumes from its Last-Event-ID.
+      if (out.readableLength > this.options.maxBehindBytes) this.leave(out);
+      else out.push(chunk);
+    }
+  }
+
+  private end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.onEnd();
+    this.abort.abort();
+    for (const out of this.subscribers) out.push(null);
+    this.subscribers.clear();
+    this.settleReady(new Error("the feed ended before it started"));
+  }
+}
