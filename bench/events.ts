@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
-import { createParser } from "eventsource-parser";
+import { Worker } from "node:worker_threads";
 import { printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "./processes.ts";
+import type { SubscribersInput, SubscribersMessage } from "./sse-subscribers.ts";
 import { startSplitStack } from "./split-stack.ts";
 
-const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 const now = () => performance.timeOrigin + performance.now();
 
 interface Deployment {
@@ -48,50 +49,63 @@ async function ingest(d: Deployment, key: string, seconds: number) {
   return { eventsPerSecond: result.requests.average * 100, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
 }
 
+/** Starts the subscribers' thread and waits until every stream is open. */
+async function startSubscribers(input: SubscribersInput) {
+  const worker = new Worker(new URL("./sse-subscribers.ts", import.meta.url), { workerData: input });
+  const messages: SubscribersMessage[] = [];
+  let wake: (() => void) | undefined;
+  worker.on("message", (m: SubscribersMessage) => (messages.push(m), wake?.()));
+  worker.on("error", (error) => (messages.push({ kind: "failed", message: error.message }), wake?.()));
+  const nextMessage = async (): Promise<SubscribersMessage> => {
+    while (messages.length === 0) await new Promise<void>((r) => (wake = r));
+    return messages.shift()!;
+  };
+  const first = await nextMessage();
+  if (first.kind !== "connected") throw new Error(first.kind === "failed" ? first.message : "the subscribers did not connect");
+  return {
+    /** What arrived, once every stream ended or after `timeoutMs`. */
+    async results(timeoutMs: number) {
+      const timer = setTimeout(() => worker.postMessage("stop"), timeoutMs);
+      const last = await nextMessage();
+      clearTimeout(timer);
+      await worker.terminate();
+      if (last.kind !== "done") throw new Error(last.kind === "failed" ? last.message : "no results");
+      return last;
+    },
+  };
+}
+
 /** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
 async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number) {
   const runId = crypto.randomUUID();
   const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const url = `${d.gatewayUrl}/structure-runs/${runId}/events/stream`;
-  await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify({ type: "Open", timestamp: 0 }) });
-  const latencies: number[] = [];
-  let delivered = 0;
-  const streams = await Promise.all(
-    Array.from({ length: subscribers }, async () => {
-      const res = await fetch(url, { headers: auth });
-      const parser = createParser({
-        onEvent: (e) => {
-          const sent = /"sent":([\d.]+)/.exec(e.data)?.[1];
-          if (!sent) return;
-          delivered++;
-          latencies.push(now() - Number(sent));
-        },
-      });
-      // Wrapped: returning the read loop itself would make the setup wait for the stream's end.
-      const reading = (async () => {
-        const decoder = new TextDecoder();
-        for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-      })();
-      return { reading };
-    }),
-  );
-  // 1/100 s ticks, each a batch of rate/100 events carrying its send time.
+  const append = (body: unknown) => fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(body) });
+  await append({ type: "Open", timestamp: 0 });
+  const subscribersThread = await startSubscribers({ url: `${d.gatewayUrl}/structure-runs/${runId}/events/stream`, headers: auth, subscribers });
+  // 1/100 s ticks, each a batch of rate/100 events carrying its send time. A tick
+  // does not wait for the previous batch's answer: the rate is the clock's, not the server's.
   let sent = 0;
   const perTick = Math.max(1, Math.round(rate / 100));
   const until = Date.now() + seconds * 1000;
   const started = Date.now();
+  const inFlight = new Set<Promise<void>>();
   for (let tick = 0; Date.now() < until; tick++) {
     const at = now();
     const batch = Array.from({ length: perTick }, (_, i) => ({ type: "BenchEvent", timestamp: at / 1000, payload: { sent: at, i } }));
-    const res = await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(batch) });
-    if (res.status === 202) sent += perTick;
+    const request = append(batch).then(async (res) => {
+      await res.arrayBuffer();
+      if (res.status === 202) sent += perTick;
+    });
+    inFlight.add(request);
+    void request.finally(() => inFlight.delete(request));
     const wait = started + (tick + 1) * 10 - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
   }
+  await Promise.all(inFlight);
   const appendSeconds = (Date.now() - started) / 1000;
-  await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify({ type: "StructureRunCompleted", timestamp: 1 }) });
-  await Promise.race([Promise.all(streams.map((s) => s.reading)), new Promise((r) => setTimeout(r, 60_000))]);
-  latencies.sort((a, b) => a - b);
+  await append({ type: "StructureRunCompleted", timestamp: 1 });
+  const { delivered, latencies } = await subscribersThread.results(60_000);
+  latencies.sort();
   return { sent, sentPerSecond: sent / appendSeconds, expected: sent * subscribers, delivered, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
 

@@ -23,7 +23,8 @@ export async function startProcess(script: string, env: Record<string, string>, 
   const child = spawn(process.execPath, [script], {
     cwd: repoRoot,
     // Only what the bench says: an inherited MONGODB_URL or NATS_URL would change what is measured.
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", ...env },
+    // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", ...env },
     stdio: ["ignore", "ignore", "inherit"],
   });
   children.add(child);

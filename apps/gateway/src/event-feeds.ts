@@ -24,9 +24,15 @@ export interface EventFeedOptions {
   /** Bytes a subscriber may fall behind before its stream is ended (it resumes with Last-Event-ID). */
   maxBehindBytes: number;
   keepAliveSeconds: number;
+  /**
+   * Writes to a socket at most this often: a quiet run's event goes out at
+   * once, a busy run's events go out together (each write costs a syscall
+   * per subscriber; measured in docs/benchmarks.md).
+   */
+  minWriteIntervalMs: number;
 }
 
-export const defaultEventFeedOptions: EventFeedOptions = { recentFrames: 5_000, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15 };
+export const defaultEventFeedOptions: EventFeedOptions = { recentFrames: 5_000, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15, minWriteIntervalMs: 20 };
 
 export interface EventFeeds {
   /**
@@ -108,6 +114,7 @@ class Feed {
   /** Frames received since the last write. */
   private pending: string[] = [];
   private flushScheduled = false;
+  private lastFlush = 0;
   private ended = false;
 
   private readonly req: StreamRequest;
@@ -188,13 +195,16 @@ class Feed {
     this.pending.push(frame);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
-    // Frames that arrive in the same turn go out together: one write per socket.
-    setImmediate(() => this.flush());
+    // Frames that arrive in the same turn, or within the write interval, go out together: one write per socket.
+    const wait = this.lastFlush + this.options.minWriteIntervalMs - Date.now();
+    if (wait > 0) setTimeout(() => this.flush(), wait);
+    else setImmediate(() => this.flush());
   }
 
   private flush(): void {
     this.flushScheduled = false;
     if (this.pending.length === 0) return;
+    this.lastFlush = Date.now();
     const chunk = Buffer.from(this.pending.join(""));
     this.pending = [];
     for (const out of this.subscribers) {
