@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/kit/logger";
-import { eventFrame, keepAliveFrame, sseStream } from "./sse.ts";
+import { eventFrame, keepAliveFrame } from "./sse.ts";
 
 type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
 
@@ -40,57 +40,55 @@ export interface EventFeeds {
    * place; an unknown run rejects before anything is written.
    */
   open(req: StreamRequest): Promise<Readable>;
-  /** Upstream follows open now, shared and private (for tests). */
+  /** Upstream follows open now (for tests). */
   upstreams(): number;
 }
 
 /**
  * Fan-out at the edge (docs/decisions.md, Events: "Fan-out at the edge"):
- * every SSE subscriber of a run on this gateway shares one upstream
- * FollowEvents; each event is framed and encoded once, and the frames that
- * arrive together go out as one write per socket. A subscriber joins a feed
- * when the feed has everything from its start offset on (its recent frames
- * reach back that far, and it has not yet gone past it); any other start
- * gets a follow of its own. The last subscriber to leave closes the upstream.
+ * the SSE subscribers of a run on this gateway share upstream FollowEvents;
+ * each event is framed and encoded once, and the frames that arrive together
+ * go out as one write per socket. A subscriber joins a feed of its run that
+ * has everything from its start offset on (the feed's recent frames reach
+ * back that far, and it has not yet gone past it); for any other start, a new
+ * feed starts there, which later subscribers join in turn. The last
+ * subscriber to leave a feed closes its upstream.
  */
 export function createEventFeeds(events: Client<typeof EventsService>, logger: Logger, options: EventFeedOptions = defaultEventFeedOptions): EventFeeds {
-  const feeds = new Map<string, Feed>();
-  let privateFollows = 0;
+  /** A run's feeds, by organization and run (a caller never rides on another organization's follow). */
+  const feeds = new Map<string, Set<Feed>>();
+  let count = 0;
 
   function startFeed(key: string, req: StreamRequest): Feed {
+    const ofRun = feeds.get(key) ?? new Set<Feed>();
     const feed = new Feed(req, options, logger, () => {
-      if (feeds.get(key) === feed) feeds.delete(key);
+      count -= 1;
+      ofRun.delete(feed);
+      if (ofRun.size === 0 && feeds.get(key) === ofRun) feeds.delete(key);
     });
-    feeds.set(key, feed);
+    feeds.set(key, ofRun.add(feed));
+    count += 1;
     feed.run(events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }));
     return feed;
-  }
-
-  async function openPrivate(req: StreamRequest): Promise<Readable> {
-    privateFollows += 1;
-    let released = false;
-    const release = () => {
-      if (!released) (released = true), (privateFollows -= 1);
-    };
-    try {
-      const frames = await sseStream(events.followEvents(followRequest(req, options), req.call), req.toJson);
-      return Readable.from(frames, { objectMode: false }).once("close", release);
-    } catch (error) {
-      release();
-      throw error;
-    }
   }
 
   return {
     async open(req) {
       const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
-      const feed = feeds.get(key) ?? startFeed(key, req);
-      const subscriber = feed.join(req.from, req.call.signal);
-      if (!subscriber) return openPrivate(req);
+      for (const feed of feeds.get(key) ?? []) {
+        const subscriber = feed.join(req.from, req.call.signal);
+        if (subscriber) {
+          await feed.ready;
+          return subscriber;
+        }
+      }
+      const feed = startFeed(key, req);
+      // A new feed starts at this subscriber's offset: it always takes it.
+      const subscriber = feed.join(req.from, req.call.signal)!;
       await feed.ready;
       return subscriber;
     },
-    upstreams: () => feeds.size + privateFollows,
+    upstreams: () => count,
   };
 }
 

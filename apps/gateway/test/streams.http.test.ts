@@ -144,6 +144,22 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     expect(bus.subscriberCount()).toBe(before);
   });
 
+  it("a run's feed started by a resuming client does not keep fresh subscribers off a shared follow", async () => {
+    const bus = stack.bus as unknown as { subscriberCount(): number };
+    const runId = uuid();
+    const url = `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
+    await admin.post(`/structure-runs/${runId}/events`, ["E0", "E1", "E2"].map((type) => ({ type, timestamp: 1 })));
+    const before = bus.subscriberCount();
+    const resumer = await openSse(url, { ...auth, "last-event-id": "1" });
+    const fresh = await Promise.all(Array.from({ length: 10 }, () => openSse(url, auth)));
+    // The resumer's feed starts at 2; the fresh ones (from 0) share a second one.
+    expect(bus.subscriberCount()).toBe(before + 2);
+    await admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 2 }]);
+    await Promise.all([resumer, ...fresh].map((s) => s.ended));
+    expect(resumer.events.map((e) => JSON.parse(e.data).type)).toEqual(["E2", "StructureRunCompleted"]);
+    for (const s of fresh) expect(s.events.map((e) => JSON.parse(e.data).type)).toEqual(["E0", "E1", "E2", "StructureRunCompleted"]);
+  });
+
   it("leaks no subscription: 1,000 streams opened and dropped leave the bus as it was", async () => {
     const bus = stack.bus as unknown as { subscriberCount(): number };
     // Half the streams on one run (one shared follow), half each on a run of its own (a follow each).
