@@ -19,8 +19,12 @@ export interface StreamRequest {
 }
 
 export interface EventFeedOptions {
-  /** Recent frames a feed keeps, so a subscriber joining (or resuming) a little behind it needs no store read. */
-  recentFrames: number;
+  /**
+   * Characters of recent frames a feed keeps, so a subscriber joining (or
+   * resuming) a little behind it needs no store read. Bounded by size, not
+   * count: every live run on a replica has a feed.
+   */
+  recentChars: number;
   /** Bytes a subscriber may fall behind before its stream is ended (it resumes with Last-Event-ID). */
   maxBehindBytes: number;
   keepAliveSeconds: number;
@@ -32,7 +36,7 @@ export interface EventFeedOptions {
   minWriteIntervalMs: number;
 }
 
-export const defaultEventFeedOptions: EventFeedOptions = { recentFrames: 5_000, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15, minWriteIntervalMs: 20 };
+export const defaultEventFeedOptions: EventFeedOptions = { recentChars: 256 * 1024, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15, minWriteIntervalMs: 20 };
 
 export interface EventFeeds {
   /**
@@ -105,6 +109,7 @@ class Feed {
   private readonly subscribers = new Set<Readable>();
   /** Recent frames, oldest first, and their offsets. */
   private readonly recent: Array<{ offset: bigint; frame: string }> = [];
+  private recentChars = 0;
   /** The lowest start offset the recent frames serve completely. */
   private coveredFrom: bigint;
   /** The offset of the last frame received (from − 1 before the first). */
@@ -185,7 +190,12 @@ class Feed {
   private receive(offset: bigint, frame: string): void {
     this.last = offset;
     this.recent.push({ offset, frame });
-    if (this.recent.length > this.options.recentFrames) this.coveredFrom = this.recent.shift()!.offset + 1n;
+    this.recentChars += frame.length;
+    while (this.recentChars > this.options.recentChars && this.recent.length > 1) {
+      const dropped = this.recent.shift()!;
+      this.recentChars -= dropped.frame.length;
+      this.coveredFrom = dropped.offset + 1n;
+    }
     this.queue(frame);
   }
 

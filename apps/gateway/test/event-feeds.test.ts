@@ -89,6 +89,24 @@ describe("event feeds", () => {
     c.destroy();
   });
 
+  it("serves a joiner from the recent frames when they reach back to its start, else starts a feed at it", async () => {
+    const upstream = scriptedUpstream();
+    // Room for about three frames of ~30 characters.
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentChars: 100, minWriteIntervalMs: 0 });
+    upstream.send(keepAlive());
+    const first = await feeds.open(request(0n));
+    for (let offset = 0; offset < 10; offset++) upstream.send(event(offset));
+    await new Promise((r) => setTimeout(r, 10));
+    const recent = await feeds.open(request(8n));
+    expect(String(recent.read())).toBe(': keep-alive\n\nid: 8\ndata: {"type":"E8"}\n\nid: 9\ndata: {"type":"E9"}\n\n');
+    expect(upstream.follows()).toBe(1);
+    upstream.send(keepAlive());
+    const behind = await feeds.open(request(2n));
+    expect(upstream.follows()).toBe(2);
+    expect(feeds.upstreams()).toBe(2);
+    [first, recent, behind].forEach((s) => s.destroy());
+  });
+
   it("rejects before streaming when the upstream's first answer is an error", async () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger);
