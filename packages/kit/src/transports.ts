@@ -1,6 +1,7 @@
-import { createClient, createRouterTransport, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
+import { directTransport } from "./in-process-transport.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
@@ -21,14 +22,12 @@ export function httpTransport(baseUrl: string, serviceToken: string): Transport 
 }
 
 /**
- * Calls services hosted in this same process through the same interceptors as
- * over HTTP, minus the network: what the all-in-one process uses.
+ * Calls services hosted in this same process through the same server
+ * interceptors as over HTTP, minus the network and the serializing: what the
+ * all-in-one process uses.
  */
 export function inProcessTransport(services: RpcService[], serviceToken: string, logger: Logger): Transport {
-  return createRouterTransport((router) => services.forEach((s) => s.routes(router)), {
-    router: { interceptors: serverInterceptors(serviceToken, logger) },
-    transport: { interceptors: [sendServiceToken(serviceToken)], useBinaryFormat: true },
-  });
+  return directTransport(services, serviceToken, serverInterceptors(serviceToken, logger));
 }
 
 export function clientFor<S extends DescService>(service: S, transport: Transport): Client<S> {

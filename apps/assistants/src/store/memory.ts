@@ -1,10 +1,11 @@
+import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
 /** The embedded default and the fast test double. */
 export function createMemoryAssistantsStore(): AssistantsStore {
   const assistants = new Map<string, AssistantRecord>();
-  const copy = <T>(value: T): T => structuredClone(value);
+  const copy = plainCopy;
   const owned = (organizationId: string, id: string) => {
     const found = assistants.get(id);
     return found?.organizationId === organizationId ? found : undefined;

@@ -1,3 +1,4 @@
+import { plainCopy } from "@loom/kit/plain-copy";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogRef } from "./port.ts";
 
@@ -13,7 +14,7 @@ const logKey = (log: LogRef) => `${log.runKind}:${log.runId}`;
 export function createMemoryEventsStore(): EventsStore {
   const logs = new Map<string, Log>();
   const byId = new Map<string, EventRecord>();
-  const copy = <T>(value: T): T => structuredClone(value);
+  const copy = plainCopy;
   return {
     init: async () => {},
     ready: async () => true,

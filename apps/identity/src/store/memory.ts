@@ -1,3 +1,4 @@
+import { plainCopy } from "@loom/kit/plain-copy";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 import { newestFirst } from "@loom/kit/paging";
 
@@ -7,7 +8,7 @@ export function createMemoryIdentityStore(): IdentityStore {
   const organizations = new Map<string, OrganizationRecord>();
   const keys = new Map<string, ApiKeyRecord>();
   let bootstrapped = false;
-  const copy = <T>(value: T): T => structuredClone(value);
+  const copy = plainCopy;
   const matches = (key: ApiKeyRecord, filter: ApiKeyFilter) =>
     key.organizationId === filter.organizationId && ("userId" in filter ? key.userId === filter.userId : key.userId === undefined);
 

@@ -1,3 +1,4 @@
+import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import type { IdempotencyRecord, RunRecord, RunsStore, ThreadRecord } from "./port.ts";
 
@@ -7,7 +8,7 @@ export function createMemoryRunsStore(): RunsStore {
   const threads = new Map<string, ThreadRecord>();
   const keys = new Map<string, IdempotencyRecord>();
   const claims = new Set<string>();
-  const copy = <T>(value: T): T => structuredClone(value);
+  const copy = plainCopy;
   const oldestFirst = (a: RunRecord, b: RunRecord) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1);
   const ownedThread = (organizationId: string, id: string) => {
     const thread = threads.get(id);
