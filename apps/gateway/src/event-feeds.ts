@@ -29,14 +29,31 @@ export interface EventFeedOptions {
   maxBehindBytes: number;
   keepAliveSeconds: number;
   /**
-   * Writes to a socket at most this often: a quiet run's event goes out at
-   * once, a busy run's events go out together (each write costs a syscall
-   * per subscriber; measured in docs/benchmarks.md).
+   * Writes to a socket at most every minWriteIntervalMs: a quiet run's event
+   * goes out at once, a busy run's events go out together. Each write costs a
+   * syscall per subscriber, so a feed with many subscribers spaces its writes
+   * further, up to maxWriteIntervalMs, to stay near writesPerSecond in all
+   * (see writeIntervalMs; measured in docs/benchmarks.md).
    */
   minWriteIntervalMs: number;
+  maxWriteIntervalMs: number;
+  writesPerSecond: number;
 }
 
-export const defaultEventFeedOptions: EventFeedOptions = { recentChars: 256 * 1024, maxBehindBytes: 4 * 1024 * 1024, keepAliveSeconds: 15, minWriteIntervalMs: 20 };
+export const defaultEventFeedOptions: EventFeedOptions = {
+  recentChars: 256 * 1024,
+  maxBehindBytes: 4 * 1024 * 1024,
+  keepAliveSeconds: 15,
+  minWriteIntervalMs: 20,
+  maxWriteIntervalMs: 50,
+  writesPerSecond: 20_000,
+};
+
+/** How long a feed with this many subscribers waits between writes: 20 ms up to 400 subscribers, then longer, at most 50 ms. */
+export function writeIntervalMs(subscribers: number, options: EventFeedOptions): number {
+  const spread = (subscribers * 1000) / options.writesPerSecond;
+  return Math.min(options.maxWriteIntervalMs, Math.max(options.minWriteIntervalMs, spread));
+}
 
 export interface EventFeeds {
   /**
@@ -204,7 +221,7 @@ class Feed {
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // Frames that arrive in the same turn, or within the write interval, go out together: one write per socket.
-    const wait = this.lastFlush + this.options.minWriteIntervalMs - Date.now();
+    const wait = this.lastFlush + writeIntervalMs(this.subscribers.size, this.options) - Date.now();
     if (wait > 0) setTimeout(() => this.flush(), wait);
     else setImmediate(() => this.flush());
   }

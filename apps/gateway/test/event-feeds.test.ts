@@ -4,7 +4,7 @@ import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { FollowEventsResponseSchema, RunKind, type EventsService, type FollowEventsResponse } from "@loom/proto/events/v1/events_pb";
 import { createLogger } from "@loom/kit/logger";
-import { createEventFeeds, defaultEventFeedOptions } from "../src/event-feeds.ts";
+import { createEventFeeds, defaultEventFeedOptions, writeIntervalMs } from "../src/event-feeds.ts";
 
 const keepAlive = () => create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });
 const event = (offset: number) => create(FollowEventsResponseSchema, { kind: { case: "event", value: { offset: BigInt(offset), type: `E${offset}` } } });
@@ -44,12 +44,22 @@ const request = (from: bigint) => ({
   toJson: (e: { type: string }) => ({ type: e.type }),
 });
 
+/** No write interval: every frame is written in the next turn. */
+const writeAtOnce = { minWriteIntervalMs: 0, maxWriteIntervalMs: 0 };
+
 describe("event feeds", () => {
   const logger = createLogger("test", "silent");
 
+  it("spaces a feed's writes further as its subscribers grow, within 20 and 50 ms", () => {
+    const at = (subscribers: number) => writeIntervalMs(subscribers, defaultEventFeedOptions);
+    expect([at(1), at(100), at(400)]).toEqual([20, 20, 20]);
+    expect(at(700)).toBe(35);
+    expect([at(1_000), at(100_000)]).toEqual([50, 50]);
+  });
+
   it("lets a subscriber that falls too far behind go, without holding up the others", async () => {
     const upstream = scriptedUpstream();
-    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, maxBehindBytes: 200, minWriteIntervalMs: 0 });
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, maxBehindBytes: 200, ...writeAtOnce });
     upstream.send(keepAlive());
     const reader = await feeds.open(request(0n));
     const stalled = await feeds.open(request(0n));
@@ -73,7 +83,7 @@ describe("event feeds", () => {
 
   it("ends every stream of a feed when its upstream fails, and the next subscriber starts a new follow", async () => {
     const upstream = scriptedUpstream();
-    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, minWriteIntervalMs: 0 });
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
     upstream.send(keepAlive());
     const a = await feeds.open(request(0n));
     const b = await feeds.open(request(0n));
@@ -92,7 +102,7 @@ describe("event feeds", () => {
   it("serves a joiner from the recent frames when they reach back to its start, else starts a feed at it", async () => {
     const upstream = scriptedUpstream();
     // Room for about three frames of ~30 characters.
-    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentChars: 100, minWriteIntervalMs: 0 });
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentChars: 100, ...writeAtOnce });
     upstream.send(keepAlive());
     const first = await feeds.open(request(0n));
     for (let offset = 0; offset < 10; offset++) upstream.send(event(offset));

@@ -6,7 +6,6 @@ import {
   createMethodImplSpec,
   createServiceImplSpec,
   type ConnectRouter,
-  type ContextValues,
   type Interceptor,
   type MethodImplSpec,
   type StreamResponse,
@@ -35,7 +34,10 @@ export function directTransport(services: RpcService[], serviceToken: string, in
     if (!spec) throw new ConnectError(`${method.parent.typeName}/${method.name} is not served in this process`, Code.Unimplemented);
     return spec;
   };
-  const contextFor = (method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeaderInit | undefined, contextValues: ContextValues | undefined) => {
+  // The caller's context values stay on the caller's side, as over HTTP: the
+  // service starts from fresh ones (a principal set for one call cannot leak
+  // into the next call that shares them).
+  const contextFor = (method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeaderInit | undefined) => {
     const requestHeader = new Headers(header);
     requestHeader.set(principalHeaders.serviceToken, serviceToken);
     return createHandlerContext({
@@ -47,7 +49,6 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       requestSignal: signal,
       timeoutMs,
       requestHeader,
-      contextValues,
     });
   };
 
@@ -58,9 +59,8 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       timeoutMs: number | undefined,
       header: HeaderInit | undefined,
       input: MessageInitShape<I>,
-      contextValues?: ContextValues,
     ): Promise<UnaryResponse<I, O>> {
-      const context = contextFor(method, signal, timeoutMs, header, contextValues);
+      const context = contextFor(method, signal, timeoutMs, header);
       try {
         const spec = specFor(method);
         if (spec.kind !== "unary") throw new ConnectError(`${method.name} is not unary`, Code.Internal);
@@ -81,9 +81,8 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       timeoutMs: number | undefined,
       header: HeaderInit | undefined,
       input: AsyncIterable<MessageInitShape<I>>,
-      contextValues?: ContextValues,
     ): Promise<StreamResponse<I, O>> {
-      const context = contextFor(method, signal, timeoutMs, header, contextValues);
+      const context = contextFor(method, signal, timeoutMs, header);
       const invoke = transformInvokeImplementation(specFor(method), context, interceptors);
       const output = invoke(messagesOf(method.input, input)) as AsyncIterable<MessageShape<O>>;
       return {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, createContextValues, type Transport } from "@connectrpc/connect";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { createLogger } from "../src/logger.ts";
@@ -82,6 +82,13 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
   it("carries the principal to the implementation", async () => {
     const answer = await identity().authenticate({ credential: "who" }, { headers: headersFor({ userId: "u1", organizationId: "o1" }) });
     expect(answer.principal).toMatchObject({ userId: "u1", organizationId: "o1" });
+  });
+
+  it("starts every call from fresh context values: a principal does not carry over to a call without one", async () => {
+    const shared = createContextValues();
+    await identity().authenticate({ credential: "who" }, { headers: headersFor({ userId: "u1", organizationId: "o1" }), contextValues: shared });
+    const error = await failure(identity().authenticate({ credential: "who" }, { contextValues: shared }));
+    expect(error.code).toBe(Code.Unauthenticated);
   });
 
   it("turns an unexpected error into INTERNAL without its message", async () => {
