@@ -77,6 +77,17 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     expect((await store.list(log, org, 0, 10))?.totalCount).toBe(3);
   });
 
+  it("keeps one chain when replicas take turns on a log, and refuses a replica's append after the other closed it", async () => {
+    const log = newLog("assistant-run");
+    // Each replica's last view of the log's end is stale on its next turn.
+    for (let turn = 0; turn < 6; turn++) {
+      expect(offsets(await (turn % 2 ? replica : store).append(log, org, batch(2)))).toEqual([2 * turn, 2 * turn + 1]);
+    }
+    await replica.append(log, org, [event({ type: "AssistantRunSucceeded", origin: "SYSTEM" })], true);
+    await expect(store.append(log, org, batch(1))).rejects.toMatchObject({ code: 9 }); // FAILED_PRECONDITION
+    expect((await store.list(log, org, 0, 100))?.totalCount).toBe(13);
+  });
+
   it("when a closing append races others, nothing lands after the closing batch", async () => {
     const log = newLog("assistant-run");
     await store.append(log, org, batch(1));

@@ -30,6 +30,12 @@ interface ClaimDoc {
   closed?: boolean;
 }
 
+/** The end of a log as a claim leaves it. */
+type LogEnd = Pick<ClaimDoc, "organizationId" | "next" | "closed">;
+
+/** Logs whose end a process remembers (docs/decisions.md, "Events"). */
+const knownEndsMax = 10_000;
+
 /** Appends racing for one log retry this often before the caller is told to try again. */
 const claimAttempts = 50;
 
@@ -49,18 +55,36 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   /** The newest claim of a log: its owner and its length. */
   const lastClaim = (ref: LogRef) => claims.findOne({ runKind: ref.runKind, runId: ref.runId }, { sort: { first: -1 } });
 
+  /**
+   * Where each log ended after this process's last claim on it. Usually still
+   * the end, so an append needs no read first (on FerretDB that read scans,
+   * and it is a round trip everywhere). If another replica appended since,
+   * a claim at the remembered end collides with that replica's claim (every
+   * start in the chain has one) and the end is read again; the owner and a
+   * closed end never change. Oldest first out beyond knownEndsMax logs.
+   */
+  const knownEnds = new Map<string, LogEnd>();
+  const remember = (key: string, end: LogEnd) => {
+    knownEnds.delete(key);
+    if (knownEnds.size >= knownEndsMax) knownEnds.delete(knownEnds.keys().next().value!);
+    knownEnds.set(key, end);
+  };
+
   /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
   async function claim(ref: LogRef, organizationId: string, count: number, closes: boolean): Promise<number | undefined> {
+    const key = `${ref.runKind}:${ref.runId}`;
     for (let attempt = 1; attempt <= claimAttempts; attempt++) {
-      const last = await lastClaim(ref);
+      const last = knownEnds.get(key) ?? (await lastClaim(ref)) ?? undefined;
       if (last && last.organizationId !== organizationId) return undefined;
       // The chain serializes appends, so an append that lost the race to a closing one sees it here.
       if (last?.closed) throw logClosed();
       const first = last?.next ?? 0;
       try {
-        await claims.insertOne({ _id: `${ref.runKind}:${ref.runId}:${first}`, ...ref, organizationId, first, next: first + count, ...(closes ? { closed: true } : {}) });
+        await claims.insertOne({ _id: `${key}:${first}`, ...ref, organizationId, first, next: first + count, ...(closes ? { closed: true } : {}) });
+        remember(key, { organizationId, next: first + count, closed: closes });
         return first;
       } catch (error) {
+        knownEnds.delete(key);
         if (!isDuplicateKey(error)) throw error;
         // Another append took this start first: read the new end and try after it.
         if (attempt > 2) await sleep(Math.random() * Math.min(attempt, 20));
