@@ -49,8 +49,8 @@ async function ingest(d: Deployment, key: string, seconds: number) {
   return { eventsPerSecond: result.requests.average * 100, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
 }
 
-/** Starts the subscribers' thread and waits until every stream is open. */
-async function startSubscribers(input: SubscribersInput) {
+/** One subscribers' thread, started and awaited until its streams are open. */
+async function startSubscribersThread(input: SubscribersInput) {
   const worker = new Worker(new URL("./sse-subscribers.ts", import.meta.url), { workerData: input });
   const messages: SubscribersMessage[] = [];
   let wake: (() => void) | undefined;
@@ -61,7 +61,10 @@ async function startSubscribers(input: SubscribersInput) {
     return messages.shift()!;
   };
   const first = await nextMessage();
-  if (first.kind !== "connected") throw new Error(first.kind === "failed" ? first.message : "the subscribers did not connect");
+  if (first.kind !== "connected") {
+    await worker.terminate();
+    throw new Error(first.kind === "failed" ? first.message : "the subscribers did not connect");
+  }
   return {
     /** What arrived, once every stream ended or after `timeoutMs`. */
     async results(timeoutMs: number) {
@@ -75,13 +78,38 @@ async function startSubscribers(input: SubscribersInput) {
   };
 }
 
+/**
+ * `subscribers` streams spread over `threads` threads of their own, so that
+ * reading a million frames a second neither holds up the appender's clock
+ * nor waits behind one thread's queue of a thousand sockets.
+ */
+async function startSubscribers(url: string, headers: Record<string, string>, subscribers: number, threads: number) {
+  const share = (t: number) => Math.floor(subscribers / threads) + (t < subscribers % threads ? 1 : 0);
+  const starts = await Promise.allSettled(Array.from({ length: Math.min(threads, subscribers) }, (_, t) => startSubscribersThread({ url, headers, subscribers: share(t) })));
+  const started = starts.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
+  const failed = starts.find((s) => s.status === "rejected");
+  if (failed) {
+    await Promise.all(started.map((thread) => thread.results(0).catch(() => {})));
+    throw failed.reason;
+  }
+  return {
+    async results(timeoutMs: number) {
+      const parts = await Promise.all(started.map((thread) => thread.results(timeoutMs)));
+      const latencies = new Float64Array(parts.reduce((n, part) => n + part.delivered, 0));
+      let at = 0;
+      for (const part of parts) latencies.set(part.latencies, at), (at += part.delivered);
+      return { delivered: latencies.length, latencies };
+    },
+  };
+}
+
 /** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
-async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number) {
+async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number, threads: number) {
   const runId = crypto.randomUUID();
   const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   const append = (body: unknown) => fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(body) });
   await append({ type: "Open", timestamp: 0 });
-  const subscribersThread = await startSubscribers({ url: `${d.gatewayUrl}/structure-runs/${runId}/events/stream`, headers: auth, subscribers });
+  const readers = await startSubscribers(`${d.gatewayUrl}/structure-runs/${runId}/events/stream`, auth, subscribers, threads);
   // 1/100 s ticks, each a batch of rate/100 events carrying its send time. A tick
   // does not wait for the previous batch's answer (the rate is the clock's), but
   // at most 8 batches are in flight: a store that cannot keep up lowers "sent ev/s".
@@ -109,7 +137,7 @@ async function fanOut(d: Deployment, key: string, subscribers: number, rate: num
   await Promise.all(inFlight);
   const appendSeconds = (Date.now() - started) / 1000;
   await append({ type: "StructureRunCompleted", timestamp: 1 });
-  const { delivered, latencies } = await subscribersThread.results(60_000);
+  const { delivered, latencies } = await readers.results(60_000);
   latencies.sort();
   return { sent, sentPerSecond: sent / appendSeconds, expected: sent * subscribers, delivered, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
 }
@@ -117,6 +145,7 @@ async function fanOut(d: Deployment, key: string, subscribers: number, rate: num
 /** Issue 4: ingest throughput, and fan-out to many SSE subscribers while events are appended. */
 export async function benchEvents(options: { seconds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
+  const threads = Number(process.env.BENCH_SUBSCRIBER_THREADS ?? 2);
   const ladder = (process.env.BENCH_FANOUT ?? "100x100,1000x100,1000x1000").split(",").map((s) => s.split("x").map(Number) as [number, number]);
   const ingestRows: Array<Record<string, string | number>> = [];
   const fanRows: Array<Record<string, string | number>> = [];
@@ -140,7 +169,7 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
     for (const [subscribers, rate] of ladder) {
       console.log(`events: fan-out on ${d.name}: ${subscribers} subscribers, ${rate} events/s`);
       // A row that cannot complete is a result too: reported, not fatal to the rest.
-      const f = await fanOut(d, key, subscribers, rate, options.seconds).catch((error: unknown) => {
+      const f = await fanOut(d, key, subscribers, rate, options.seconds, threads).catch((error: unknown) => {
         console.log(`events: that row failed: ${(error as Error).message}`);
         return undefined;
       });

@@ -1,10 +1,10 @@
-import { get, type IncomingMessage } from "node:http";
+import { connect } from "node:net";
 import { parentPort, workerData } from "node:worker_threads";
 
 /**
- * The fan-out benchmark's SSE subscribers, on a thread of their own so that
- * parsing a million frames a second does not hold up the appender's clock.
- * Opens `subscribers` streams, says "connected", and when every stream has
+ * One thread's share of the fan-out benchmark's SSE subscribers (the bench
+ * starts BENCH_SUBSCRIBER_THREADS of them, so that reading a million frames
+ * a second does not hold up the appender's clock). Opens `subscribers` streams, says "connected", and when every stream has
  * ended (or it is told "stop") answers with what arrived: the count and each
  * event's latency from its `sent` time.
  */
@@ -31,7 +31,7 @@ function record(latency: number): void {
 }
 
 const sentField = '"sent":';
-const [ZERO, NINE, DOT, NEWLINE] = [0x30, 0x39, 0x2e, 0x0a];
+const [ZERO, NINE, DOT, NEWLINE, CR] = [0x30, 0x39, 0x2e, 0x0a, 0x0d];
 
 /** Where the last number read by numberAt ended (a variable, not a returned object: no garbage per frame). */
 let numberEnd = 0;
@@ -50,6 +50,116 @@ function numberAt(text: string, at: number): number {
   return value;
 }
 
+/** One HTTP/1.1 response read off a raw socket: the status, then the chunked body's data as it arrives. */
+interface RawResponse {
+  status: Promise<number>;
+  ended: Promise<void>;
+}
+
+/**
+ * A GET over a plain socket, reading into one reused buffer (`onread`) and
+ * decoding the bytes as latin1 (the frames the server sends in this bench are
+ * ASCII): at twenty thousand reads a second, node:http's parser and streams
+ * and a fresh 64 KiB buffer per read (each one external memory that brings a
+ * mark-compact closer) were most of this thread's time (measured:
+ * docs/benchmarks.md). Understands just what the gateway answers: a status
+ * line, headers, and a chunked body.
+ */
+function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (text: string, at: number) => void): RawResponse {
+  let settleStatus!: (status: number) => void;
+  let fail!: (error: Error) => void;
+  const status = new Promise<number>((resolve, reject) => ((settleStatus = resolve), (fail = reject)));
+  let head = "";
+  let inBody = false;
+  /** Bytes of the current chunk's data still to come. */
+  let dataLeft = 0;
+  /** Characters of the CRLF after a chunk's data still to come. */
+  let crlfLeft = 0;
+  /** A chunk-size line split across reads. */
+  let sizeLine = "";
+  let resolveEnded!: () => void;
+
+  const body = (text: string, at: number) => {
+    let i = 0;
+    let data = "";
+    while (i < text.length) {
+      if (dataLeft > 0) {
+        const take = Math.min(dataLeft, text.length - i);
+        data += text.slice(i, i + take);
+        dataLeft -= take;
+        i += take;
+        if (dataLeft === 0) crlfLeft = 2;
+      } else if (crlfLeft > 0) {
+        if (text.charCodeAt(i) !== (crlfLeft === 2 ? CR : NEWLINE)) throw new Error("no CRLF after a chunk's data");
+        crlfLeft -= 1;
+        i += 1;
+      } else {
+        const lineEnd = text.indexOf("\n", i);
+        if (lineEnd === -1) {
+          sizeLine += text.slice(i);
+          break;
+        }
+        const line = sizeLine + text.slice(i, lineEnd + 1);
+        sizeLine = "";
+        i = lineEnd + 1;
+        if (!/^[0-9a-f]+\r\n$/i.test(line)) throw new Error(`not a chunk size line: ${line.slice(0, 40)}`);
+        dataLeft = Number.parseInt(line, 16);
+        if (dataLeft === 0) {
+          if (data) onData(data, at);
+          socket.destroy();
+          resolveEnded();
+          return;
+        }
+      }
+    }
+    if (data) onData(data, at);
+  };
+
+  const readBuffer = Buffer.allocUnsafe(256 * 1024);
+  const socket = connect({
+    host: target.hostname,
+    port: Number(target.port),
+    onread: {
+      buffer: readBuffer,
+      callback(bytes) {
+        // Every frame of a read arrived at the same moment.
+        const at = now();
+        let text = readBuffer.toString("latin1", 0, bytes);
+        try {
+          if (!inBody) {
+            head += text;
+            const headEnd = head.indexOf("\r\n\r\n");
+            if (headEnd === -1) return true;
+            const code = Number(head.slice(9, 12));
+            if (code !== 200) throw new Error(`a stream answered ${code}`);
+            if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head.slice(0, headEnd + 2))) throw new Error("the stream's body is not chunked");
+            inBody = true;
+            settleStatus(code);
+            text = head.slice(headEnd + 4);
+            head = "";
+          }
+          body(text, at);
+        } catch (error) {
+          fail(error as Error);
+          socket.destroy(error as Error);
+        }
+        return true;
+      },
+    },
+  });
+  const closedEarly = () => new Error("the stream closed before its last chunk");
+  socket.once("error", fail).once("close", () => fail(closedEarly()));
+  const ended = new Promise<void>((resolve, reject) => {
+    resolveEnded = resolve;
+    status.catch(reject);
+    socket.once("error", reject).once("close", () => reject(closedEarly()));
+  });
+  ended.catch(() => {}); // seen by whoever awaits it; a failed status is reported through `status`
+  const lines = Object.entries({ host: target.host, ...requestHeaders }).map(([name, value]) => `${name}: ${value}\r\n`);
+  socket.write(`GET ${target.pathname}${target.search} HTTP/1.1\r\n${lines.join("")}\r\n`);
+  return { status, ended };
+}
+
 /**
  * Reads one stream's frames. Not eventsource-parser, as the tests use: at a
  * million frames a second the library's line parser alone took a core of
@@ -60,8 +170,6 @@ function numberAt(text: string, at: number): number {
  * changing a count.
  */
 async function subscribe(): Promise<{ reading: Promise<void> }> {
-  const res = await new Promise<IncomingMessage>((resolve, reject) => get(url, { headers, agent: false }, resolve).once("error", reject));
-  if (res.statusCode !== 200) throw new Error(`a stream answered ${res.statusCode}`);
   let lastId = -1;
   let carry = "";
   // Where `"sent":` sits after a frame's start: the same in every frame of
@@ -87,20 +195,12 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
     }
     return text.slice(start);
   };
-  const reading = new Promise<void>((resolve, reject) => {
-    res.setEncoding("utf8");
-    // Every frame of a chunk arrived at the same moment.
-    res.on("data", (text: string) => {
-      try {
-        carry = frames(carry + text, now());
-      } catch (error) {
-        res.destroy(error as Error);
-      }
-    });
-    res.once("end", resolve).once("error", reject);
+  const response = rawGet(new URL(url), headers, (text, at) => {
+    carry = frames(carry === "" ? text : carry + text, at);
   });
+  await response.status;
   // Wrapped: an async function returning the read loop itself would wait for the stream's end.
-  return { reading };
+  return { reading: response.ended };
 }
 
 const report = () => {

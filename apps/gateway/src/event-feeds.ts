@@ -45,11 +45,11 @@ export const defaultEventFeedOptions: EventFeedOptions = {
   maxBehindBytes: 4 * 1024 * 1024,
   keepAliveSeconds: 15,
   minWriteIntervalMs: 20,
-  maxWriteIntervalMs: 50,
-  writesPerSecond: 20_000,
+  maxWriteIntervalMs: 40,
+  writesPerSecond: 25_000,
 };
 
-/** How long a feed with this many subscribers waits between writes: 20 ms up to 400 subscribers, then longer, at most 50 ms. */
+/** How long a feed with this many subscribers waits between writes: 20 ms up to 500 subscribers, then longer, at most 40 ms. */
 export function writeIntervalMs(subscribers: number, options: EventFeedOptions): number {
   const spread = (subscribers * 1000) / options.writesPerSecond;
   return Math.min(options.maxWriteIntervalMs, Math.max(options.minWriteIntervalMs, spread));
