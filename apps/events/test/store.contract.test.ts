@@ -68,6 +68,16 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     expect(offsets(window?.items)).toEqual(all);
   });
 
+  it("stores concurrent appends from one process in the order they were made, a refused one holding up none", async () => {
+    const log = newLog();
+    await store.append(log, org, batch(1, "open"));
+    const appends = Array.from({ length: 30 }, (_, i) => (i === 10 ? store.append(log, otherOrg, batch(2, "foreign")) : store.append(log, org, batch(2, `batch${i}`))));
+    const results = await Promise.all(appends);
+    expect(results[10]).toBeUndefined();
+    const firsts = results.flatMap((stored) => (stored ? [stored[0]!.offset] : []));
+    expect(firsts).toEqual(Array.from({ length: 29 }, (_, i) => 1 + 2 * i));
+  });
+
   it("refuses every append after a closing batch, and keeps what was stored", async () => {
     const log = newLog("assistant-run");
     await store.append(log, org, batch(2));

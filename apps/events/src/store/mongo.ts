@@ -70,6 +70,24 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     knownEnds.set(key, end);
   };
 
+  /**
+   * The last append queued for each log in this process. Appends to one log
+   * from one process go one after another: each then claims at the end the
+   * previous one left, where racing each other through the database would
+   * collide on the claim and read the end again (docs/decisions.md, Events).
+   */
+  const appendQueues = new Map<string, Promise<unknown>>();
+  function queued<T>(key: string, append: () => Promise<T>): Promise<T> {
+    const before = appendQueues.get(key) ?? Promise.resolve();
+    const result = before.then(append);
+    const settled = result.then(() => {}, () => {});
+    appendQueues.set(key, settled);
+    void settled.then(() => {
+      if (appendQueues.get(key) === settled) appendQueues.delete(key);
+    });
+    return result;
+  }
+
   /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
   async function claim(ref: LogRef, organizationId: string, count: number, closes: boolean): Promise<number | undefined> {
     const key = `${ref.runKind}:${ref.runId}`;
@@ -103,18 +121,20 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
 
     async append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) throw new Error("an append needs at least one event");
-      const first = await claim(ref, organizationId, batch.length, closes);
-      if (first === undefined) return undefined;
-      const stored = batch.map((e, i): EventRecord => ({ ...e, ...ref, organizationId, offset: first + i }));
-      try {
-        await events.insertMany(stored.map(toEventDoc), { ordered: true });
-      } catch (error) {
-        // The caller is told nothing was written: take back what was (best
-        // effort). The claimed offsets stay unused (docs/decisions.md).
-        await events.deleteMany({ _id: { $in: stored.map((e) => e.id) } }).catch(() => {});
-        throw error;
-      }
-      return stored;
+      return queued(`${ref.runKind}:${ref.runId}`, async () => {
+        const first = await claim(ref, organizationId, batch.length, closes);
+        if (first === undefined) return undefined;
+        const stored = batch.map((e, i): EventRecord => ({ ...e, ...ref, organizationId, offset: first + i }));
+        try {
+          await events.insertMany(stored.map(toEventDoc), { ordered: true });
+        } catch (error) {
+          // The caller is told nothing was written: take back what was (best
+          // effort). The claimed offsets stay unused (docs/decisions.md).
+          await events.deleteMany({ _id: { $in: stored.map((e) => e.id) } }).catch(() => {});
+          throw error;
+        }
+        return stored;
+      });
     },
 
     async list(ref, organizationId, offset, limit) {
