@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { Principal } from "@loom/kit/principal";
 
 interface Entry {
@@ -18,7 +18,7 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
   const maxEntries = options.maxEntries ?? 10_000;
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
-  const keyOf = (credential: string) => createHash("sha256").update(credential).digest("hex");
+  const keyOf = (credential: string) => hash("sha256", credential, "hex");
 
   return {
     get(credential: string): Principal | undefined {

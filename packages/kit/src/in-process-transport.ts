@@ -2,6 +2,7 @@ import { create, isMessage, type DescMessage, type DescMethod, type DescMethodSt
 import {
   Code,
   ConnectError,
+  createContextValues,
   createHandlerContext,
   createMethodImplSpec,
   createServiceImplSpec,
@@ -37,20 +38,31 @@ export function directTransport(services: RpcService[], serviceToken: string, in
   // The caller's context values stay on the caller's side, as over HTTP: the
   // service starts from fresh ones (a principal set for one call cannot leak
   // into the next call that shares them).
-  const contextFor = (method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeaderInit | undefined) => {
-    const requestHeader = new Headers(header);
-    requestHeader.set(principalHeaders.serviceToken, serviceToken);
-    return createHandlerContext({
-      service: method.parent,
-      method,
-      protocolName: "in-process",
-      requestMethod: "POST",
-      url: `in-process:/${method.parent.typeName}/${method.name}`,
-      requestSignal: signal,
-      timeoutMs,
-      requestHeader,
-    });
-  };
+  const contextInit = (method: DescMethod) => ({
+    service: method.parent,
+    method,
+    protocolName: "in-process",
+    requestMethod: "POST",
+    url: `in-process:/${method.parent.typeName}/${method.name}`,
+  });
+  const contextFor = (method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeaderInit | undefined) =>
+    createHandlerContext({ ...contextInit(method), requestHeader: withServiceToken(header, serviceToken), requestSignal: signal, timeoutMs });
+  /**
+   * A unary call without a deadline needs no signal of its own: the caller's
+   * (or one that never aborts) is the call's, and nothing is left to clean up
+   * after it. createHandlerContext would link three AbortControllers and abort
+   * one on every finish (docs/benchmarks.md, GetApiKey).
+   */
+  const unaryContext = (method: DescMethod, signal: AbortSignal | undefined, header: HeaderInit | undefined): HandlerContextController => ({
+    ...contextInit(method),
+    signal: signal ?? neverAborted,
+    timeoutMs: () => undefined,
+    requestHeader: new Headers(withServiceToken(header, serviceToken)),
+    responseHeader: new Headers(),
+    responseTrailer: new Headers(),
+    values: createContextValues(),
+    abort() {},
+  });
 
   return {
     async unary<I extends DescMessage, O extends DescMessage>(
@@ -60,7 +72,7 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       header: HeaderInit | undefined,
       input: MessageInitShape<I>,
     ): Promise<UnaryResponse<I, O>> {
-      const context = contextFor(method, signal, timeoutMs, header);
+      const context = timeoutMs === undefined ? unaryContext(method, signal, header) : contextFor(method, signal, timeoutMs, header);
       try {
         const spec = specFor(method);
         if (spec.kind !== "unary") throw new ConnectError(`${method.name} is not unary`, Code.Internal);
@@ -98,6 +110,23 @@ export function directTransport(services: RpcService[], serviceToken: string, in
 }
 
 type HeaderInit = ConstructorParameters<typeof Headers>[0];
+type HandlerContextController = ReturnType<typeof createHandlerContext>;
+
+const neverAborted = new AbortController().signal;
+
+/**
+ * The caller's headers plus the service token, as one init for the context's
+ * Headers (which copies it once): a plain record, the usual case, is spread
+ * instead of being built into Headers twice.
+ */
+function withServiceToken(header: HeaderInit | undefined, serviceToken: string): HeaderInit {
+  if (header === undefined || (typeof header === "object" && !(header instanceof Headers) && !Array.isArray(header) && !(Symbol.iterator in header))) {
+    return { ...(header as Record<string, string> | undefined), [principalHeaders.serviceToken]: serviceToken };
+  }
+  const copy = new Headers(header);
+  copy.set(principalHeaders.serviceToken, serviceToken);
+  return copy;
+}
 
 const callFinished = new ConnectError("the call finished", Code.Canceled);
 
