@@ -127,16 +127,21 @@ export function createEventsService(deps: EventsDeps): RpcService {
   const now = deps.now ?? (() => new Date());
   const followTiming: FollowTiming = { ...defaultFollowTiming, ...deps.follow };
 
-  /** Publishes stored events in offset order. The record is already written: a lost message is the bus's at-most-once, not a failed append. */
+  /**
+   * Publishes stored events in offset order. The record is already written: a
+   * lost message is the bus's at-most-once, not a failed append. Every publish
+   * is issued before the first is awaited, so the events of appends stored
+   * together (one group, docs/decisions.md) go out in offset order too rather
+   * than interleaved, and a follower has no gap to read the store for.
+   */
   async function publish(log: LogRef, stored: Event[]): Promise<void> {
     const subject = subjects.events(log.runKind, log.runId);
-    for (const event of stored) {
-      try {
-        await bus.publish(subject, toBinary(EventSchema, event));
-      } catch (error) {
+    const sent = stored.map((event) =>
+      bus.publish(subject, toBinary(EventSchema, event)).catch((error: unknown) => {
         logger?.warn({ err: error, subject, offset: Number(event.offset) }, "could not publish a stored event");
-      }
-    }
+      }),
+    );
+    await Promise.all(sent);
   }
 
   const impl: ServiceImpl<typeof EventsService> = {

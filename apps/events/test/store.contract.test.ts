@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code } from "@connectrpc/connect";
 import { newId } from "@loom/kit/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openEventsStore } from "../src/wiring.ts";
@@ -76,6 +77,16 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     expect(results[10]).toBeUndefined();
     const firsts = results.flatMap((stored) => (stored ? [stored[0]!.offset] : []));
     expect(firsts).toEqual(Array.from({ length: 29 }, (_, i) => 1 + 2 * i));
+  });
+
+  it("stores appends made together up to the one that closes the log, and refuses the ones made after it", async () => {
+    const log = newLog("assistant-run");
+    await store.append(log, org, batch(1, "open"));
+    const appends = ["a", "b", "closing", "c", "d"].map((name) => store.append(log, org, batch(2, name), name === "closing").catch((error: Error) => error));
+    const [a, b, closing, c, d] = await Promise.all(appends);
+    expect([a, b, closing].map((stored) => offsets(stored as EventRecord[]))).toEqual([[1, 2], [3, 4], [5, 6]]);
+    for (const refused of [c, d]) expect(refused).toMatchObject({ code: Code.FailedPrecondition });
+    expect((await store.list(log, org, 0, 100))?.totalCount).toBe(7);
   });
 
   it("refuses every append after a closing batch, and keeps what was stored", async () => {

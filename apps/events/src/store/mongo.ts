@@ -3,7 +3,7 @@ import type { Collection, Db } from "mongodb";
 import { unavailable } from "@loom/kit/errors";
 import { logClosed } from "../log-closed.ts";
 import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/kit/mongo";
-import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "./port.ts";
 
 /**
  * An event as stored. The payload is kept as JSON text: it is never queried,
@@ -39,6 +39,36 @@ const knownEndsMax = 10_000;
 /** Appends racing for one log retry this often before the caller is told to try again. */
 const claimAttempts = 50;
 
+/** Events a group writes at most: one insert stays a bounded request. */
+const maxGroupEvents = 10_000;
+
+/** An append waiting for its log's current group to be written. */
+interface WaitingAppend {
+  organizationId: string;
+  batch: NewEventRecord[];
+  closes: boolean;
+  resolve: (stored: EventRecord[] | undefined) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Takes the next group off the front of `waiting`: appends of one
+ * organization (the claim checks one owner), ending at the first that closes
+ * the log (the ones after it must find it closed), at most maxGroupEvents
+ * events (always at least one append).
+ */
+function nextGroup(waiting: WaitingAppend[]): WaitingAppend[] {
+  let events = 0;
+  let size = 0;
+  for (const append of waiting) {
+    if (size > 0 && (append.organizationId !== waiting[0]!.organizationId || events + append.batch.length > maxGroupEvents)) break;
+    size += 1;
+    events += append.batch.length;
+    if (append.closes) break;
+  }
+  return waiting.splice(0, size);
+}
+
 /**
  * MongoDB adapter without transactions and without relying on atomic
  * read-modify-write updates (FerretDB, the test server, lacks both): offsets
@@ -70,24 +100,6 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     knownEnds.set(key, end);
   };
 
-  /**
-   * The last append queued for each log in this process. Appends to one log
-   * from one process go one after another: each then claims at the end the
-   * previous one left, where racing each other through the database would
-   * collide on the claim and read the end again (docs/decisions.md, Events).
-   */
-  const appendQueues = new Map<string, Promise<unknown>>();
-  function queued<T>(key: string, append: () => Promise<T>): Promise<T> {
-    const before = appendQueues.get(key) ?? Promise.resolve();
-    const result = before.then(append);
-    const settled = result.then(() => {}, () => {});
-    appendQueues.set(key, settled);
-    void settled.then(() => {
-      if (appendQueues.get(key) === settled) appendQueues.delete(key);
-    });
-    return result;
-  }
-
   /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
   async function claim(ref: LogRef, organizationId: string, count: number, closes: boolean): Promise<number | undefined> {
     const key = `${ref.runKind}:${ref.runId}`;
@@ -111,6 +123,54 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     throw unavailable("too many concurrent appends to this log, try again");
   }
 
+  /**
+   * Appends to one log from this process are written one group at a time
+   * (docs/decisions.md, Events: "A replica's appends to one log queue up"):
+   * those that arrive while a group is being written wait, and go together as
+   * the next group, with one claim and one insert. So they never race each
+   * other through the database, their offsets follow the order they were
+   * made, and a busy log costs two writes per group instead of per append.
+   */
+  const waitingAppends = new Map<string, WaitingAppend[]>();
+  const writingLogs = new Set<string>();
+
+  async function writeWaiting(key: string, ref: LogRef): Promise<void> {
+    writingLogs.add(key);
+    try {
+      for (let waiting = waitingAppends.get(key); waiting?.length; waiting = waitingAppends.get(key)) {
+        const group = nextGroup(waiting);
+        if (waiting.length === 0) waitingAppends.delete(key);
+        await writeGroup(ref, group);
+      }
+    } finally {
+      writingLogs.delete(key);
+    }
+  }
+
+  /** Stores a group's events at consecutive offsets, in the order its appends were made; each append gets its own. */
+  async function writeGroup(ref: LogRef, group: WaitingAppend[]): Promise<void> {
+    const { organizationId } = group[0]!;
+    try {
+      const count = group.reduce((n, a) => n + a.batch.length, 0);
+      const first = await claim(ref, organizationId, count, group.at(-1)!.closes);
+      if (first === undefined) return group.forEach((a) => a.resolve(undefined));
+      let offset = first;
+      const stored = group.map((a) => a.batch.map((e): EventRecord => ({ ...e, ...ref, organizationId, offset: offset++ })));
+      const all = stored.flat();
+      try {
+        await events.insertMany(all.map(toEventDoc), { ordered: true });
+      } catch (error) {
+        // The callers are told nothing was written: take back what was (best
+        // effort). The claimed offsets stay unused (docs/decisions.md).
+        await events.deleteMany({ _id: { $in: all.map((e) => e.id) } }).catch(() => {});
+        throw error;
+      }
+      group.forEach((a, i) => a.resolve(stored[i]));
+    } catch (error) {
+      group.forEach((a) => a.reject(error));
+    }
+  }
+
   return {
     async init() {
       await claims.createIndex({ runKind: 1, runId: 1, first: -1 });
@@ -119,21 +179,14 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     ready: ping,
     close,
 
-    async append(ref, organizationId, batch, closes = false) {
-      if (batch.length === 0) throw new Error("an append needs at least one event");
-      return queued(`${ref.runKind}:${ref.runId}`, async () => {
-        const first = await claim(ref, organizationId, batch.length, closes);
-        if (first === undefined) return undefined;
-        const stored = batch.map((e, i): EventRecord => ({ ...e, ...ref, organizationId, offset: first + i }));
-        try {
-          await events.insertMany(stored.map(toEventDoc), { ordered: true });
-        } catch (error) {
-          // The caller is told nothing was written: take back what was (best
-          // effort). The claimed offsets stay unused (docs/decisions.md).
-          await events.deleteMany({ _id: { $in: stored.map((e) => e.id) } }).catch(() => {});
-          throw error;
-        }
-        return stored;
+    append(ref, organizationId, batch, closes = false) {
+      if (batch.length === 0) return Promise.reject(new Error("an append needs at least one event"));
+      return new Promise((resolve, reject) => {
+        const key = `${ref.runKind}:${ref.runId}`;
+        const waiting = waitingAppends.get(key) ?? [];
+        waiting.push({ organizationId, batch, closes, resolve, reject });
+        waitingAppends.set(key, waiting);
+        if (!writingLogs.has(key)) void writeWaiting(key, ref);
       });
     },
 
