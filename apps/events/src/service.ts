@@ -129,10 +129,12 @@ export function createEventsService(deps: EventsDeps): RpcService {
 
   /**
    * Publishes stored events in offset order. The record is already written: a
-   * lost message is the bus's at-most-once, not a failed append. Every publish
-   * is issued before the first is awaited, so the events of appends stored
-   * together (one group, docs/decisions.md) go out in offset order too rather
-   * than interleaved, and a follower has no gap to read the store for.
+   * lost message is the bus's at-most-once, not a failed append. Both buses
+   * take a message when publish is called (NATS buffers it, the in-process bus
+   * queues it), and every publish is issued before the first is awaited: so
+   * the events of appends stored together (one group, docs/decisions.md) go
+   * out in offset order rather than interleaved by append, and a follower has
+   * no gap to read the store for.
    */
   async function publish(log: LogRef, stored: Event[]): Promise<void> {
     const subject = subjects.events(log.runKind, log.runId);

@@ -49,13 +49,14 @@ export function directTransport(services: RpcService[], serviceToken: string, in
     createHandlerContext({ ...contextInit(method), requestHeader: withServiceToken(header, serviceToken), requestSignal: signal, timeoutMs });
   /**
    * A unary call without a deadline needs no signal of its own: the caller's
-   * (or one that never aborts) is the call's, and nothing is left to clean up
-   * after it. createHandlerContext would link three AbortControllers and abort
-   * one on every finish (docs/benchmarks.md, GetApiKey).
+   * (or, without one, a fresh one that is never aborted) is the call's, and
+   * nothing is left to clean up after it. createHandlerContext would link
+   * three AbortControllers and abort one on every finish (docs/benchmarks.md,
+   * GetApiKey).
    */
   const unaryContext = (method: DescMethod, signal: AbortSignal | undefined, header: HeaderInit | undefined): HandlerContextController => ({
     ...contextInit(method),
-    signal: signal ?? neverAborted,
+    signal: signal ?? new AbortController().signal,
     timeoutMs: () => undefined,
     requestHeader: new Headers(withServiceToken(header, serviceToken)),
     responseHeader: new Headers(),
@@ -112,15 +113,13 @@ export function directTransport(services: RpcService[], serviceToken: string, in
 type HeaderInit = ConstructorParameters<typeof Headers>[0];
 type HandlerContextController = ReturnType<typeof createHandlerContext>;
 
-const neverAborted = new AbortController().signal;
-
 /**
  * The caller's headers plus the service token, as one init for the context's
  * Headers (which copies it once): a plain record, the usual case, is spread
  * instead of being built into Headers twice.
  */
 function withServiceToken(header: HeaderInit | undefined, serviceToken: string): HeaderInit {
-  if (header === undefined || (typeof header === "object" && !(header instanceof Headers) && !Array.isArray(header) && !(Symbol.iterator in header))) {
+  if (header === undefined || !(Symbol.iterator in header)) {
     return { ...(header as Record<string, string> | undefined), [principalHeaders.serviceToken]: serviceToken };
   }
   const copy = new Headers(header);

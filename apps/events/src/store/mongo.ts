@@ -125,7 +125,8 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
 
   /**
    * Appends to one log from this process are written one group at a time
-   * (docs/decisions.md, Events: "A replica's appends to one log queue up"):
+   * (docs/decisions.md, Events: "A replica's appends to one log queue up, and
+   * go in groups"):
    * those that arrive while a group is being written wait, and go together as
    * the next group, with one claim and one insert. So they never race each
    * other through the database, their offsets follow the order they were
@@ -153,7 +154,10 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     try {
       const count = group.reduce((n, a) => n + a.batch.length, 0);
       const first = await claim(ref, organizationId, count, group.at(-1)!.closes);
-      if (first === undefined) return group.forEach((a) => a.resolve(undefined));
+      if (first === undefined) {
+        group.forEach((a) => a.resolve(undefined));
+        return;
+      }
       let offset = first;
       const stored = group.map((a) => a.batch.map((e): EventRecord => ({ ...e, ...ref, organizationId, offset: offset++ })));
       const all = stored.flat();
