@@ -4,9 +4,10 @@ import { parentPort, workerData } from "node:worker_threads";
 /**
  * One thread's share of the fan-out benchmark's SSE subscribers (the bench
  * starts BENCH_SUBSCRIBER_THREADS of them, so that reading a million frames
- * a second does not hold up the appender's clock). Opens `subscribers` streams, says "connected", and when every stream has
- * ended (or it is told "stop") answers with what arrived: the count and each
- * event's latency from its `sent` time.
+ * a second does not hold up the appender's clock). Opens `subscribers`
+ * streams, says "connected", and when every stream has ended (or it is told
+ * "stop") answers with what arrived: the count and each event's latency from
+ * its `sent` time.
  */
 export interface SubscribersInput {
   url: string;

@@ -132,19 +132,15 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
    * other through the database, their offsets follow the order they were
    * made, and a busy log costs two writes per group instead of per append.
    */
+  /** Per log being written: the appends waiting for the current group to finish. A log is here exactly while a writer runs for it. */
   const waitingAppends = new Map<string, WaitingAppend[]>();
-  const writingLogs = new Set<string>();
 
-  async function writeWaiting(key: string, ref: LogRef): Promise<void> {
-    writingLogs.add(key);
+  async function writeWaiting(key: string, ref: LogRef, waiting: WaitingAppend[]): Promise<void> {
     try {
-      for (let waiting = waitingAppends.get(key); waiting?.length; waiting = waitingAppends.get(key)) {
-        const group = nextGroup(waiting);
-        if (waiting.length === 0) waitingAppends.delete(key);
-        await writeGroup(ref, group);
-      }
+      while (waiting.length > 0) await writeGroup(ref, nextGroup(waiting));
     } finally {
-      writingLogs.delete(key);
+      // Nothing runs between the last check and this: an append made after it starts a new writer.
+      waitingAppends.delete(key);
     }
   }
 
@@ -187,10 +183,12 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
       if (batch.length === 0) return Promise.reject(new Error("an append needs at least one event"));
       return new Promise((resolve, reject) => {
         const key = `${ref.runKind}:${ref.runId}`;
-        const waiting = waitingAppends.get(key) ?? [];
-        waiting.push({ organizationId, batch, closes, resolve, reject });
-        waitingAppends.set(key, waiting);
-        if (!writingLogs.has(key)) void writeWaiting(key, ref);
+        const append = { organizationId, batch, closes, resolve, reject };
+        const waiting = waitingAppends.get(key);
+        if (waiting) return void waiting.push(append);
+        const first = [append];
+        waitingAppends.set(key, first);
+        void writeWaiting(key, ref, first);
       });
     },
 
