@@ -1,9 +1,12 @@
 import { createServer } from "node:http";
 import Koa from "koa";
+import { createHttpServer } from "@loom/kit/http-server";
 
 /**
  * The baseline: a bare Koa handler answering with the same JSON a GetApiKey
- * answers, with none of Loom in the way.
+ * answers, with none of Loom in the way. With TURN_BATCHED=1, on Loom's HTTP
+ * server (responses leave in batches per event-loop turn): the reference that
+ * shows what that server alone is worth.
  */
 const body = JSON.parse(process.env.BODY ?? "{}");
 const app = new Koa();
@@ -19,5 +22,5 @@ app.use(async (ctx) => {
   }
   ctx.body = body;
 });
-createServer(app.callback()).listen(Number(process.env.PORT), "127.0.0.1");
+(process.env.TURN_BATCHED === "1" ? createHttpServer : createServer)(app.callback()).listen(Number(process.env.PORT), "127.0.0.1");
 process.once("SIGTERM", () => process.exit(0));

@@ -51,6 +51,12 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort), BODY: body }, `http://127.0.0.1:${barePort}/healthz`);
   results.unshift(await load("bare Koa handler (baseline)", `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections));
   await stopProcess(bare);
+  // Reference: the same handler on Loom's HTTP server (responses batched per
+  // event-loop turn), to tell what the server is worth from what the rest is.
+  const batchedPort = await freePort();
+  const batched = await startProcess("bench/bare-koa.ts", { PORT: String(batchedPort), BODY: body, TURN_BATCHED: "1" }, `http://127.0.0.1:${batchedPort}/healthz`);
+  const reference = await load("reference: bare Koa handler on Loom's HTTP server (turn-batched)", `http://127.0.0.1:${batchedPort}/api-keys/${keyId}`, auth, options.seconds, options.connections);
+  await stopProcess(batched);
 
   // Floors: Koa plus one hop to a process that does nothing, by plain HTTP and by Connect.
   if (!options.mongoUrl) {
@@ -78,6 +84,7 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
     await dropDatabase(options.mongoUrl, `${db}_identity`);
   }
 
+  results.splice(1, 0, reference);
   const baseline = results[0]!.requestsPerSecond;
   printTable(
     `GetApiKey vs. bare Koa — ${options.connections} connections, ${options.seconds} s each (goal: full path ≥ 30% of baseline)`,
@@ -87,6 +94,7 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
       "p50 ms": r.p50,
       "p99 ms": r.p99,
       "vs baseline": `${((100 * r.requestsPerSecond) / baseline).toFixed(1)}%`,
+      "vs reference": `${((100 * r.requestsPerSecond) / reference.requestsPerSecond).toFixed(1)}%`,
       "non-2xx": r.non2xx,
       errors: r.errors,
     })),

@@ -1,5 +1,5 @@
-import { createServer } from "node:http";
 import { loadConfig } from "@loom/kit/config";
+import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
 import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
@@ -24,7 +24,7 @@ try {
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
   const { app } = buildApp({ clients, logger, bus, ready: () => servicesReady([config.IDENTITY_URL, config.ASSISTANTS_URL, config.RUNS_URL, config.EVENTS_URL]) });
-  const server = await listen(createServer(app.callback()), config.PORT, config.HOST);
+  const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   onShutdown(logger, async () => {
     await server.close();

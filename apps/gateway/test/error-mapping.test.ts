@@ -1,7 +1,7 @@
-import { createServer } from "node:http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
 import { listen, type RunningServer } from "@loom/kit/rpc-server";
 import { apiClient } from "@loom/testing/http";
@@ -23,7 +23,7 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
       }),
     );
     const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), logger: createLogger("test", "silent"), ready: async () => false });
-    gateway = await listen(createServer(app.callback()), 0, "127.0.0.1");
+    gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1");
   });
   afterAll(() => gateway?.close());
 

@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createHttpServer } from "@loom/kit/http-server";
 import { openBus } from "@loom/kit/bus-open";
 import type { Bus } from "@loom/kit/bus";
 import { createLogger } from "@loom/kit/logger";
@@ -98,7 +98,7 @@ export async function startStack(
       events: httpTransport(events.url, serviceToken),
     });
     const { app } = buildApp({ clients, logger, bus: replicaBus, ready: () => servicesReady([identity.url, assistants.url, runs.url, events.url]) });
-    const gateway = await listen(createServer(app.callback()), 0, "127.0.0.1", async () => {
+    const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });
     gateways.push(gateway);

@@ -1,5 +1,4 @@
 import { randomBytes } from "node:crypto";
-import { createServer } from "node:http";
 import { buildApp } from "@loom/gateway/app";
 import { oneTransport, serviceClients } from "@loom/gateway/clients";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
@@ -7,6 +6,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { openBus } from "@loom/kit/bus-open";
+import { createHttpServer } from "@loom/kit/http-server";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
 import { inProcessTransport } from "@loom/kit/transports";
@@ -42,7 +42,7 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
   const { app } = buildApp({ clients, bus, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
-  const server = await listen(createServer(app.callback()), config.PORT, config.HOST, async () => {
+  const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
   });
