@@ -10,10 +10,10 @@ import { createServer, ServerResponse, type IncomingMessage, type RequestListene
  * asleep pays for waking it inside the server's `write` — measured on a
  * 2-core VM, that wake-up was the largest single cost of a GetApiKey, and
  * batching the ends of a turn doubled the all-in-one's throughput
- * (docs/benchmarks.md). The wait is bounded by the turn: what the handlers
- * already queued for it, never a timer.
+ * (docs/benchmarks.md). The wait lasts until the turn's I/O callbacks have
+ * run, never a timer: an idle server answers as soon as before.
  */
-export class TurnBatchedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
+class TurnBatchedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   override end(...args: unknown[]): this {
     endsThisTurn.push([this, args]);
     if (endsThisTurn.length === 1) setImmediate(endAll);
