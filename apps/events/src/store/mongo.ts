@@ -131,8 +131,10 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
    * the next group, with one claim and one insert. So they never race each
    * other through the database, their offsets follow the order they were
    * made, and a busy log costs two writes per group instead of per append.
+   *
+   * Per log being written: the appends waiting for the current group to
+   * finish. A log is here exactly while a writer runs for it.
    */
-  /** Per log being written: the appends waiting for the current group to finish. A log is here exactly while a writer runs for it. */
   const waitingAppends = new Map<string, WaitingAppend[]>();
 
   async function writeWaiting(key: string, ref: LogRef, waiting: WaitingAppend[]): Promise<void> {
