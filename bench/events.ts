@@ -15,9 +15,12 @@ interface Deployment {
   stop(): Promise<void>;
 }
 
+/** The fan-out ladder opens every subscriber with one key: lift the per-credential stream cap (default 100). */
+const streamCap = { STREAMS_PER_CREDENTIAL: "100000" };
+
 async function embedded(key: string): Promise<Deployment> {
   const port = await freePort();
-  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
+  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap }, `http://127.0.0.1:${port}/healthz`);
   return { name: "all-in-one, in-memory", gatewayUrl: `http://127.0.0.1:${port}`, stop: () => stopProcess(proc) };
 }
 
@@ -30,6 +33,7 @@ async function split(key: string, mongoUrl: string, natsUrl: string): Promise<De
       assistants: { MONGODB_DB: `${db}_assistants` },
       events: { MONGODB_DB: `${db}_events` },
       runs: { MONGODB_DB: `${db}_runs` },
+      gateway: streamCap,
     },
   );
   return { name: "5 processes, MongoDB + NATS", gatewayUrl: stack.gatewayUrl, stop: stack.stop };

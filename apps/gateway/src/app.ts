@@ -6,10 +6,12 @@ import { subjects } from "@loom/kit/subjects";
 import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts";
 import { authenticate } from "./auth.ts";
 import type { ServiceClients } from "./clients.ts";
+import { defaultLimits, type LimitSettings } from "./config.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
+import { rateLimit } from "./rate-limit.ts";
 import { requestId } from "./request-id.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assistantOperations } from "./routes/assistants.ts";
@@ -17,6 +19,7 @@ import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
+import { streamCap } from "./stream-cap.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 
@@ -30,6 +33,8 @@ export interface GatewayDeps {
    * Authenticate answers; without it, it asks identity on every request.
    */
   bus?: Bus;
+  /** Per-credential limits; unset: the defaults (no rate limit, 100 streams). */
+  limits?: LimitSettings;
 }
 
 export function publicOperations(clients: ServiceClients, feeds: EventFeeds, principals?: PrincipalCache): Operation[] {
@@ -52,8 +57,9 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
   const operations = publicOperations(deps.clients, feeds, principals);
   const openapi = openApiDocument(operations);
+  const limits = deps.limits ?? defaultLimits;
   const router = new Router();
-  mountOperations(router, operations);
+  mountOperations(router, operations, { beforeStream: streamCap(limits.STREAMS_PER_CREDENTIAL) });
 
   const app = new Koa({ proxy: false });
   app.silent = true; // errorHandler logs; Koa's default would print stacks to stderr
@@ -78,6 +84,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     await next();
   });
   app.use(authenticate(deps.clients.identity, principals));
+  if (limits.RATE_LIMIT_REQUESTS) app.use(rateLimit({ requests: limits.RATE_LIMIT_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
   return { app, router, operations, feeds, principals };

@@ -3,13 +3,14 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { unauthenticated } from "@loom/kit/errors";
 import type { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import type { Context, Next } from "koa";
-import type { PrincipalCache } from "./principal-cache.ts";
+import { credentialKey, type PrincipalCache } from "./principal-cache.ts";
 
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /**
  * Resolves the bearer credential once per request; every route sits behind
  * it. With a cache, a known credential skips the round trip to identity.
+ * Leaves `principal` and `credentialKey` (what per-credential limits count by) in ctx.state.
  */
 export function authenticate(identity: Client<typeof IdentityService>, cache: PrincipalCache | undefined) {
   return async (ctx: Context, next: Next) => {
@@ -23,6 +24,7 @@ export function authenticate(identity: Client<typeof IdentityService>, cache: Pr
       if (cache && answer.cacheableUntil) cache.put(credential, principal, answer.principal.apiKeyId, timestampDate(answer.cacheableUntil));
     }
     ctx.state.principal = principal;
+    ctx.state.credentialKey = credentialKey(credential);
     await next();
   };
 }

@@ -1,8 +1,27 @@
 import { z } from "zod";
 import { env, serviceSettings } from "@loom/kit/config";
 
+/**
+ * Per-credential limits at the edge (semantics.md §9); the all-in-one process
+ * reuses them as they are. Each gateway replica counts on its own (see README).
+ */
+export const limitSettings = {
+  /** Requests one credential may make per window; unset: no rate limit (the default). */
+  RATE_LIMIT_REQUESTS: z.coerce.number().int().min(1).optional(),
+  /** The window of RATE_LIMIT_REQUESTS, in whole seconds (RateLimit-Policy's `w`). */
+  RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(1),
+  /** SSE streams one credential may hold open at once on one replica. */
+  STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
+};
+
+export type LimitSettings = z.infer<z.ZodObject<typeof limitSettings>>;
+
+/** The defaults: no rate limit, 100 streams per credential. */
+export const defaultLimits: LimitSettings = z.object(limitSettings).parse({});
+
 export const gatewayConfigSchema = z.object({
   ...serviceSettings(8080),
+  ...limitSettings,
   IDENTITY_URL: env.url(),
   ASSISTANTS_URL: env.url(),
   RUNS_URL: env.url(),

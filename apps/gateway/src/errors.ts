@@ -7,6 +7,8 @@ import type { Context, Next } from "koa";
  * The one table from error codes to HTTP (semantics.md §2). Services and the
  * gateway raise ConnectErrors; only this file knows status codes.
  * OUT_OF_RANGE is raised only by the gateway's body reader, for bodies over the limit.
+ * `retryAfter` is the default wait; an error that knows its real wait carries
+ * it (see `rateLimited`), and the table still decides whether one is sent.
  */
 const httpOf: Partial<Record<Code, { status: number; type: string; retryAfter?: number }>> = {
   [Code.InvalidArgument]: { status: 400, type: "ValidationError" },
@@ -25,6 +27,23 @@ const serviceError = { status: 500, type: "ServiceError" };
 
 /** Koa's own HTTP errors (unknown path, wrong method) in the same body shape. */
 const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotAllowed", 501: "NotImplemented" };
+
+/**
+ * RESOURCE_EXHAUSTED from the gateway's own limits. A limiter that knows when
+ * the caller may try again passes the wait; it travels as the error's
+ * `retry-after` metadata (Connect's place for headers on an error), rounded up
+ * to whole seconds. Without it, the table's default applies.
+ */
+export function rateLimited(message: string, retryAfterMs?: number): ConnectError {
+  const metadata = retryAfterMs === undefined ? undefined : { "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) };
+  return new ConnectError(message, Code.ResourceExhausted, metadata);
+}
+
+/** Whole seconds from an error's `retry-after` metadata, if it carries a sane one. */
+function retryAfterOf(error: ConnectError): string | undefined {
+  const value = error.metadata.get("retry-after");
+  return value && /^[1-9]\d{0,5}$/.test(value) ? value : undefined;
+}
 
 export interface ErrorItem {
   message: string;
@@ -61,7 +80,7 @@ export function errorHandler(logger: Logger) {
       const connectError = error as ConnectError;
       const violations = fieldViolationsOf(connectError);
       ctx.status = known.status;
-      if (known.retryAfter) ctx.set("Retry-After", String(known.retryAfter));
+      if (known.retryAfter) ctx.set("Retry-After", retryAfterOf(connectError) ?? String(known.retryAfter));
       ctx.body = errorBody(
         known.type,
         violations.length > 0 ? violations.map((v) => ({ message: v.message, path: v.path })) : [{ message: connectError.rawMessage }],

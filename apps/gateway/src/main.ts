@@ -23,7 +23,7 @@ try {
   // Only a shared bus can carry revocations from identity; an in-process one could not.
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
-  const { app } = buildApp({ clients, logger, bus, ready: () => servicesReady([config.IDENTITY_URL, config.ASSISTANTS_URL, config.RUNS_URL, config.EVENTS_URL]) });
+  const { app } = buildApp({ clients, logger, bus, limits: config, ready: () => servicesReady([config.IDENTITY_URL, config.ASSISTANTS_URL, config.RUNS_URL, config.EVENTS_URL]) });
   const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   onShutdown(logger, async () => {

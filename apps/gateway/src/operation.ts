@@ -1,5 +1,5 @@
 import type { Readable } from "node:stream";
-import type { Context } from "koa";
+import type { Context, Middleware } from "koa";
 import type { Router } from "@koa/router";
 import type { z } from "zod";
 import { headersFor, type Principal } from "@loom/kit/principal";
@@ -47,9 +47,10 @@ export function routerPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
 
-export function mountOperations(router: Router, operations: Operation[]): void {
+/** `beforeStream` runs ahead of every stream operation's handler (the per-credential stream cap). */
+export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
   for (const op of operations) {
-    router.register(routerPath(op.path), [op.method], async (ctx: Context) => {
+    const answer = async (ctx: Context) => {
       const params = op.params ? parseInput("path", op.params, ctx.params) : {};
       const query = op.query ? parseInput("query", op.query, ctx.query) : {};
       let body: unknown;
@@ -83,6 +84,8 @@ export function mountOperations(router: Router, operations: Operation[]): void {
       // setting it forces 204, so the documented status is set after it (202 stays 202).
       ctx.body = result === undefined ? null : result;
       ctx.status = op.response.status;
-    });
+    };
+    const before = op.response.stream && options.beforeStream ? [options.beforeStream] : [];
+    router.register(routerPath(op.path), [op.method], [...before, answer]);
   }
 }

@@ -7,6 +7,9 @@ interface Entry {
   until: number;
 }
 
+/** What the gateway keys per-credential state by: its SHA-256, so no secret is held as a map key. */
+export const credentialKey = (credential: string) => hash("sha256", credential, "hex");
+
 /**
  * Remembers Authenticate answers for as long as identity allows
  * (`cacheable_until`), so a request costs one RPC, not two. Keyed by the
@@ -18,11 +21,10 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
   const maxEntries = options.maxEntries ?? 10_000;
   const now = options.now ?? Date.now;
   const entries = new Map<string, Entry>();
-  const keyOf = (credential: string) => hash("sha256", credential, "hex");
 
   return {
     get(credential: string): Principal | undefined {
-      const key = keyOf(credential);
+      const key = credentialKey(credential);
       const entry = entries.get(key);
       if (!entry) return undefined;
       if (entry.until <= now()) {
@@ -35,7 +37,7 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
       if (until.getTime() <= now()) return;
       // Oldest first out: Map iterates in insertion order.
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
-      entries.set(keyOf(credential), { principal, apiKeyId, until: until.getTime() });
+      entries.set(credentialKey(credential), { principal, apiKeyId, until: until.getTime() });
     },
     revokeApiKey(apiKeyId: string): void {
       for (const [key, entry] of entries) if (entry.apiKeyId === apiKeyId) entries.delete(key);

@@ -13,6 +13,7 @@ import type { Model } from "@loom/runs/models/port";
 import { dropDatabase, freshDatabaseName, testServers } from "@loom/testing/servers";
 import { testTokenSecret } from "@loom/testing/tokens";
 import { buildApp } from "../src/app.ts";
+import { defaultLimits, type LimitSettings } from "../src/config.ts";
 import { serviceClients } from "../src/clients.ts";
 import { servicesReady } from "../src/readiness.ts";
 
@@ -49,7 +50,14 @@ export const testRunSettings: RunSettings = {
 
 export async function startStack(
   store: "memory" | "mongo",
-  options: { runs?: Partial<RunSettings>; model?: Model; /** the in-process bus even when NATS_URL is set */ memoryBus?: boolean } = {},
+  options: {
+    runs?: Partial<RunSettings>;
+    model?: Model;
+    /** the in-process bus even when NATS_URL is set */
+    memoryBus?: boolean;
+    /** the gateway's per-credential limits, over the production defaults */
+    limits?: Partial<LimitSettings>;
+  } = {},
 ): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const db = freshDatabaseName();
@@ -97,7 +105,7 @@ export async function startStack(
       runs: httpTransport(runs.url, serviceToken),
       events: httpTransport(events.url, serviceToken),
     });
-    const { app } = buildApp({ clients, logger, bus: replicaBus, ready: () => servicesReady([identity.url, assistants.url, runs.url, events.url]) });
+    const { app } = buildApp({ clients, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, ready: () => servicesReady([identity.url, assistants.url, runs.url, events.url]) });
     const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });

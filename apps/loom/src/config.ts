@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env } from "@loom/kit/config";
+import { limitSettings } from "@loom/gateway/config";
 import { identitySettings } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
 
@@ -7,6 +8,7 @@ import { runSettings } from "@loom/runs/config";
 export const loomConfigSchema = z.object({
   ...identitySettings,
   ...runSettings,
+  ...limitSettings,
   PORT: env.port(8080),
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),
