@@ -1,0 +1,37 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createLogger } from "@loom/kit/logger";
+import { loadConfig } from "@loom/kit/config";
+import { apiClient } from "@loom/testing/http";
+import { openSse } from "@loom/testing/sse";
+import { loomConfigSchema } from "../src/config.ts";
+import { startEmbedded, type EmbeddedLoom } from "../src/embedded.ts";
+
+/** The gateway's limit settings reach the gateway of the all-in-one process (their behaviour: apps/gateway/test/limits.http.test.ts). */
+describe("the all-in-one process's limit settings", () => {
+  const key = "loom_limits-test-0123456789abcdefghijklmnopqrstuvwxyz";
+  let loom: EmbeddedLoom;
+  beforeAll(async () => {
+    const config = loadConfig(loomConfigSchema, { PORT: "0", BOOTSTRAP_API_KEY: key, RATE_LIMIT_REQUESTS: "4", RATE_LIMIT_WINDOW_SECONDS: "60", STREAMS_PER_CREDENTIAL: "1" });
+    loom = await startEmbedded(config, createLogger("test", "silent"));
+  });
+  afterAll(() => loom?.server.close());
+
+  it("limits a credential's requests and its open streams", async () => {
+    const api = apiClient(loom.server.url, key);
+    const runId = crypto.randomUUID();
+    await api.post(`/structure-runs/${runId}/events`, [{ type: "Open", timestamp: 1 }]);
+    const url = `${loom.server.url}/structure-runs/${runId}/events/stream`;
+    const first = await openSse(url, { authorization: `Bearer ${key}` });
+    expect(first.status).toBe(200);
+    expect(first.headers.get("ratelimit-policy")).toBe("4;w=60");
+    expect((await openSse(url, { authorization: `Bearer ${key}` })).status).toBe(429); // the stream cap
+    first.close();
+    expect((await api.get("/users")).headers.get("ratelimit-remaining")).toBe("0");
+    expect((await api.get("/users")).status).toBe(429); // the rate limit
+  });
+
+  it("rejects a bad setting, naming it", () => {
+    expect(() => loadConfig(loomConfigSchema, { STREAMS_PER_CREDENTIAL: "0" })).toThrow(/STREAMS_PER_CREDENTIAL/);
+    expect(() => loadConfig(loomConfigSchema, { RATE_LIMIT_REQUESTS: "lots" })).toThrow(/RATE_LIMIT_REQUESTS/);
+  });
+});
