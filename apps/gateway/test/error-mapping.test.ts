@@ -15,7 +15,8 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
     const identity = createRouterTransport((router) =>
       router.service(IdentityService, {
         authenticate: async ({ credential }) => {
-          const [kind] = credential.split("-");
+          const [kind, retryAfter] = credential.split("-");
+          if (kind === "wait") throw new ConnectError("queue full", Code.ResourceExhausted, { "retry-after": retryAfter! });
           if (kind === "raw") throw new Error("MongoServerError: E11000 at /srv/app/node_modules/mongodb/lib/x.js:1:2");
           const code = Code[kind as keyof typeof Code];
           throw new ConnectError(`failed with ${kind}`, code);
@@ -44,6 +45,13 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
     expect(res.body.type).toBe(type);
     if (status === 429 || status === 503) expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
     if (status === 500) expect(res.body.errors).toEqual([{ message: "internal error" }]);
+  });
+
+  it("uses the wait an error carries as Retry-After, and the table's default for none or nonsense", async () => {
+    const retryAfter = async (credential: string) => (await apiClient(gateway.url, credential).get("/users")).headers.get("retry-after");
+    expect(await retryAfter("wait-7")).toBe("7");
+    expect(await retryAfter("wait-soon")).toBe("1");
+    expect(await retryAfter("ResourceExhausted-x")).toBe("1");
   });
 
   it("never leaks a driver message or a stack", async () => {
