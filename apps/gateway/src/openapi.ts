@@ -8,7 +8,7 @@ const errorResponses = {
   "403": "Forbidden",
   "404": "NotFound: unknown id, or another organization's resource",
   "413": "PayloadTooLarge",
-  "429": "RateLimited",
+  "429": "RateLimited: over the credential's rate limit or open-stream cap, or a queue is full; `Retry-After` says when to try again",
   "500": "ServiceError",
   "503": "Unavailable: a dependency is down",
 };
