@@ -16,15 +16,16 @@ export function authenticate(identity: Client<typeof IdentityService>, cache: Pr
   return async (ctx: Context, next: Next) => {
     const credential = bearer.exec(ctx.get("Authorization"))?.[1];
     if (!credential) throw unauthenticated("an Authorization: Bearer credential is required");
-    let principal = cache?.get(credential);
+    const key = credentialKey(credential);
+    let principal = cache?.get(key);
     if (!principal) {
       const answer = await identity.authenticate({ credential }, { headers: { "x-request-id": String(ctx.state.requestId) } });
       if (!answer.principal) throw unauthenticated();
       principal = { userId: answer.principal.userId, organizationId: answer.principal.organizationId };
-      if (cache && answer.cacheableUntil) cache.put(credential, principal, answer.principal.apiKeyId, timestampDate(answer.cacheableUntil));
+      if (cache && answer.cacheableUntil) cache.put(key, principal, answer.principal.apiKeyId, timestampDate(answer.cacheableUntil));
     }
     ctx.state.principal = principal;
-    ctx.state.credentialKey = credentialKey(credential);
+    ctx.state.credentialKey = key;
     await next();
   };
 }

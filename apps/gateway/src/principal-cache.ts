@@ -12,10 +12,10 @@ export const credentialKey = (credential: string) => hash("sha256", credential, 
 
 /**
  * Remembers Authenticate answers for as long as identity allows
- * (`cacheable_until`), so a request costs one RPC, not two. Keyed by the
- * credential's SHA-256, so no secret is held as a map key. Revocations arrive
- * through `revokeApiKey` (from the bus, and directly from the gateway that
- * served the DELETE).
+ * (`cacheable_until`), so a request costs one RPC, not two. Keyed by
+ * `credentialKey` (hashed once per request, by the caller), so no secret is
+ * held as a map key. Revocations arrive through `revokeApiKey` (from the bus,
+ * and directly from the gateway that served the DELETE).
  */
 export function createPrincipalCache(options: { maxEntries?: number; now?: () => number } = {}) {
   const maxEntries = options.maxEntries ?? 10_000;
@@ -23,8 +23,7 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
   const entries = new Map<string, Entry>();
 
   return {
-    get(credential: string): Principal | undefined {
-      const key = credentialKey(credential);
+    get(key: string): Principal | undefined {
       const entry = entries.get(key);
       if (!entry) return undefined;
       if (entry.until <= now()) {
@@ -33,11 +32,11 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
       }
       return entry.principal;
     },
-    put(credential: string, principal: Principal, apiKeyId: string, until: Date): void {
+    put(key: string, principal: Principal, apiKeyId: string, until: Date): void {
       if (until.getTime() <= now()) return;
       // Oldest first out: Map iterates in insertion order.
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
-      entries.set(credentialKey(credential), { principal, apiKeyId, until: until.getTime() });
+      entries.set(key, { principal, apiKeyId, until: until.getTime() });
     },
     revokeApiKey(apiKeyId: string): void {
       for (const [key, entry] of entries) if (entry.apiKeyId === apiKeyId) entries.delete(key);
