@@ -19,9 +19,9 @@ import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
-import { streamCap } from "./stream-cap.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
+import { streamCap } from "./stream-cap.ts";
 
 export interface GatewayDeps {
   clients: ServiceClients;

@@ -105,7 +105,7 @@ describe("a rate-limited credential", () => {
     const refusedAt = Date.now();
     const retryAfterMs = Number(over!.headers.get("retry-after")) * 1000;
     await vi.waitFor(async () => expect((await client.get("/users")).status).toBe(200), { timeout: retryAfterMs + 2_000, interval: 50 });
-    expect(Date.now() - refusedAt).toBeLessThanOrEqual(retryAfterMs + 500);
+    expect(Date.now() - refusedAt).toBeLessThanOrEqual(retryAfterMs + 1_000); // slack for a busy machine
   });
 });
 
