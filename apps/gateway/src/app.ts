@@ -8,6 +8,7 @@ import { authenticate } from "./auth.ts";
 import type { ServiceClients } from "./clients.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
+import { methodNotAllowed } from "./method-not-allowed.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { requestId } from "./request-id.ts";
@@ -78,7 +79,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     await next();
   });
   app.use(authenticate(deps.clients.identity, principals));
+  app.use(methodNotAllowed);
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
   return { app, router, operations, feeds, principals };
 }

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { invalidArgument } from "@loom/kit/errors";
 import { isUuid } from "@loom/kit/ids";
 import { pageBounds } from "@loom/kit/paging";
-import { lengthProblem } from "@loom/kit/text";
+import { lengthProblem, nameProblem } from "@loom/kit/text";
 
 /**
  * Parses one part of a request (`path`, `query` or `body`) with a zod schema;
@@ -20,19 +20,50 @@ function publicPath(part: string, path: PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
 }
 
-/**
- * A name bounded in characters (code points), per semantics.md §9. The bound
- * is a custom check, so it is restated as metadata for /openapi.json.
- */
-export function boundedName(max: number) {
+/** Text bounded in characters (code points), per semantics.md §9; restated as metadata for /openapi.json. */
+function boundedString(max: number, problemOf: (value: string, min: number, max: number) => string | undefined) {
   return z
     .string()
     .check((ctx) => {
-      const problem = lengthProblem(ctx.value, 1, max);
+      const problem = problemOf(ctx.value, 1, max);
       if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
     })
     .meta({ minLength: 1, maxLength: max });
 }
+
+/** A name: 1..max characters, no control characters. */
+export const boundedName = (max: number) => boundedString(max, nameProblem);
+
+/** Free text such as a description: 1..max characters. */
+export const boundedText = (max: number) => boundedString(max, lengthProblem);
+
+/**
+ * How deeply free-form JSON (event payloads) may nest: objects and arrays
+ * inside each other. Services carry such JSON as google.protobuf.Value, two
+ * message levels per JSON level, and protobuf decoders stop at 100 (about 48
+ * JSON levels); 32 leaves room for the messages around it. Documented in
+ * docs/decisions.md.
+ */
+export const maxJsonDepth = 32;
+
+/** Depth of nested objects/arrays, counting no further than `limit + 1` (so a hostile body costs little). */
+function jsonDepth(value: unknown, limit: number): number {
+  if (value === null || typeof value !== "object") return 0;
+  if (limit < 0) return 1;
+  let deepest = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    deepest = Math.max(deepest, jsonDepth(item, limit - 1));
+    if (deepest > limit) break;
+  }
+  return deepest + 1;
+}
+
+/** Any JSON value, nested at most `maxJsonDepth` levels. */
+export const jsonValue = z.unknown().check((ctx) => {
+  if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
+    ctx.issues.push({ code: "custom", message: `must be nested at most ${maxJsonDepth} levels deep`, input: ctx.value });
+  }
+});
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z

@@ -10,7 +10,7 @@ import { subjects } from "@loom/kit/subjects";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { requirePrincipal, type Principal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
-import { lengthProblem } from "@loom/kit/text";
+import { nameProblem } from "@loom/kit/text";
 import type { AccessTokenVerifier, TokenClaims } from "./access-tokens.ts";
 import { hashApiKeySecret, looksLikeApiKey, newApiKeySecret } from "./api-key-secret.ts";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, UserRecord } from "./store/port.ts";
@@ -115,7 +115,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
   }
 
   function checkName(name: string): void {
-    const problem = lengthProblem(name, 1, apiKeyNameMax);
+    const problem = nameProblem(name, 1, apiKeyNameMax);
     if (problem) throw invalidArgument([{ path: "body.name", message: problem }]);
   }
 
