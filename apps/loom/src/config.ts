@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { env } from "@loom/kit/config";
-import { identitySettings } from "@loom/identity/config";
+import { identitySettings, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
 
 /** The all-in-one process: embedded defaults, every setting optional. */
@@ -16,6 +16,6 @@ export const loomConfigSchema = z.object({
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
-});
+}).superRefine(requireOidcClaims);
 
 export type LoomConfig = z.infer<typeof loomConfigSchema>;
