@@ -163,4 +163,33 @@ describe("hostile input", () => {
       expect(unknown.status).toBe(404);
     });
   });
+
+  describe("query and header bounds", () => {
+    it("gives Last-Event-ID the bounds of offset: a start in 0..2^53-1, 400 beyond", async () => {
+      const runId = crypto.randomUUID();
+      await admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 1 }]);
+      const stream = (headers: Record<string, string>, query = "") => admin.get(`/structure-runs/${runId}/events/stream${query}`, headers);
+      const max = Number.MAX_SAFE_INTEGER;
+      expectError(await stream({}, `?offset=${max + 1}`), 400, "ValidationError");
+      for (const id of [String(max), "99999999999999999999", "1".repeat(400), "-1", "1e3"]) {
+        const body = expectError(await stream({ "Last-Event-ID": id }), 400, "ValidationError");
+        expect(body.errors[0]?.path).toBe("header.Last-Event-ID");
+      }
+      // The largest start each way is accepted: an empty stream that ends after the log's terminal event.
+      for (const res of [await fetch(new URL(`/structure-runs/${runId}/events/stream?offset=${max}`, stack.gatewayUrl), { headers: { authorization: `Bearer ${stack.bootstrapKey}` } }),
+        await fetch(new URL(`/structure-runs/${runId}/events/stream`, stack.gatewayUrl), { headers: { authorization: `Bearer ${stack.bootstrapKey}`, "Last-Event-ID": String(max - 1) } })]) {
+        expect(res.status).toBe(200);
+        expect(await res.text()).not.toContain("data:");
+      }
+    });
+
+    it("answers status= with no status in it with 400", async () => {
+      const assistant = (await admin.post("/assistants", { name: "status filter" })).body.assistant_id;
+      for (const query of ["status=", "status=,", "status=%20,%20", "status=&status="]) {
+        const body = expectError(await admin.get(`/assistants/${assistant}/runs?${query}`), 400, "ValidationError");
+        expect(body.errors[0]?.path).toBe("query.status");
+      }
+      expect((await admin.get(`/assistants/${assistant}/runs?status=QUEUED,&status=RUNNING`)).status).toBe(200);
+    });
+  });
 });

@@ -7,16 +7,20 @@ import { defineOperation } from "../operation.ts";
 import { integerParam, uuid } from "../validation.ts";
 import { eventJson } from "./events.ts";
 
-const resumeQuery = z.object({ offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0).optional() });
+const maxOffset = Number.MAX_SAFE_INTEGER;
+const resumeQuery = z.object({ offset: integerParam(0, maxOffset, 0).optional() });
 
 /**
  * Where a stream starts: just after `Last-Event-ID` (the offset of the last
  * event the client has), else at the `offset` query (the first offset to
- * send, as in lists), else at the start of the log.
+ * send, as in lists), else at the start of the log. Both name a start in
+ * 0..2^53-1: the header one less, as it names the event before it.
  */
 function startOffset(lastEventId: string, queryOffset: number | undefined): bigint {
   if (lastEventId !== "") {
-    if (!/^\d+$/.test(lastEventId)) throw invalidArgument([{ path: "header.Last-Event-ID", message: "must be an event offset" }]);
+    if (!/^\d{1,16}$/.test(lastEventId) || Number(lastEventId) > maxOffset - 1) {
+      throw invalidArgument([{ path: "header.Last-Event-ID", message: `must be an event offset, 0 to ${maxOffset - 1}` }]);
+    }
     return BigInt(lastEventId) + 1n;
   }
   return BigInt(queryOffset ?? 0);

@@ -33,7 +33,7 @@ export function structureEventOperations({ events }: ServiceClients) {
       path: "/structure-runs/{structure_run_id}/events",
       summary: "Appends events to a structure run's log: {events: [...]}, a bare array, or one event; all or nothing",
       params: runPath,
-      body: { schema: z.unknown(), required: true, limit: bodyLimits.events },
+      body: { schema: z.unknown(), required: true, limit: bodyLimits.events, documented: z.union([z.object({ events: eventArray }), eventArray, newEvent]) },
       response: { status: 202, description: "Stored" },
       async handle({ params, body, call }) {
         const batch = eventsOf(body);
