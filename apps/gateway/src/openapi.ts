@@ -57,6 +57,22 @@ function parameters(op: Operation) {
   return [...of("path", op.params), ...of("query", op.query)];
 }
 
+/**
+ * One event of a stream, as SSE parsers (and schema fuzzers) see it: `id` the
+ * offset, `data` the event's JSON. Keep-alives are comments, not events.
+ */
+function serverSentEvent(data: z.ZodType | undefined): JsonSchemaObject {
+  return {
+    type: "object",
+    required: ["id", "data"],
+    properties: {
+      id: { type: "string", pattern: "^[0-9]+$" },
+      event: { type: "string", const: "message", description: "no `event:` field is sent, so parsers report the default" },
+      data: { type: "string", contentMediaType: "application/json", ...(data ? { contentSchema: jsonSchema(data, "output") } : {}) },
+    },
+  };
+}
+
 function requestBodySchema(body: NonNullable<Operation["body"]>): JsonSchemaObject {
   const documented = body.documented ?? body.schema;
   // anyOf, not oneOf: a body may fit two forms (an object with `events` and `type`); the handler decides by `events`.
@@ -72,7 +88,7 @@ export function openApiDocument(operations: Operation[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
     const success = op.response.stream
-      ? { description: op.response.description, content: { "text/event-stream": { schema: { type: "string" } } } }
+      ? { description: op.response.description, content: { "text/event-stream": { schema: serverSentEvent(op.response.schema) } } }
       : op.response.schema
         ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
         : { description: op.response.description };

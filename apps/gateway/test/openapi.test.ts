@@ -123,4 +123,12 @@ describe("/openapi.json", () => {
       expect(id.pattern).toBe("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
     }
   });
+
+  it("describes each event of a stream: the offset as id, the event's JSON as data", () => {
+    for (const [path, runField] of [["/assistant-runs/{assistant_run_id}/events/stream", "assistant_run_id"], ["/structure-runs/{structure_run_id}/events/stream", "structure_run_id"]] as const) {
+      const event = op(path, "get").responses["200"].content["text/event-stream"].schema;
+      expect(event.required).toEqual(["id", "data"]);
+      expect(event.properties.data).toMatchObject({ contentMediaType: "application/json", contentSchema: { required: expect.arrayContaining(["event_id", runField, "type"]) } });
+    }
+  });
 });

@@ -4,6 +4,7 @@ import { RunKind } from "@loom/proto/events/v1/events_pb";
 import type { ServiceClients } from "../clients.ts";
 import type { EventFeeds } from "../event-feeds.ts";
 import { defineOperation } from "../operation.ts";
+import { assistantEventSchema, structureEventSchema } from "../schemas.ts";
 import { integerParam, uuid } from "../validation.ts";
 import { eventJson } from "./events.ts";
 
@@ -35,7 +36,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The run's events as server-sent events: the log so far, then live, ending after the terminal event",
       params: z.object({ assistant_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: assistantEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
@@ -50,7 +51,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The structure run's events as server-sent events, ending after StructureRunCompleted or StructureRunError",
       params: z.object({ structure_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: structureEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         const runId = params.structure_run_id;
