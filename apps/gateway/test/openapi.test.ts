@@ -9,7 +9,7 @@ import { routerPath } from "../src/operation.ts";
 const { router, operations } = buildApp({
   clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
   logger: createLogger("test", "silent"),
-  ready: async () => true,
+  readiness: async () => ({ ready: true }),
 });
 const document = openApiDocument(operations) as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
 
