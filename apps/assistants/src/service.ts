@@ -7,7 +7,7 @@ import { isUuid, newId } from "@loom/kit/ids";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { requirePrincipal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
-import { lengthProblem } from "@loom/kit/text";
+import { lengthProblem, nameProblem } from "@loom/kit/text";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 
 /** Most ids one array may hold (public-api.md is silent; see docs/decisions.md). */
@@ -15,8 +15,8 @@ export const maxIdsPerArray = 100;
 
 type Violation = { path: string; message: string };
 
-function checkText(violations: Violation[], path: string, value: string | undefined, max: number): void {
-  const problem = value === undefined ? undefined : lengthProblem(value, 1, max);
+function checkText(violations: Violation[], path: string, value: string | undefined, max: number, problemOf = lengthProblem): void {
+  const problem = value === undefined ? undefined : problemOf(value, 1, max);
   if (problem) violations.push({ path, message: problem });
 }
 
@@ -37,7 +37,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
     async createAssistant(req, ctx) {
       const principal = requirePrincipal(ctx);
       const violations: Violation[] = [];
-      checkText(violations, "body.name", req.name, 200);
+      checkText(violations, "body.name", req.name, 200, nameProblem);
       checkText(violations, "body.description", req.description, 200);
       const ids = {
         knowledgeBaseIds: checkIds(violations, "body.knowledge_base_ids", req.knowledgeBaseIds) ?? [],
@@ -72,7 +72,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
     async updateAssistant(req, ctx) {
       const { organizationId } = requirePrincipal(ctx);
       const violations: Violation[] = [];
-      checkText(violations, "body.name", req.name, 200);
+      checkText(violations, "body.name", req.name, 200, nameProblem);
       checkText(violations, "body.description", req.description, 200);
       const patch: AssistantPatch = {
         name: req.name,

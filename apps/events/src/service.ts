@@ -10,7 +10,7 @@ import type { Logger } from "@loom/kit/logger";
 import { requirePrincipal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { subjects } from "@loom/kit/subjects";
-import { lengthProblem } from "@loom/kit/text";
+import { nameProblem } from "@loom/kit/text";
 import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
 import { terminalAssistantRunEvents } from "./log-closed.ts";
@@ -71,7 +71,7 @@ function checkLog(violations: Violation[], req: { runKind: RunKind; runId: strin
 /** One NewEvent checked; its record when it passes. */
 function checkEvent(violations: Violation[], path: string, e: NewEvent, at: Date): NewEventRecord | undefined {
   const before = violations.length;
-  const typeProblem = lengthProblem(e.type, 1, eventBounds.maxTypeLength);
+  const typeProblem = nameProblem(e.type, 1, eventBounds.maxTypeLength);
   if (typeProblem) violations.push({ path: `${path}.type`, message: typeProblem });
   if (!(origins as readonly string[]).includes(e.origin)) violations.push({ path: `${path}.origin`, message: `must be one of ${origins.join(", ")}` });
   if (!Number.isFinite(e.timestamp)) violations.push({ path: `${path}.timestamp`, message: "must be a finite number" });

@@ -1,4 +1,5 @@
 import Koa from "koa";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { Router } from "@koa/router";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
@@ -9,9 +10,11 @@ import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
+import { methodNotAllowed } from "./method-not-allowed.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { rateLimit } from "./rate-limit.ts";
+import type { Readiness } from "./readiness.ts";
 import { requestId } from "./request-id.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assistantOperations } from "./routes/assistants.ts";
@@ -26,8 +29,8 @@ import { streamCap } from "./stream-cap.ts";
 export interface GatewayDeps {
   clients: ServiceClients;
   logger: Logger;
-  /** Whether the services behind the gateway answer (for /readyz). */
-  ready: () => Promise<boolean>;
+  /** What /readyz says (see readiness.ts). */
+  readiness: () => Promise<Readiness>;
   /**
    * Where identity announces revoked keys. With it, the gateway caches
    * Authenticate answers; without it, it asks identity on every request.
@@ -75,9 +78,9 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     if (ctx.method !== "GET") return next();
     if (ctx.path === "/healthz") return void (ctx.body = { status: "ok" });
     if (ctx.path === "/readyz") {
-      const ok = await deps.ready().catch(() => false);
-      ctx.status = ok ? 200 : 503;
-      ctx.body = { status: ok ? "ready" : "not ready" };
+      const readiness = await deps.readiness().catch((): Readiness => ({ ready: false }));
+      if (!readiness.ready) throw new ConnectError("not ready: its stores do not answer", Code.Unavailable);
+      ctx.body = { status: "ready", ...(readiness.services ? { services: readiness.services } : {}) };
       return;
     }
     if (ctx.path === "/openapi.json") return void (ctx.body = openapi);
@@ -85,7 +88,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   });
   app.use(authenticate(deps.clients.identity, principals));
   if (limits.RATE_LIMIT_REQUESTS) app.use(rateLimit({ requests: limits.RATE_LIMIT_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
+  app.use(methodNotAllowed);
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
   return { app, router, operations, feeds, principals };
 }

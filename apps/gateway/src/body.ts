@@ -6,20 +6,33 @@ import type { Context } from "koa";
 /** Request body limits of semantics.md §9. */
 export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as const;
 
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
 /**
- * Reads and parses a JSON body. An empty body is `undefined`; over the limit is
- * 413; malformed JSON is 400. `null` fields at the top level mean "absent"
- * (semantics.md §1), so they are dropped here once for every route.
+ * Reads and parses a JSON body, whatever its Content-Type says (see
+ * docs/decisions.md, "HTTP surface"). An empty body is `undefined`; over the
+ * limit is 413; bytes that are not UTF-8 and malformed JSON are 400. `null`
+ * fields at the top level mean "absent" (semantics.md §1), so they are
+ * dropped here once for every route.
  */
 export async function readJsonBody(ctx: Context, limit: number = bodyLimits.default): Promise<unknown> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = await getRawBody(ctx.req, { limit, encoding: "utf8", length: ctx.get("Content-Length") || undefined });
+    bytes = await getRawBody(ctx.req, { limit, length: ctx.get("Content-Length") || undefined });
   } catch (error) {
+    // The rest of the body is still on the connection, unread: close it after
+    // answering, or the next request on it would be read from the middle of this one.
+    ctx.set("Connection", "close");
     if ((error as { type?: string }).type === "entity.too.large") {
       throw new ConnectError(`request body is larger than ${limit} bytes`, Code.OutOfRange);
     }
     throw invalidArgument([{ path: "body", message: "could not read the request body" }]);
+  }
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw invalidArgument([{ path: "body", message: "must be UTF-8 text" }]);
   }
   if (text.trim() === "") return undefined;
   let parsed: unknown;

@@ -26,7 +26,7 @@ const httpOf: Partial<Record<Code, { status: number; type: string; retryAfter?: 
 const serviceError = { status: 500, type: "ServiceError" };
 
 /** Koa's own HTTP errors (unknown path, wrong method) in the same body shape. */
-const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotAllowed", 501: "NotImplemented" };
+const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotAllowed" };
 
 /**
  * RESOURCE_EXHAUSTED from the gateway's own limits. A limiter that knows when
@@ -67,6 +67,8 @@ export function errorHandler(logger: Logger) {
       const koaStatus = (error as { status?: unknown }).status;
       if (!(error instanceof ConnectError) && typeof koaStatus === "number" && typeOfStatus[koaStatus]) {
         ctx.status = koaStatus;
+        const headers = (error as { headers?: Record<string, string> }).headers;
+        if (headers) ctx.set(headers); // e.g. Allow on a 405
         ctx.body = errorBody(typeOfStatus[koaStatus]!, [{ message: (error as Error).message }], requestId);
         return;
       }

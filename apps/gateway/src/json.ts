@@ -1,9 +1,13 @@
 import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { PageInfo } from "@loom/proto/common/v1/common_pb";
 
-/** RFC 3339, UTC, milliseconds (semantics.md §1). */
+/**
+ * RFC 3339, UTC, milliseconds (semantics.md §1). A required time missing from
+ * a service's answer is a bug to report (500), never a made-up 1970 date.
+ */
 export function isoTime(ts: Timestamp | undefined): string {
-  return ts ? timestampDate(ts).toISOString() : new Date(0).toISOString();
+  if (!ts) throw new Error("a service answered without a required timestamp");
+  return timestampDate(ts).toISOString();
 }
 
 /** The public Pagination object; next/previous only when that page exists. */

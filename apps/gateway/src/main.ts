@@ -8,7 +8,7 @@ import { createNatsBus } from "@loom/kit/bus-nats";
 import { buildApp } from "./app.ts";
 import { serviceClients } from "./clients.ts";
 import { gatewayConfigSchema } from "./config.ts";
-import { servicesReady } from "./readiness.ts";
+import { servicesStatus } from "./readiness.ts";
 
 const logger = createLogger("gateway");
 try {
@@ -23,7 +23,10 @@ try {
   // Only a shared bus can carry revocations from identity; an in-process one could not.
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
-  const { app } = buildApp({ clients, logger, bus, limits: config, ready: () => servicesReady([config.IDENTITY_URL, config.ASSISTANTS_URL, config.RUNS_URL, config.EVENTS_URL]) });
+  const services = { identity: config.IDENTITY_URL, assistants: config.ASSISTANTS_URL, runs: config.RUNS_URL, events: config.EVENTS_URL };
+  // A service that is down makes its own requests 503; it never takes the gateway replicas out of rotation.
+  const readiness = async () => ({ ready: true, services: await servicesStatus(services) });
+  const { app } = buildApp({ clients, logger, bus, limits: config, readiness });
   const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   onShutdown(logger, async () => {

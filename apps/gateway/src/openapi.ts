@@ -2,24 +2,51 @@ import { z } from "zod";
 import type { Operation } from "./operation.ts";
 import { errorBodySchema } from "./schemas.ts";
 
+/** Every operation may answer these (semantics.md §2), always with the error body. */
 const errorResponses = {
   "400": "ValidationError: malformed JSON, wrong type or a bound violated",
   "401": "Unauthorized: missing, malformed, unknown, expired or revoked credential",
-  "403": "Forbidden",
+  "403": "Forbidden: the operation is not allowed for this principal",
   "404": "NotFound: unknown id, or another organization's resource",
+  "409": "Conflict: e.g. an Idempotency-Key reused with another body",
   "413": "PayloadTooLarge",
   "429": "RateLimited: over the credential's rate limit or open-stream cap, or a queue is full; `Retry-After` says when to try again",
   "500": "ServiceError",
-  "503": "Unavailable: a dependency is down",
+  "503": "Unavailable: a dependency is down; see Retry-After",
 };
 
-const jsonSchema = (schema: z.ZodType, io: "input" | "output") =>
-  z.toJSONSchema(schema, { io, unrepresentable: "any", target: "draft-2020-12" });
+type JsonSchemaObject = Record<string, unknown>;
+
+function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchemaObject {
+  // OpenAPI 3.1's schema dialect is the default; a `$schema` in every nested schema says nothing more.
+  const { $schema: _, ...json } = z.toJSONSchema(schema, {
+    io,
+    unrepresentable: "any",
+    target: "draft-2020-12",
+    // Query integers are parsed from text; documented as integers, the text pattern goes.
+    override: ({ jsonSchema }) => {
+      if (jsonSchema.type === "integer") delete jsonSchema.pattern;
+    },
+  });
+  return json as JsonSchemaObject;
+}
+
+/** The body reader drops top-level `null`s (semantics.md §1): every optional field of a body also takes null. */
+function nullableOptionals(schema: JsonSchemaObject): JsonSchemaObject {
+  const properties = schema.properties as Record<string, JsonSchemaObject> | undefined;
+  if (schema.type !== "object" || !properties) return schema;
+  const required = new Set((schema.required as string[] | undefined) ?? []);
+  return {
+    ...schema,
+    properties: Object.fromEntries(Object.entries(properties).map(([name, p]) => [name, required.has(name) ? p : { anyOf: [p, { type: "null" }] }])),
+  };
+}
 
 function parameters(op: Operation) {
   const of = (where: "path" | "query", schema: z.ZodType | undefined) => {
     if (!schema) return [];
     const json = jsonSchema(schema, "input") as { properties?: Record<string, object>; required?: string[] };
+    // Arrays are sent as repeated parameters (`status=A&status=B`), OpenAPI's default style.
     return Object.entries(json.properties ?? {}).map(([name, property]) => ({
       name,
       in: where,
@@ -30,12 +57,38 @@ function parameters(op: Operation) {
   return [...of("path", op.params), ...of("query", op.query)];
 }
 
+/**
+ * One event of a stream, as SSE parsers (and schema fuzzers) see it: `id` the
+ * offset, `data` the event's JSON. Keep-alives are comments, not events.
+ */
+function serverSentEvent(data: z.ZodType | undefined): JsonSchemaObject {
+  return {
+    type: "object",
+    required: ["id", "data"],
+    properties: {
+      id: { type: "string", pattern: "^[0-9]+$" },
+      event: { type: "string", const: "message", description: "no `event:` field is sent, so parsers report the default" },
+      data: { type: "string", contentMediaType: "application/json", ...(data ? { contentSchema: jsonSchema(data, "output") } : {}) },
+    },
+  };
+}
+
+function requestBodySchema(body: NonNullable<Operation["body"]>): JsonSchemaObject {
+  const documented = body.documented ?? body.schema;
+  // anyOf, not oneOf: a body may fit two forms (an object with `events` and `type`); the handler decides by `events`.
+  const forms = documented instanceof z.ZodUnion ? documented.options.map((form) => form as z.ZodType) : [documented];
+  const schemas = forms.map((form) => nullableOptionals(jsonSchema(form, "input")));
+  // A whole body of `null` is an absent body: fine where the body is optional.
+  if (!body.required) schemas.push({ type: "null" });
+  return schemas.length === 1 ? schemas[0]! : { anyOf: schemas };
+}
+
 /** The OpenAPI 3.1 document of exactly the operations that are mounted. */
 export function openApiDocument(operations: Operation[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
     const success = op.response.stream
-      ? { description: op.response.description, content: { "text/event-stream": { schema: { type: "string" } } } }
+      ? { description: op.response.description, content: { "text/event-stream": { schema: serverSentEvent(op.response.schema) } } }
       : op.response.schema
         ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
         : { description: op.response.description };
@@ -45,7 +98,7 @@ export function openApiDocument(operations: Operation[]) {
       security: [{ bearer: [] }],
       parameters: parameters(op),
       ...(op.body
-        ? { requestBody: { required: op.body.required, content: { "application/json": { schema: jsonSchema(op.body.schema, "input") } } } }
+        ? { requestBody: { required: op.body.required, content: { "application/json": { schema: requestBodySchema(op.body) } } } }
         : {}),
       responses: {
         [String(op.response.status)]: success,

@@ -32,8 +32,9 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   summary: string;
   params?: P;
   query?: Q;
-  body?: { schema: B; required: boolean; limit?: number };
-  /** `stream`: the handler returns a Readable of SSE frames instead of JSON. */
+  /** `documented`: the shape /openapi.json shows, when the handler parses the body itself (several accepted forms). */
+  body?: { schema: B; required: boolean; limit?: number; documented?: z.ZodType };
+  /** `stream`: the handler returns a Readable of SSE frames instead of JSON; `schema` is then one event's `data`. */
   response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }

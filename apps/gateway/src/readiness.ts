@@ -1,12 +1,23 @@
-/** The gateway is ready when every service it calls says it is (their /readyz). */
-export async function servicesReady(baseUrls: string[]): Promise<boolean> {
+/**
+ * What /readyz reports: whether this process can serve (503 when not), and
+ * how the services it calls are doing (for people; it never makes the
+ * process unready: see docs/decisions.md, "Readiness").
+ */
+export interface Readiness {
+  ready: boolean;
+  services?: Record<string, "ready" | "unavailable">;
+}
+
+/** Each service's own /readyz, by name; a service that does not answer in 2 s is unavailable. */
+export async function servicesStatus(baseUrls: Record<string, string>): Promise<Record<string, "ready" | "unavailable">> {
   const answers = await Promise.all(
-    baseUrls.map((url) =>
-      fetch(new URL("/readyz", url), { signal: AbortSignal.timeout(2_000) }).then(
+    Object.entries(baseUrls).map(async ([name, url]) => {
+      const ok = await fetch(new URL("/readyz", url), { signal: AbortSignal.timeout(2_000) }).then(
         (res) => res.ok,
         () => false,
-      ),
-    ),
+      );
+      return [name, ok ? "ready" : "unavailable"] as const;
+    }),
   );
-  return answers.every(Boolean);
+  return Object.fromEntries(answers);
 }

@@ -1,11 +1,13 @@
 import { z } from "zod";
+import { producedUuidPatternSource } from "@loom/kit/ids";
 
 /**
  * Response shapes of public-api.md, as zod schemas: documented in
  * /openapi.json and checked against real responses in the tests.
  */
 export const timestamp = z.iso.datetime({ offset: false, precision: 3 });
-export const uuidString = z.uuid();
+/** An id as Loom produces it: a v4 uuid in lower case. */
+export const uuidString = z.string().regex(new RegExp(producedUuidPatternSource), "must be a lower-case v4 uuid").meta({ format: "uuid" });
 
 export const paginationSchema = z.strictObject({
   page_number: z.number().int(),

@@ -1,8 +1,8 @@
 import { z } from "zod";
 import { invalidArgument } from "@loom/kit/errors";
-import { isUuid } from "@loom/kit/ids";
+import { isUuid, uuidPatternSource } from "@loom/kit/ids";
 import { pageBounds } from "@loom/kit/paging";
-import { lengthProblem } from "@loom/kit/text";
+import { lengthProblem, nameProblem, namePatternSource } from "@loom/kit/text";
 
 /**
  * Parses one part of a request (`path`, `query` or `body`) with a zod schema;
@@ -20,24 +20,55 @@ function publicPath(part: string, path: PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
 }
 
-/**
- * A name bounded in characters (code points), per semantics.md §9. The bound
- * is a custom check, so it is restated as metadata for /openapi.json.
- */
-export function boundedName(max: number) {
+/** Text bounded in characters (code points), per semantics.md §9; the checks are custom, so /openapi.json gets them as metadata. */
+function boundedString(max: number, problemOf: (value: string, min: number, max: number) => string | undefined, meta: Record<string, unknown> = {}) {
   return z
     .string()
     .check((ctx) => {
-      const problem = lengthProblem(ctx.value, 1, max);
+      const problem = problemOf(ctx.value, 1, max);
       if (problem) ctx.issues.push({ code: "custom", message: problem, input: ctx.value });
     })
-    .meta({ minLength: 1, maxLength: max });
+    .meta({ minLength: 1, maxLength: max, ...meta });
 }
+
+/** A name: 1..max characters, no control characters. */
+export const boundedName = (max: number) => boundedString(max, nameProblem, { pattern: namePatternSource });
+
+/** Free text such as a description: 1..max characters. */
+export const boundedText = (max: number) => boundedString(max, lengthProblem);
+
+/**
+ * How deeply free-form JSON (event payloads) may nest: objects and arrays
+ * inside each other. Services carry such JSON as google.protobuf.Value, two
+ * message levels per JSON level, and protobuf decoders stop at 100 (about 48
+ * JSON levels); 32 leaves room for the messages around it. Documented in
+ * docs/decisions.md.
+ */
+export const maxJsonDepth = 32;
+
+/** Depth of nested objects/arrays, counting no further than `limit + 1` (so a hostile body costs little). */
+function jsonDepth(value: unknown, limit: number): number {
+  if (value === null || typeof value !== "object") return 0;
+  if (limit < 0) return 1;
+  let deepest = 0;
+  for (const item of Array.isArray(value) ? value : Object.values(value)) {
+    deepest = Math.max(deepest, jsonDepth(item, limit - 1));
+    if (deepest > limit) break;
+  }
+  return deepest + 1;
+}
+
+/** Any JSON value, nested at most `maxJsonDepth` levels. */
+export const jsonValue = z.unknown().check((ctx) => {
+  if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
+    ctx.issues.push({ code: "custom", message: `must be nested at most ${maxJsonDepth} levels deep`, input: ctx.value });
+  }
+});
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z
   .string()
-  .meta({ format: "uuid" })
+  .meta({ format: "uuid", pattern: uuidPatternSource })
   .refine(isUuid, { message: "must be a uuid" })
   .transform((v) => v.toLowerCase());
 
@@ -47,13 +78,14 @@ export const maxIdsPerArray = 100;
 /** An array of uuids, as every `*_ids` field of the API. */
 export const idArray = z.array(uuid).max(maxIdsPerArray, `must hold at most ${maxIdsPerArray} ids`);
 
-/** An integer query parameter, sent as a string. */
+/** An integer query parameter, sent as a string; documented as the integer it must be. */
 export function integerParam(min: number, max: number, fallback: number) {
   return z
     .string()
     .regex(/^-?\d+$/, "must be an integer")
     .transform(Number)
     .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
+    .meta({ type: "integer", minimum: min, maximum: max, default: fallback })
     .optional()
     .transform((v) => v ?? fallback);
 }

@@ -7,6 +7,7 @@ import { listen, type RunningServer } from "@loom/kit/rpc-server";
 import { apiClient } from "@loom/testing/http";
 import { buildApp } from "../src/app.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
+import { expectError } from "./expect-error.ts";
 
 /** The gateway's one mapping table, driven by an identity double that fails on demand. */
 describe("RPC errors become the HTTP errors of semantics.md §2", () => {
@@ -23,7 +24,7 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
         },
       }),
     );
-    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), logger: createLogger("test", "silent"), ready: async () => false });
+    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), logger: createLogger("test", "silent"), readiness: async () => ({ ready: false }) });
     gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1");
   });
   afterAll(() => gateway?.close());
@@ -60,7 +61,9 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
     expect(JSON.stringify(res.body)).not.toMatch(/Mongo|E11000|node_modules/);
   });
 
-  it("answers /readyz with 503 while the services are not ready", async () => {
-    expect((await apiClient(gateway.url).get("/readyz")).status).toBe(503);
+  it("answers /readyz with 503, the error body and Retry-After while the process cannot serve", async () => {
+    const res = await apiClient(gateway.url).get("/readyz");
+    expectError(res, 503, "Unavailable");
+    expect(Number(res.headers.get("retry-after"))).toBeGreaterThan(0);
   });
 });

@@ -9,7 +9,7 @@ import { routerPath } from "../src/operation.ts";
 const { router, operations } = buildApp({
   clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
   logger: createLogger("test", "silent"),
-  ready: async () => true,
+  readiness: async () => ({ ready: true }),
 });
 const document = openApiDocument(operations) as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
 
@@ -66,5 +66,69 @@ describe("/openapi.json", () => {
     const create = (document.paths["/users/{user_id}/api-keys"] as any).post.requestBody.content["application/json"].schema;
     expect(create.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 200 });
     expect(create.required).toEqual(["name"]);
+  });
+
+  const ops = Object.values(document.paths).flatMap((methods) => Object.values(methods)) as any[];
+  const op = (path: string, method: string) => (document.paths as any)[path][method];
+  const v4 = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
+
+  it("gives every id in a path and in a body the v4 uuid pattern the server checks", () => {
+    const pathIds = ops.flatMap((o) => o.parameters.filter((p: any) => p.in === "path"));
+    expect(pathIds.length).toBeGreaterThan(20);
+    for (const p of pathIds) expect(p.schema, p.name).toMatchObject({ type: "string", pattern: v4 });
+    const run = op("/assistants/{assistant_id}/runs", "post").requestBody.content["application/json"].schema.anyOf[0]; // the body is optional: [object, null]
+    expect(run.properties.thread_id.anyOf[0]).toMatchObject({ pattern: v4 });
+    expect(run.properties.tool_ids.anyOf[0]).toMatchObject({ type: "array", maxItems: 100, items: { pattern: v4 } });
+  });
+
+  it("documents paging bounds as integers, the status filter as an enum, and names without control characters", () => {
+    const list = op("/assistants/{assistant_id}/runs", "get").parameters;
+    const param = (name: string) => list.find((p: any) => p.name === name)?.schema;
+    expect(param("page")).toEqual({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
+    expect(param("page_size")).toEqual({ type: "integer", minimum: 1, maximum: 100 });
+    expect(param("status")).toEqual({ type: "array", minItems: 1, items: { type: "string", enum: ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] } });
+    const events = op("/assistant-runs/{assistant_run_id}/events", "get").parameters;
+    expect(events.find((p: any) => p.name === "offset").schema).toMatchObject({ type: "integer", minimum: 0 });
+    expect(events.find((p: any) => p.name === "limit").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 });
+    const name = op("/threads", "post").requestBody.content["application/json"].schema.properties.name;
+    expect(new RegExp(name.pattern).test("ok name")).toBe(true);
+    expect(new RegExp(name.pattern).test("nul\u0000")).toBe(false);
+  });
+
+  it("documents the three accepted forms of a CreateEvents body, and null where null is accepted", () => {
+    const body = op("/structure-runs/{structure_run_id}/events", "post").requestBody.content["application/json"].schema;
+    expect(body.anyOf.map((form: any) => form.type)).toEqual(["object", "array", "object"]);
+    expect(body.anyOf[0].required).toEqual(["events"]);
+    expect(body.anyOf[1]).toMatchObject({ minItems: 1, maxItems: 1000 });
+    expect(body.anyOf[2].required).toEqual(["type", "timestamp"]);
+    const update = op("/assistants/{assistant_id}", "patch").requestBody;
+    expect(update.required).toBe(false);
+    expect(update.content["application/json"].schema.anyOf.at(-1)).toEqual({ type: "null" }); // a whole body of null is no body
+    const create = op("/assistants", "post").requestBody.content["application/json"].schema;
+    expect(create.properties.description.anyOf).toContainEqual({ type: "null" });
+    expect(create.properties.name.anyOf).toBeUndefined(); // required: null is not a name
+  });
+
+  it("lists every error answer with the error body on every operation", () => {
+    for (const o of ops) {
+      for (const status of ["400", "401", "403", "404", "409", "413", "429", "500", "503"]) {
+        expect(o.responses[status]?.content["application/json"].schema, `${o.operationId} ${status}`).toEqual({ $ref: "#/components/schemas/ErrorBody" });
+      }
+    }
+  });
+
+  it("gives response ids the lower-case v4 pattern Loom produces", () => {
+    const user = op("/users", "get").responses["200"].content["application/json"].schema.properties.users.items;
+    for (const id of [user.properties.user_id, user.properties.organizations.items]) {
+      expect(id.pattern).toBe("^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$");
+    }
+  });
+
+  it("describes each event of a stream: the offset as id, the event's JSON as data", () => {
+    for (const [path, runField] of [["/assistant-runs/{assistant_run_id}/events/stream", "assistant_run_id"], ["/structure-runs/{structure_run_id}/events/stream", "structure_run_id"]] as const) {
+      const event = op(path, "get").responses["200"].content["text/event-stream"].schema;
+      expect(event.required).toEqual(["id", "data"]);
+      expect(event.properties.data).toMatchObject({ contentMediaType: "application/json", contentSchema: { required: expect.arrayContaining(["event_id", runField, "type"]) } });
+    }
   });
 });

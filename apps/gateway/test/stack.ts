@@ -15,7 +15,7 @@ import { testTokenSecret } from "@loom/testing/tokens";
 import { buildApp } from "../src/app.ts";
 import { defaultLimits, type LimitSettings } from "../src/config.ts";
 import { serviceClients } from "../src/clients.ts";
-import { servicesReady } from "../src/readiness.ts";
+import { servicesStatus } from "../src/readiness.ts";
 
 export interface TestStack {
   gatewayUrl: string;
@@ -29,6 +29,8 @@ export interface TestStack {
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
   restartIdentity(): Promise<void>;
+  /** Stops the assistants service for good (a backing service that is down). */
+  stopAssistants(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -105,7 +107,7 @@ export async function startStack(
       runs: httpTransport(runs.url, serviceToken),
       events: httpTransport(events.url, serviceToken),
     });
-    const { app } = buildApp({ clients, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, ready: () => servicesReady([identity.url, assistants.url, runs.url, events.url]) });
+    const { app } = buildApp({ clients, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url }) }) });
     const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });
@@ -121,6 +123,7 @@ export async function startStack(
     addGateway: async () => (await startGateway()).url,
     identityUrl: identity.url,
     bootstrapKey,
+    stopAssistants: () => assistants.close(),
     async restartIdentity() {
       await identity.close();
       identity = await startIdentity(identity.port);

@@ -1,3 +1,4 @@
+import { Code, ConnectError } from "@connectrpc/connect";
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { unauthenticated } from "@loom/kit/errors";
 
@@ -29,7 +30,7 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
   let key: Uint8Array | JWTVerifyGetKey;
   let algorithms: string[];
   if (options.jwksUrl) {
-    key = createRemoteJWKSet(new URL(options.jwksUrl));
+    key = reachableOrUnavailable(createRemoteJWKSet(new URL(options.jwksUrl)));
     algorithms = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA"];
   } else if (options.secret) {
     key = new TextEncoder().encode(options.secret);
@@ -52,6 +53,7 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
             ? (await jwtVerify(token, key, verifyOptions)).payload
             : (await jwtVerify(token, key, verifyOptions)).payload;
       } catch (error) {
+        if (error instanceof ConnectError) throw error;
         if (error instanceof errors.JWTExpired) throw unauthenticated("access token expired");
         if (error instanceof errors.JOSEError) throw unauthenticated("invalid access token");
         throw error;
@@ -66,5 +68,24 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
         expiresAt: typeof payload.exp === "number" ? new Date(payload.exp * 1000) : undefined,
       };
     },
+  };
+}
+
+/**
+ * A provider whose keys cannot be fetched (down, timing out, answering
+ * something that is not a key set) says nothing about the token: that is
+ * UNAVAILABLE (503, retry), not UNAUTHENTICATED (401, which tells a client
+ * its credential is bad). A token whose key is not in a fetched set stays 401.
+ */
+function reachableOrUnavailable(remote: JWTVerifyGetKey): JWTVerifyGetKey {
+  return async (header, token) => {
+    try {
+      return await remote(header, token);
+    } catch (error) {
+      const unreachable =
+        !(error instanceof errors.JOSEError) || error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || error.code === "ERR_JOSE_GENERIC";
+      if (unreachable) throw new ConnectError("the access token issuer's keys cannot be fetched right now", Code.Unavailable);
+      throw error;
+    }
   };
 }

@@ -17,6 +17,18 @@ export const identitySettings = {
   OIDC_AUDIENCE: z.string().optional(),
 };
 
+/**
+ * With a JWKS URL, the issuer and audience are required: without them any
+ * token the provider signs — for any of its other applications — would be
+ * accepted. Applied to every schema that takes identitySettings.
+ */
+export function requireOidcClaims(config: { OIDC_JWKS_URL?: string; OIDC_ISSUER?: string; OIDC_AUDIENCE?: string }, ctx: z.RefinementCtx): void {
+  if (!config.OIDC_JWKS_URL) return;
+  for (const name of ["OIDC_ISSUER", "OIDC_AUDIENCE"] as const) {
+    if (!config[name]) ctx.addIssue({ code: "custom", path: [name], message: "is required when OIDC_JWKS_URL is set" });
+  }
+}
+
 /** The identity service run on its own (one Deployment in production). */
 export const identityConfigSchema = z.object({
   ...serviceSettings(8081),
@@ -24,4 +36,4 @@ export const identityConfigSchema = z.object({
   ...identitySettings,
   /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
   NATS_URL: env.url().optional(),
-});
+}).superRefine(requireOidcClaims);

@@ -1,8 +1,10 @@
 import { createServer } from "node:http";
+import { loadConfig } from "@loom/kit/config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
 import { listen, type RunningServer } from "@loom/kit/rpc-server";
 import { createAccessTokenVerifier } from "../src/access-tokens.ts";
+import { identityConfigSchema } from "../src/config.ts";
 
 type SigningKey = Awaited<ReturnType<typeof generateKeyPair>>["privateKey"];
 
@@ -47,5 +49,39 @@ describe("access tokens verified against a JWKS URL", () => {
 
   it("is off when neither a secret nor a JWKS URL is configured", () => {
     expect(createAccessTokenVerifier({})).toBeUndefined();
+  });
+
+  it("answers UNAVAILABLE, not UNAUTHENTICATED, when the provider's keys cannot be fetched", async () => {
+    const token = await sign(privateKey, { sub: "u1" });
+    const down = await listen(createServer(), 0, "127.0.0.1");
+    await down.close(); // a port where nothing listens
+    const failing = await listen(
+      createServer((req, res) => (req.url === "/500" ? res.writeHead(500).end() : res.writeHead(200, { "content-type": "application/json" }).end("not json"))),
+      0,
+      "127.0.0.1",
+    );
+    try {
+      for (const url of [`${down.url}/jwks.json`, `${failing.url}/500`, `${failing.url}/garbage`]) {
+        const verify = createAccessTokenVerifier({ jwksUrl: url, issuer: "https://idp.example", audience: "loom" })!.verify(token);
+        await expect(verify, url).rejects.toMatchObject({ code: 14 }); // Code.Unavailable → 503 with Retry-After in the gateway
+      }
+    } finally {
+      await failing.close();
+    }
+  });
+
+  it("keeps a token whose key is not in a fetched key set UNAUTHENTICATED", async () => {
+    const token = await new SignJWT({ sub: "u1" }).setProtectedHeader({ alg: "RS256", kid: "unknown" }).setIssuer("https://idp.example").setAudience("loom").setExpirationTime("5m").sign(privateKey);
+    await expect(verifier().verify(token)).rejects.toMatchObject({ code: 16 });
+  });
+});
+
+describe("access-token configuration", () => {
+  it("refuses to start the identity service with OIDC_JWKS_URL but no OIDC_ISSUER / OIDC_AUDIENCE, naming them", () => {
+    const start = (extra: Record<string, string>) => () =>
+      loadConfig(identityConfigSchema, { SERVICE_TOKEN: "a-service-token-of-16+", OIDC_JWKS_URL: "https://idp.example/jwks.json", ...extra });
+    expect(start({})).toThrow(/OIDC_ISSUER: is required when OIDC_JWKS_URL is set[\s\S]*OIDC_AUDIENCE: is required when OIDC_JWKS_URL is set/);
+    expect(start({ OIDC_ISSUER: "https://idp.example" })).toThrow(/OIDC_AUDIENCE: is required/);
+    expect(start({ OIDC_ISSUER: "https://idp.example", OIDC_AUDIENCE: "loom" })).not.toThrow();
   });
 });

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { env } from "@loom/kit/config";
 import { limitSettings } from "@loom/gateway/config";
-import { identitySettings } from "@loom/identity/config";
+import { identitySettings, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
 
 /** The all-in-one process: embedded defaults, every setting optional. */
@@ -18,6 +18,6 @@ export const loomConfigSchema = z.object({
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
-});
+}).superRefine(requireOidcClaims);
 
 export type LoomConfig = z.infer<typeof loomConfigSchema>;

@@ -41,7 +41,7 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   const services = [identity.service, assistants, events, runs.service];
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, bus, limits: config, logger: logger.child({ service: "gateway" }), ready: () => allReady(services) });
+  const { app } = buildApp({ clients, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
   const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();

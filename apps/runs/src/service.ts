@@ -7,7 +7,7 @@ import { jsonToValue } from "@loom/kit/json-value";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { headersFor, requirePrincipal, type Principal } from "@loom/kit/principal";
 import type { RpcService } from "@loom/kit/rpc-service";
-import { lengthProblem } from "@loom/kit/text";
+import { nameProblem } from "@loom/kit/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { RunsService, RunStatus as RunStatusEnum, type CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
@@ -169,7 +169,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
 
     async createThread(req, ctx) {
       const principal = requirePrincipal(ctx);
-      const problem = lengthProblem(req.name, 1, 256);
+      const problem = nameProblem(req.name, 1, 256);
       if (problem) throw invalidArgument([{ path: "body.name", message: problem }]);
       const at = now();
       const thread: ThreadRecord = { id: newId(), organizationId: principal.organizationId, name: req.name, alias: req.alias, createdBy: principal.userId, createdAt: at, updatedAt: at };

@@ -11,6 +11,4 @@ export const subjects = {
    * every events replica feeds its followers from it. `runId` is lower case.
    */
   events: (kind: "assistant-run" | "structure-run", runId: string) => `loom.events.${kind}.${runId}`,
-  /** Every run's events, for a replica that follows them all. */
-  allEvents: "loom.events.>",
 } as const;

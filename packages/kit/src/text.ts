@@ -13,3 +13,18 @@ export function lengthProblem(value: string, min: number, max: number): string |
   const length = charLength(value);
   return length < min || length > max ? `must be ${min} to ${max} characters long` : undefined;
 }
+
+/** C0 controls (NUL, tab, newline, ...), DEL and C1 controls, as a regular-expression class body. */
+const controlCharacters = "\\u0000-\\u001f\\u007f-\\u009f";
+const controlCharacter = new RegExp(`[${controlCharacters}]`);
+/** A name as a JSON Schema pattern (for /openapi.json): no control character anywhere. */
+export const namePatternSource = `^[^${controlCharacters}]*$`;
+
+/**
+ * The check every name in Loom passes (API keys, assistants, threads, event
+ * types, buckets): its length bound, and no control characters — a name is
+ * shown in lists and logs, where a NUL or an escape sequence does harm.
+ */
+export function nameProblem(value: string, min: number, max: number): string | undefined {
+  return lengthProblem(value, min, max) ?? (controlCharacter.test(value) ? "must not contain control characters" : undefined);
+}

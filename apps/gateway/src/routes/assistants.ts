@@ -4,11 +4,11 @@ import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantListSchema, assistantSchema } from "../schemas.ts";
-import { boundedName, idArray, pageQuery, uuid } from "../validation.ts";
+import { boundedName, boundedText, idArray, pageQuery, uuid } from "../validation.ts";
 
 const createBody = z.object({
   name: boundedName(200),
-  description: boundedName(200).optional(),
+  description: boundedText(200).optional(),
   input: z.string().optional(),
   knowledge_base_ids: idArray.optional(),
   retriever_ids: idArray.optional(),

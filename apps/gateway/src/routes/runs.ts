@@ -30,12 +30,23 @@ const createBody = z.object({
   additional_tool_ids: idArray.optional(),
 });
 
-/** `status=A,B` and `status=A&status=B` alike (semantics.md §4). */
+/**
+ * `status=A,B` and `status=A&status=B` alike (semantics.md §4); documented
+ * as the repeated form. Given, it must name at least one status (`status=`
+ * alone is a mistake, not "every status").
+ */
 const statusQuery = z
   .union([z.string(), z.array(z.string())])
+  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatusNames] }, minItems: 1 })
   .optional()
-  .transform((v) => (v === undefined ? [] : [v].flat().flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean)))
-  .pipe(z.array(z.enum(runStatusNames, { message: `must be one of ${runStatusNames.join(", ")}` })));
+  .transform((v) => (v === undefined ? undefined : [v].flat().flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean)))
+  .pipe(
+    z
+      .array(z.enum(runStatusNames, { message: `must be one of ${runStatusNames.join(", ")}` }))
+      .min(1, "must name at least one status")
+      .optional()
+      .transform((v) => v ?? []),
+  );
 
 const idempotencyKey = z.string().min(1).max(255).optional();
 

@@ -4,19 +4,24 @@ import { RunKind } from "@loom/proto/events/v1/events_pb";
 import type { ServiceClients } from "../clients.ts";
 import type { EventFeeds } from "../event-feeds.ts";
 import { defineOperation } from "../operation.ts";
+import { assistantEventSchema, structureEventSchema } from "../schemas.ts";
 import { integerParam, uuid } from "../validation.ts";
 import { eventJson } from "./events.ts";
 
-const resumeQuery = z.object({ offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0).optional() });
+const maxOffset = Number.MAX_SAFE_INTEGER;
+const resumeQuery = z.object({ offset: integerParam(0, maxOffset, 0).optional() });
 
 /**
  * Where a stream starts: just after `Last-Event-ID` (the offset of the last
  * event the client has), else at the `offset` query (the first offset to
- * send, as in lists), else at the start of the log.
+ * send, as in lists), else at the start of the log. Both name a start in
+ * 0..2^53-1: the header one less, as it names the event before it.
  */
 function startOffset(lastEventId: string, queryOffset: number | undefined): bigint {
   if (lastEventId !== "") {
-    if (!/^\d+$/.test(lastEventId)) throw invalidArgument([{ path: "header.Last-Event-ID", message: "must be an event offset" }]);
+    if (!/^\d{1,16}$/.test(lastEventId) || Number(lastEventId) > maxOffset - 1) {
+      throw invalidArgument([{ path: "header.Last-Event-ID", message: `must be an event offset, 0 to ${maxOffset - 1}` }]);
+    }
     return BigInt(lastEventId) + 1n;
   }
   return BigInt(queryOffset ?? 0);
@@ -31,7 +36,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The run's events as server-sent events: the log so far, then live, ending after the terminal event",
       params: z.object({ assistant_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: assistantEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
@@ -46,7 +51,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The structure run's events as server-sent events, ending after StructureRunCompleted or StructureRunError",
       params: z.object({ structure_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: structureEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         const runId = params.structure_run_id;

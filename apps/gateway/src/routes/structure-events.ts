@@ -5,12 +5,12 @@ import { bodyLimits } from "../body.ts";
 import type { ServiceClients } from "../clients.ts";
 import { defineOperation } from "../operation.ts";
 import { structureEventListSchema, structureEventSchema } from "../schemas.ts";
-import { boundedName, parseInput, uuid } from "../validation.ts";
+import { boundedName, jsonValue, parseInput, uuid } from "../validation.ts";
 import { eventJson, eventList, eventPageQuery } from "./events.ts";
 
 export const maxEventsPerRequest = 1000;
 
-const newEvent = z.object({ type: boundedName(200), timestamp: z.number(), payload: z.unknown().optional() });
+const newEvent = z.object({ type: boundedName(200), timestamp: z.number(), payload: jsonValue.optional() });
 const eventArray = z.array(newEvent).min(1, "must hold at least one event").max(maxEventsPerRequest, `must hold at most ${maxEventsPerRequest} events`);
 
 /**
@@ -33,7 +33,7 @@ export function structureEventOperations({ events }: ServiceClients) {
       path: "/structure-runs/{structure_run_id}/events",
       summary: "Appends events to a structure run's log: {events: [...]}, a bare array, or one event; all or nothing",
       params: runPath,
-      body: { schema: z.unknown(), required: true, limit: bodyLimits.events },
+      body: { schema: z.unknown(), required: true, limit: bodyLimits.events, documented: z.union([z.object({ events: eventArray }), eventArray, newEvent]) },
       response: { status: 202, description: "Stored" },
       async handle({ params, body, call }) {
         const batch = eventsOf(body);

@@ -1,0 +1,36 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient } from "@loom/testing/http";
+import { expectError } from "./expect-error.ts";
+import { startStack, type TestStack } from "./stack.ts";
+
+/**
+ * One backing service down must not take the gateway out of rotation (every
+ * replica would go with it): the gateway stays ready, says which service is
+ * down, and only that service's requests answer 503.
+ */
+describe("readiness when a backing service is down", () => {
+  let stack: TestStack;
+  beforeAll(async () => {
+    stack = await startStack("memory");
+  });
+  afterAll(() => stack?.close());
+
+  it("stays ready, reports the service, and answers that service's requests with 503 and Retry-After", async () => {
+    const anonymous = apiClient(stack.gatewayUrl);
+    const admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    expect((await anonymous.get("/readyz")).body).toEqual({
+      status: "ready",
+      services: { identity: "ready", assistants: "ready", runs: "ready", events: "ready" },
+    });
+
+    await stack.stopAssistants();
+
+    const readyz = await anonymous.get("/readyz");
+    expect(readyz.status).toBe(200);
+    expect(readyz.body.services).toEqual({ identity: "ready", assistants: "unavailable", runs: "ready", events: "ready" });
+    const down = await admin.get("/assistants");
+    expectError(down, 503, "Unavailable");
+    expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
+    expect((await admin.get("/users")).status).toBe(200); // the rest still works
+  });
+});
