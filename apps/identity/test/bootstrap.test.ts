@@ -26,7 +26,7 @@ describe("bootstrap", () => {
     expect(principal?.organizationId).toBeTruthy();
   });
 
-  it("seeds the exact BOOTSTRAP_API_KEY value and does not print it", async () => {
+  it("seeds the exact BOOTSTRAP_API_KEY value and returns no key to print (apps/loom/test/start.test.ts reads the log)", async () => {
     const store = createMemoryIdentityStore();
     const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
     expect(await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger)).toBeUndefined();

@@ -41,6 +41,33 @@ describe("the all-in-one process", () => {
     expect(await exited).toBe(0);
   });
 
+  it("uses a seeded BOOTSTRAP_API_KEY and never prints it", async () => {
+    const seeded = `loom_seeded-${"s3cr3t".repeat(6)}`;
+    const proc = spawn(process.execPath, [main], {
+      env: { ...process.env, PORT: "0", MONGODB_URL: "", BOOTSTRAP_API_KEY: seeded, LOG_LEVEL: "trace" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let output = "";
+    proc.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    proc.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+    const url = await new Promise<string>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start within 15 s:\n${output}`)), 15_000);
+      proc.stdout!.on("data", () => {
+        const found = /Loom is listening on (http:\/\/[^"\s]+)/.exec(output)?.[1];
+        if (found) (clearTimeout(timer), resolve(found));
+      });
+    });
+    expect((await apiClient(url, seeded).get("/users")).status).toBe(200);
+    const exited = new Promise<number | null>((resolve) => proc.once("exit", resolve));
+    proc.kill("SIGTERM");
+    await exited;
+    // The log was read: it says what was bootstrapped, never with what key.
+    expect(output).toContain("bootstrapped the first user, organization and API key");
+    expect(output).not.toContain("shown once");
+    expect(output).not.toContain(seeded);
+    expect(output).not.toContain("s3cr3t");
+  });
+
   it("refuses to start with a bad setting, saying which", async () => {
     const bad = spawn(process.execPath, [main], { env: { ...process.env, PORT: "eighty" }, stdio: ["ignore", "pipe", "pipe"] });
     let output = "";

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { needs, testServers } from "@loom/testing/servers";
 import { subjectMatches, type Bus } from "../src/bus.ts";
 import { createMemoryBus } from "../src/bus-memory.ts";
@@ -17,39 +17,65 @@ describe("subject wildcards", () => {
   });
 });
 
-const kinds: Array<["memory" | "nats", () => Promise<Bus>]> = [["memory", async () => createMemoryBus()]];
-if (needs("NATS_URL", "bus contract on NATS")) kinds.push(["nats", () => createNatsBus(testServers.natsUrl!, "bus-test")]);
+/**
+ * The contract every bus keeps, between a publisher and a subscriber that are
+ * what the deployment makes them: in memory, two users of the one in-process
+ * bus (the embedded process); on NATS, two connections (two replicas).
+ */
+const kinds: Array<["memory" | "nats", () => Promise<{ publisher: Bus; subscriber: Bus; close(): Promise<void> }>]> = [
+  ["memory", async () => {
+    const bus = createMemoryBus();
+    return { publisher: bus, subscriber: bus, close: () => bus.close() };
+  }],
+];
+if (needs("NATS_URL", "bus contract on NATS")) {
+  kinds.push(["nats", async () => {
+    const publisher = await createNatsBus(testServers.natsUrl!, "bus-test-publisher");
+    const subscriber = await createNatsBus(testServers.natsUrl!, "bus-test-subscriber");
+    return { publisher, subscriber, close: async () => (await publisher.close(), await subscriber.close()) };
+  }]);
+}
 
 describe.each(kinds)("bus contract (%s)", (_kind, open) => {
   let a: Bus;
   let b: Bus;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    a = await open();
-    // On NATS a second connection stands for a second replica; in memory there is one process.
-    b = _kind === "nats" ? await open() : a;
+    ({ publisher: a, subscriber: b, close } = await open());
   });
-  afterAll(async () => {
-    await a.close();
-    if (b !== a) await b.close();
-  });
+  afterAll(() => close());
 
   const collect = (bus: Bus, subject: string) => {
     const got: string[] = [];
     const sub = bus.subscribe(subject, (data, on) => got.push(`${on}:${new TextDecoder().decode(data)}`));
     return { got, sub };
   };
-  const settle = () => new Promise((resolve) => setTimeout(resolve, 100));
+  /**
+   * Waits until a marker published last has arrived: a bus delivers one
+   * publisher's messages to one subscriber in order, so whatever was
+   * published before it has arrived by then too, and a check that something
+   * did not arrive is not a guess about timing.
+   */
+  async function flushed() {
+    const subject = `loom.test.marker.${Math.random().toString(16).slice(2)}`;
+    const marker = collect(b, subject);
+    await b.ready(); // the marker's subscription is registered with the server
+    await a.publish(subject, new TextEncoder().encode("marker"));
+    await vi.waitFor(() => expect(marker.got).toHaveLength(1), { timeout: 5_000, interval: 5 });
+    marker.sub.unsubscribe();
+  }
 
   it("delivers what one side publishes to matching subscribers on the other, in order", async () => {
     const run = `r${Math.random().toString(16).slice(2)}`;
     const exact = collect(b, `loom.events.assistant.${run}`);
     const wild = collect(b, `loom.events.*.${run}`);
     const other = collect(b, "loom.events.assistant.other");
-    if ("ready" in b) await b.ready(); // subscriptions are registered with the server
+    await b.ready(); // subscriptions are registered with the server
     for (const n of [1, 2, 3]) await a.publish(`loom.events.assistant.${run}`, new TextEncoder().encode(String(n)));
-    await settle();
-    expect(exact.got).toEqual([1, 2, 3].map((n) => `loom.events.assistant.${run}:${n}`));
-    expect(wild.got).toHaveLength(3);
+    await vi.waitFor(() => expect(exact.got).toEqual([1, 2, 3].map((n) => `loom.events.assistant.${run}:${n}`)), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(() => expect(wild.got).toHaveLength(3), { timeout: 5_000, interval: 5 });
+    await a.publish("loom.events.assistant.elsewhere", new Uint8Array([1]));
+    await flushed();
     expect(other.got).toEqual([]);
     [exact, wild, other].forEach((c) => c.sub.unsubscribe());
   });
@@ -60,11 +86,12 @@ describe.each(kinds)("bus contract (%s)", (_kind, open) => {
     c.sub.unsubscribe();
     await b.ready();
     await a.publish("loom.runs.x.control", new Uint8Array([1]));
-    await settle();
+    await flushed();
     expect(c.got).toEqual([]);
   });
 
   it("reports ready while connected", async () => {
     expect(await a.ready()).toBe(true);
+    expect(await b.ready()).toBe(true);
   });
 });
