@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "@loom/kit/logger";
 import { loadConfig } from "@loom/kit/config";
 import { apiClient, type ApiClient } from "@loom/testing/http";
@@ -17,24 +17,26 @@ describe("a loom:echo run on the embedded process", () => {
   });
   afterAll(() => loom?.server.close());
 
-  it("goes from QUEUED to SUCCEEDED with its output and events in under a second", async () => {
+  // How fast is `pnpm bench`'s business (the runs rows at 1 client); here only what happens.
+  it("goes from QUEUED to SUCCEEDED with its output and events", async () => {
     const assistantId = (await api.post("/assistants", { name: "echo", input: "Say {{ args[0] }}" })).body.assistant_id;
-    const started = performance.now();
     const created = await api.post(`/assistants/${assistantId}/runs`, { args: ["hello"], stream: true });
     expect(created.body.status).toBe("QUEUED");
     let run = created.body;
     let events: Array<{ type: string; payload: { model?: string } }> = [];
-    while ((run.status !== "SUCCEEDED" || events.at(-1)?.type !== "AssistantRunSucceeded") && performance.now() - started < 1_000) {
-      await new Promise((resolve) => setTimeout(resolve, 5));
-      run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
-      events = (await api.get(`/assistant-runs/${run.assistant_run_id}/events`)).body.events;
-    }
-    const elapsed = performance.now() - started;
+    await vi.waitFor(
+      async () => {
+        run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
+        events = (await api.get(`/assistant-runs/${run.assistant_run_id}/events`)).body.events;
+        expect(run.status).toBe("SUCCEEDED");
+        expect(events.at(-1)?.type).toBe("AssistantRunSucceeded");
+      },
+      { timeout: 10_000, interval: 5 },
+    );
     expect(run.status).toBe("SUCCEEDED");
     expect(run.output).toMatchObject({ type: "TextArtifact", value: "Echo: Say hello" });
     expect(events.at(-1)?.type).toBe("AssistantRunSucceeded");
     expect(events.filter((e) => e.type === "TextChunkEvent").length).toBeGreaterThanOrEqual(3);
     expect(events.find((e) => e.type === "StartPromptEvent")?.payload.model).toBe("loom:echo");
-    expect(elapsed).toBeLessThan(1_000);
   });
 });

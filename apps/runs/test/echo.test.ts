@@ -25,9 +25,7 @@ describe("loom:echo", () => {
 
   it("streams the answer in several chunks, in order, whose concatenation is the answer", async () => {
     const chunks: string[] = [];
-    const started = performance.now();
     const result = await model.generate({ messages: conversation, signal, onChunk: (token) => void chunks.push(token) });
-    expect(performance.now() - started).toBeLessThan(200);
     expect(chunks.length).toBeGreaterThanOrEqual(3);
     expect(chunks.join("")).toBe(result.text);
     expect(chunks.slice(0, 3)).toEqual(["Echo", ":", " What"]);
