@@ -19,7 +19,9 @@ export async function freePort(): Promise<number> {
 }
 
 export interface ProcessOptions {
-  /** The process's stderr: shown (the bench) or dropped (tests that provoke errors on purpose). */
+  /** The process's stdout, where services log: dropped unless asked for. */
+  stdout?: "inherit" | "ignore";
+  /** The process's stderr: shown unless dropped. */
   stderr?: "inherit" | "ignore";
 }
 
@@ -30,7 +32,7 @@ export async function startProcess(script: string, env: Record<string, string>, 
     // Only what the caller says: an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
     // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
     env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", ...env },
-    stdio: ["ignore", "ignore", options.stderr ?? "inherit"],
+    stdio: ["ignore", options.stdout ?? "ignore", options.stderr ?? "inherit"],
   });
   track(child);
   await waitHealthy(child, script, healthUrl);

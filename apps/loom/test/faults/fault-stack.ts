@@ -46,6 +46,7 @@ export async function startFaultStack(): Promise<FaultStack> {
           RUN_POLL_MS: "100",
         },
       },
+      { stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore" },
     );
     started.push({ close: () => split.stop() });
     const close = async () => {
