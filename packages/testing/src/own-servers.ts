@@ -38,6 +38,10 @@ export interface OwnServer {
   /** SIGKILL by default: an outage, not a polite shutdown. */
   stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
   start(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and nothing answers, as in a network partition. */
+  freeze(): void;
+  /** Lets a frozen server go on (SIGCONT). */
+  thaw(): void;
   /** Stops it for good and removes its data. */
   close(): Promise<void>;
 }
@@ -64,7 +68,10 @@ async function ownServer(url: (port: number) => string, command: string, args: (
       child = undefined;
       if (running) await stopProcess(running, signal);
     },
+    freeze: () => void child?.kill("SIGSTOP"),
+    thaw: () => void child?.kill("SIGCONT"),
     async close() {
+      server.thaw();
       await server.stop();
       if (dataDir) await rm(dataDir, { recursive: true, force: true });
     },
