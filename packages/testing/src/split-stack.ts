@@ -53,12 +53,12 @@ export async function startSplitStack(
     // The gateway first, the services it calls last.
     for (const name of [...splitServices].reverse()) await stopService(name);
   };
-  try {
-    // No service calls another while it starts: all at once.
-    await Promise.all(splitServices.map((name) => start(name)));
-  } catch (error) {
+  // No service calls another while it starts: all at once. Settled, so that none is left running after a failure.
+  const starts = await Promise.allSettled(splitServices.map((name) => start(name)));
+  const failed = starts.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
     await stop();
-    throw error;
+    throw failed.reason;
   }
   return { gatewayUrl: urls.gateway, urls, stopService, startService: start, stop };
 }

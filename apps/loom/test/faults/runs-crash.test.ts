@@ -48,7 +48,7 @@ describe.skipIf(!needsOwnServers("runs process killed mid-run", "nats", "ferretd
     expect(events.at(-1)?.type).toBe("AssistantRunErrored");
     expect(listed.filter((r) => !terminalStatuses.has(r.status))).toEqual([]);
     // The lease runs out at most one lease after the kill (renewed every third of it); the new process's
-    // reaper looks every half lease. Its own start comes on top.
+    // reaper looks when it starts and every half lease.
     expect(endedAt - upAt).toBeLessThan(faultLeaseMs * 1.5 + 1_000);
   });
 });
