@@ -42,6 +42,7 @@ export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   const down =
     /^(MongoServerSelectionError|MongoNetworkError|MongoNetworkTimeoutError|MongoNotConnectedError|MongoTopologyClosedError|MongoPoolClearedError)$/.test(error.name) ||
-    /CONNECTION_CLOSED|DISCONNECT|Timeout/i.test((error as { code?: string }).code ?? "");
+    // A socket the other side closed under a write (EPIPE) reaches us from the driver unwrapped.
+    /^(EPIPE|ECONNRESET|ECONNREFUSED)$|CONNECTION_CLOSED|DISCONNECT|Timeout/i.test(String((error as { code?: unknown }).code ?? ""));
   return down || isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

@@ -7,6 +7,8 @@ describe("isDependencyDown", () => {
     const network = new MongoNetworkError("connection 1 to 127.0.0.1:27017 closed");
     expect(isDependencyDown(network)).toBe(true);
     expect(isDependencyDown(new MongoBulkWriteError(network as never, {} as never))).toBe(true);
+    // What the driver lets through when it writes to a socket the server has just closed.
+    expect(isDependencyDown(Object.assign(new Error("This socket has been ended by the other party"), { code: "EPIPE" }))).toBe(true);
   });
 
   it("leaves other failures alone", () => {
