@@ -150,7 +150,10 @@ export function createRunWorker(options: WorkerOptions) {
         }),
       );
       timers.push(setInterval(() => void pump(), options.pollMs));
-      timers.push(setInterval(() => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed")), Math.max(10, Math.floor(options.leaseMs / 2))));
+      const reapNow = () => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed"));
+      timers.push(setInterval(reapNow, Math.max(10, Math.floor(options.leaseMs / 2))));
+      // At once too: a replica started after a crash ends the lost runs without waiting half a lease.
+      reapNow();
       void pump();
     },
     /** Stops claiming and waits for the runs in flight (a replica's graceful shutdown). */
