@@ -69,7 +69,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       stores.push(store);
     }
     const log = createRunLog(clientFor(EventsService, peers));
-    const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers), log, bus });
+    const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers), log, bus, maxQueuedPerOrganization: 1000 });
     const worker = createRunWorker({
       store, log, model, bus, logger,
       leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
