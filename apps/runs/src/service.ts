@@ -138,7 +138,8 @@ export function createRunsService(deps: RunsDeps): RpcService {
     const { organizationId } = principal;
     const key = req.idempotencyKey;
     const stallMs = deps.idempotencyStallMs ?? defaultIdempotencyStallMs;
-    const giveUp = now().getTime() + 3 * stallMs;
+    // Only a safety net: a waiter takes the key over once the attempt has stalled.
+    const giveUp = now().getTime() + 2 * stallMs + 10_000;
     for (;;) {
       const at = now();
       const record = await store.getIdempotency(organizationId, key, new Date(at.getTime() - idempotencyWindowMs));
