@@ -140,6 +140,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
     const stallMs = deps.idempotencyStallMs ?? defaultIdempotencyStallMs;
     // Only a safety net: a waiter takes the key over once the attempt has stalled.
     const giveUp = now().getTime() + 2 * stallMs + 10_000;
+    let waits = 0;
     for (;;) {
       const at = now();
       const record = await store.getIdempotency(organizationId, key, new Date(at.getTime() - idempotencyWindowMs));
@@ -169,7 +170,28 @@ export function createRunsService(deps: RunsDeps): RpcService {
         return { run: await enqueue(await prepare(principal, req, record.runId, at), true), replay: true };
       }
       if (at.getTime() > giveUp) throw new ConnectError("a request with this Idempotency-Key is still in progress", Code.Unavailable);
-      await new Promise((resolve) => setTimeout(resolve, 20));
+      // Backing off: many waiters polling at once would slow the very store the first request is writing to.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250, 20 * 2 ** waits++)));
+    }
+  }
+
+  /** Keyed creates in progress on this replica: a concurrent one with the same key and body waits for it instead of polling. */
+  const keyedInProgress = new Map<string, { fingerprint: string; done: Promise<{ run: RunRecord; replay: boolean }> }>();
+
+  async function coalesced(principal: Principal, req: CreateAssistantRunRequest): Promise<{ run: RunRecord; replay: boolean }> {
+    const id = `${principal.organizationId}:${req.idempotencyKey}`;
+    const earlier = keyedInProgress.get(id);
+    if (earlier?.fingerprint === req.requestFingerprint) {
+      const result = await earlier.done.catch(() => undefined);
+      if (result) return { run: result.run, replay: true };
+    }
+    if (earlier) return keyedCreate(principal, req); // another body, or the first failed: decide on the record
+    const done = keyedCreate(principal, req);
+    keyedInProgress.set(id, { fingerprint: req.requestFingerprint, done });
+    try {
+      return await done;
+    } finally {
+      keyedInProgress.delete(id);
     }
   }
 
@@ -184,7 +206,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const principal = requirePrincipal(ctx);
       checkCreate(req);
       if (req.idempotencyKey) {
-        const { run, replay } = await keyedCreate(principal, req);
+        const { run, replay } = await coalesced(principal, req);
         return { assistantRun: runMessage(run), idempotentReplay: replay };
       }
       const run = await enqueue(await prepare(principal, req, newId(), now()), false);

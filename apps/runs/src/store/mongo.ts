@@ -174,7 +174,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const doc = await keys.findOne({ _id: `${organizationId}:${key}` });
       if (!doc || doc.createdAt < createdAfter) return undefined;
       const { _id, ...record } = doc;
-      return record;
+      // Records written before takeovers existed have no attempt: the first one, begun when created.
+      return { ...record, attempt: record.attempt ?? 0, attemptAt: record.attemptAt ?? record.createdAt };
     },
     async deleteIdempotency(organizationId, key, runId) {
       await keys.deleteOne({ _id: `${organizationId}:${key}`, runId });
