@@ -70,7 +70,11 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       if (r.status === "QUEUED") await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: r.createdAt, ...(r.threadId ? { threadId: r.threadId } : {}) }));
       return ignoringDuplicate(runs.insertOne(toDoc(r)));
     },
-    getRun: async (organizationId, id) => run(await runs.findOne({ _id: id, organizationId })),
+    async getRun(organizationId, id) {
+      // By _id alone, the organization checked here: FerretDB pushes down only an `_id`-only filter.
+      const found = run(await runs.findOne({ _id: id }));
+      return found?.organizationId === organizationId ? found : undefined;
+    },
     getRunById: async (id) => run(await runs.findOne({ _id: id })),
     async listRuns(organizationId, assistantId, statuses, skip, limit) {
       const query: Filter<Doc<RunRecord>> = { organizationId, assistantId, ...(statuses.length ? { status: { $in: statuses } } : {}) };
@@ -99,7 +103,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     claimRun: (id, worker, at) => ignoringDuplicate(claims.insertOne({ _id: id, worker, at })),
     async renewLease(id, worker, leaseUntil) {
       // Reads the run, writes only the lease: still ours while STARTING or RUNNING and held by this worker.
-      if (!(await runs.findOne({ _id: id, worker, status: executing }))) return false;
+      const held = await runs.findOne({ _id: id }, { projection: { worker: 1, status: 1 } }); // `_id` alone, as getRun
+      if (!held || held.worker !== worker || !executing.$in.includes(held.status)) return false;
       return (await leases.updateOne({ _id: id, worker }, { $set: { until: leaseUntil } })).matchedCount === 1;
     },
     async queueCandidates(skipOrganizations, skipThreads, limit) {
