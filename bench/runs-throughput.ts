@@ -193,15 +193,16 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
   const rows: Row[] = [];
 
   const history: HistoryRow[] = [];
-  const only = process.env.BENCH_RUNS_ONLY; // "history": only the history rows
+  // "history": only the history rows; "history-mongo": only the MongoDB history rows
+  const only = process.env.BENCH_RUNS_ONLY;
 
-  if (only !== "history") {
+  if (only === undefined) {
     const port = await freePort();
     const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
     rows.push(...(await measure("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds)));
     await stopProcess(loom);
   }
-  {
+  if (only !== "history-mongo") {
     // The default caps: no RUN_* settings.
     const port = await freePort();
     const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
@@ -217,7 +218,7 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
       events: { MONGODB_DB: `${db}_events` },
       runs: { MONGODB_DB: `${db}_runs`, ...runEnv },
     };
-    if (only !== "history") {
+    if (only === undefined) {
       const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, perService);
       rows.push(...(await measure("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds)));
       await stack.stop();
