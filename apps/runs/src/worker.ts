@@ -65,9 +65,10 @@ export function createRunWorker(options: WorkerOptions) {
       if (claimed.length >= free || stopped) break;
       if (organizations.has(entry.organizationId) || (entry.threadId && threads.has(entry.threadId))) continue;
       const run = await claim(entry);
+      // Tried or taken, a thread is done for this pass: its later runs wait for this one anyway.
+      if (entry.threadId) threads.add(entry.threadId);
       if (!run) continue;
       organizations.add(entry.organizationId);
-      if (entry.threadId) threads.add(entry.threadId);
       claimed.push(run);
     }
     return claimed;
