@@ -2,9 +2,9 @@ import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import { Worker } from "node:worker_threads";
 import { printTable } from "./load.ts";
-import { freePort, startProcess, stopProcess } from "./processes.ts";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import type { SubscribersInput, SubscribersMessage } from "./sse-subscribers.ts";
-import { startSplitStack } from "./split-stack.ts";
+import { startSplitStack } from "@loom/testing/split-stack";
 
 const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 const now = () => performance.timeOrigin + performance.now();

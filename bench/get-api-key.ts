@@ -2,8 +2,8 @@ import { randomBytes } from "node:crypto";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { load, printTable, type LoadResult } from "./load.ts";
-import { freePort, startProcess, stopProcess } from "./processes.ts";
-import { startSplitStack } from "./split-stack.ts";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { startSplitStack } from "@loom/testing/split-stack";
 
 /** The id of the bootstrap key the client authenticates with: its organization's only key. */
 async function bootstrapKeyId(client: ApiClient): Promise<string> {

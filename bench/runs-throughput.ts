@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import { apiClient, type ApiClient } from "@loom/testing/http";
+import { connectMongo } from "@loom/kit/mongo";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { printTable } from "./load.ts";
-import { freePort, startProcess, stopProcess } from "./processes.ts";
-import { startSplitStack } from "./split-stack.ts";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { startSplitStack } from "@loom/testing/split-stack";
 
 const terminal = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
 const pollMs = 20;
@@ -40,20 +41,89 @@ async function driveRuns(api: ApiClient, assistantId: string, clients: number, s
     Array.from({ length: clients }, async () => {
       while (Date.now() < until) {
         const started = performance.now();
-        let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "benchmark" })).body;
-        while (!terminal.has(run.status) && Date.now() < giveUp) {
-          await new Promise((r) => setTimeout(r, pollMs));
-          run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
+        try {
+          let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "benchmark" })).body;
+          while (!terminal.has(run.status) && Date.now() < giveUp) {
+            await new Promise((r) => setTimeout(r, pollMs));
+            run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
+          }
+          if (run.status === "SUCCEEDED") latencies.push(performance.now() - started);
+          else if (terminal.has(run.status)) failed++;
+          else unfinished++;
+        } catch {
+          failed++; // the request itself failed (e.g. no answer within undici's 300 s)
         }
-        if (run.status === "SUCCEEDED") latencies.push(performance.now() - started);
-        else if (terminal.has(run.status)) failed++;
-        else unfinished++;
       }
     }),
   );
   const elapsed = (performance.now() - begin) / 1000;
   latencies.sort((a, b) => a - b);
   return { runsPerSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed, unfinished };
+}
+
+/** `count` runs through the API, `clients` at a time, each waited for (the queued cap stays out of the way). */
+async function seedThroughApi(api: ApiClient, assistantId: string, count: number, clients = 100) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (next++ < count) {
+        let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body;
+        if (!run.assistant_run_id) throw new Error(`seeding: ${JSON.stringify(run)}`);
+        while (!terminal.has(run.status)) {
+          await new Promise((r) => setTimeout(r, 50));
+          run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
+        }
+      }
+    }),
+  );
+}
+
+/**
+ * `count` finished runs written straight into the runs database, shaped as
+ * the API leaves them (SUCCEEDED, output, completedAt, and their claim
+ * records), copied from one real run: through the API the split stack on
+ * FerretDB seeds at a few dozen runs a second. Their events are not seeded.
+ */
+async function seedRunDocuments(api: ApiClient, assistantId: string, mongoUrl: string, runsDb: string, count: number) {
+  const model = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body.assistant_run_id as string;
+  let done: { status: string } = { status: "QUEUED" };
+  while (!terminal.has(done.status)) {
+    await new Promise((r) => setTimeout(r, 50));
+    done = (await api.get(`/assistant-runs/${model}`)).body;
+  }
+  const handle = await connectMongo(mongoUrl, runsDb);
+  try {
+    const template = await handle.db.collection<{ _id: string }>("runs").findOne({ _id: model });
+    if (!template) throw new Error("seeding: the model run is not in the runs database");
+    const start = Date.now() - count * 1000;
+    for (let i = 0; i < count; i += 1000) {
+      const batch = Array.from({ length: Math.min(1000, count - i) }, (_, j) => {
+        const at = new Date(start + (i + j) * 1000);
+        return { ...template, _id: crypto.randomUUID(), createdAt: at, updatedAt: new Date(at.getTime() + 50), completedAt: new Date(at.getTime() + 50) };
+      });
+      await handle.db.collection<{ _id: string }>("runs").insertMany(batch);
+      await handle.db.collection<{ _id: string }>("run_claims").insertMany(batch.map((r) => ({ _id: r._id, worker: "seed", at: r.createdAt })));
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** One row at `clients`, as `measure` makes them. */
+async function row(deployment: string, api: ApiClient, assistantId: string, clients: number, seconds: number): Promise<Row> {
+  const baseline = await driveBaseline(api, assistantId, clients, Math.max(2, seconds / 2));
+  const r = await driveRuns(api, assistantId, clients, seconds);
+  return {
+    deployment,
+    clients,
+    "runs/s": Math.round(r.runsPerSecond * 10) / 10,
+    "p50 ms": Math.round(r.p50),
+    "p99 ms": Math.round(r.p99),
+    "baseline req/s": Math.round(baseline),
+    "runs vs baseline": `${((100 * r.runsPerSecond) / baseline).toFixed(1)}%`,
+    failed: r.failed,
+    unfinished: r.unfinished,
+  };
 }
 
 /** The same client loop doing one plain read per iteration: the request capacity without runs. */
@@ -75,21 +145,41 @@ async function measure(deployment: string, gatewayUrl: string, key: string, seco
   const api = apiClient(gatewayUrl, key);
   const assistantId = (await api.post("/assistants", { name: "bench" })).body.assistant_id;
   const rows: Row[] = [];
-  for (const clients of [1, 10, 100]) {
-    const baseline = await driveBaseline(api, assistantId, clients, Math.max(2, seconds / 2));
-    const r = await driveRuns(api, assistantId, clients, seconds);
-    rows.push({
-      deployment,
-      clients,
-      "runs/s": Math.round(r.runsPerSecond * 10) / 10,
-      "p50 ms": Math.round(r.p50),
-      "p99 ms": Math.round(r.p99),
-      "baseline req/s": Math.round(baseline),
-      "runs vs baseline": `${((100 * r.runsPerSecond) / baseline).toFixed(1)}%`,
-      failed: r.failed,
-      unfinished: r.unfinished,
-    });
-  }
+  for (const clients of [1, 10, 100]) rows.push(await row(deployment, api, assistantId, clients, seconds));
+  return rows;
+}
+
+const historyRuns = 10_000;
+
+/**
+ * Issue 11: 100 clients with the default caps on a fresh process, then again
+ * once `historyRuns` finished runs are stored; the queue must not slow with history.
+ */
+async function measureHistory(deployment: string, gatewayUrl: string, key: string, seconds: number, seed: (api: ApiClient, assistantId: string) => Promise<void>) {
+  const api = apiClient(gatewayUrl, key);
+  const assistantId = (await api.post("/assistants", { name: "bench-history" })).body.assistant_id;
+  const fresh = await row(`${deployment}, fresh`, api, assistantId, 100, seconds);
+  const started = performance.now();
+  await seed(api, assistantId);
+  console.log(`(${deployment}: ${historyRuns} runs seeded in ${((performance.now() - started) / 1000).toFixed(0)} s)`);
+  const after = await row(`${deployment}, ${historyRuns.toLocaleString("en")} runs stored`, api, assistantId, 100, seconds);
+  return { fresh, after };
+}
+
+interface HistoryRow extends Row {
+  "vs fresh": string;
+}
+
+const historyTitle = (seconds: number) =>
+  `Runs with history: 100 clients, default caps (RUN_WORKER_CONCURRENCY 16, RUN_MAX_PER_ORGANIZATION 8), ${seconds} s per row, fresh and with ${historyRuns.toLocaleString("en")} finished runs stored`;
+
+/** The pair of rows with the ratio, printed at once (a later deployment failing does not lose them). */
+function historyRows(pair: { fresh: Row; after: Row }, seconds: number): HistoryRow[] {
+  const rows = [
+    { ...pair.fresh, "vs fresh": "" },
+    { ...pair.after, "vs fresh": `${((100 * pair.after["runs/s"]) / pair.fresh["runs/s"]).toFixed(0)}%` },
+  ];
+  printTable(historyTitle(seconds), rows as unknown as Array<Record<string, string | number>>);
   return rows;
 }
 
@@ -102,10 +192,23 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const rows: Row[] = [];
 
-  const port = await freePort();
-  const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
-  rows.push(...(await measure("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds)));
-  await stopProcess(loom);
+  const history: HistoryRow[] = [];
+  // "history": only the history rows; "history-mongo": only the MongoDB history rows
+  const only = process.env.BENCH_RUNS_ONLY;
+
+  if (only === undefined) {
+    const port = await freePort();
+    const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
+    rows.push(...(await measure("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds)));
+    await stopProcess(loom);
+  }
+  if (only !== "history-mongo") {
+    // The default caps: no RUN_* settings.
+    const port = await freePort();
+    const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
+    history.push(...historyRows(await measureHistory("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds, (api, id) => seedThroughApi(api, id, historyRuns)), options.seconds));
+    await stopProcess(loom);
+  }
 
   if (options.mongoUrl && options.natsUrl) {
     const db = freshDatabaseName("loom_bench");
@@ -115,16 +218,36 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
       events: { MONGODB_DB: `${db}_events` },
       runs: { MONGODB_DB: `${db}_runs`, ...runEnv },
     };
-    const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, perService);
-    rows.push(...(await measure("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds)));
+    if (only === undefined) {
+      const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, perService);
+      rows.push(...(await measure("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds)));
+      await stack.stop();
+      for (const s of ["identity", "assistants", "events", "runs"]) await dropDatabase(options.mongoUrl, `${db}_${s}`);
+    }
+    const historyDb = freshDatabaseName("loom_bench");
+    const defaults: Record<string, Record<string, string>> = {
+      identity: { MONGODB_DB: `${historyDb}_identity`, BOOTSTRAP_API_KEY: key },
+      assistants: { MONGODB_DB: `${historyDb}_assistants` },
+      events: { MONGODB_DB: `${historyDb}_events` },
+      runs: { MONGODB_DB: `${historyDb}_runs` },
+    };
+    const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, defaults);
+    const mongoUrl = options.mongoUrl;
+    history.push(
+      ...historyRows(
+        await measureHistory("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds, (api, id) => seedRunDocuments(api, id, mongoUrl, `${historyDb}_runs`, historyRuns)),
+        options.seconds,
+      ),
+    );
     await stack.stop();
-    for (const s of ["identity", "assistants", "events", "runs"]) await dropDatabase(options.mongoUrl, `${db}_${s}`);
+    for (const s of ["identity", "assistants", "events", "runs"]) await dropDatabase(options.mongoUrl, `${historyDb}_${s}`);
   } else {
     console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
   }
 
-  printTable(`Runs end to end with loom:echo, ${options.seconds} s per row (create → terminal, polling every ${pollMs} ms)`, rows as unknown as Array<Record<string, string | number>>);
-  const failed = rows.reduce((n, r) => n + r.failed, 0);
+  if (rows.length) printTable(`Runs end to end with loom:echo, ${options.seconds} s per row (create → terminal, polling every ${pollMs} ms)`, rows as unknown as Array<Record<string, string | number>>);
+  printTable(historyTitle(options.seconds), history as unknown as Array<Record<string, string | number>>);
+  const failed = [...rows, ...history].reduce((n, r) => n + r.failed, 0);
   if (failed > 0) throw new Error(`${failed} runs did not succeed`);
   if (options.mongoUrl) {
     console.log("(The MongoDB rows ran on the test server given by MONGODB_URL; FerretDB's SQLite backend scans for filtered queries, see docs/benchmarks.md.)");

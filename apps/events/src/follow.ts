@@ -107,10 +107,17 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
     }
     wake?.();
   });
+  /** Set when the bus came back from an outage: what it lost meanwhile is in the store. */
+  let busReconnected = false;
+  const reconnection = bus.onReconnect(() => {
+    busReconnected = true;
+    wake?.();
+  });
   const close = () => {
     if (closed) return;
     closed = true;
     subscription.unsubscribe();
+    reconnection.unsubscribe();
     buffered.clear();
     signal.removeEventListener("abort", close);
     wake?.();
@@ -189,6 +196,14 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
         if (closed || endsStream(log.runKind, event)) return;
       }
       if (closed) return;
+
+      if (busReconnected) {
+        // Events published while the bus was down never arrive: read them now, not at the next keep-alive.
+        busReconnected = false;
+        await read();
+        if (closed) return;
+        continue;
+      }
 
       const now = Date.now();
       if (now - lastSent >= keepAliveMs) {

@@ -196,6 +196,19 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       expect(a).not.toBe(b);
     });
 
+    it("20 concurrent creates with one key make one run, and every answer carries it; a different body is 409", async () => {
+      model.script({ answer: () => "ok" });
+      const id = await assistant();
+      const key = { "idempotency-key": `burst-${uuid()}` };
+      const answers = await Promise.all(Array.from({ length: 20 }, () => run(id, { input: "same", args: ["a", "b"] }, key)));
+      expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
+      const ids = new Set(answers.map((a) => assistantRunSchema.parse(a.body).assistant_run_id));
+      expect(ids.size).toBe(1);
+      expect((await admin.get(`/assistants/${id}/runs`)).body.pagination.total_count).toBe(1);
+      expectError(await run(id, { input: "different" }, key), 409, "Conflict");
+      expect((await admin.get(`/assistants/${id}/runs`)).body.pagination.total_count).toBe(1);
+    });
+
     it("keys are per organization", async () => {
       const key = { "idempotency-key": `shared-${uuid()}` };
       const ours = (await run(await assistant(), {}, key)).body.assistant_run_id;
@@ -203,6 +216,26 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       const theirs = (await stranger.post(`/assistants/${theirAssistant}/runs`, {}, key)).body.assistant_run_id;
       expect(theirs).not.toBe(ours);
       await settled(theirs, stranger);
+    });
+  });
+
+  describe("queued cap", () => {
+    it("a create past RUN_MAX_QUEUED_PER_ORGANIZATION is 429 RateLimited with Retry-After, and writes nothing", async () => {
+      const capped = await startStack(store, { model, runs: { RUN_MAX_QUEUED_PER_ORGANIZATION: 2 } });
+      try {
+        await capped.worker.stop(); // nothing leaves the queue while the test fills it
+        const api = apiClient(capped.gatewayUrl, capped.bootstrapKey);
+        const id = (await api.post("/assistants", { name: "capped" })).body.assistant_id;
+        for (let i = 0; i < 2; i++) expect((await api.post(`/assistants/${id}/runs`, {})).status).toBe(201);
+        const threads = (await api.get("/threads")).body.pagination.total_count;
+        const refused = await api.post(`/assistants/${id}/runs`, { new_thread: true }, { "idempotency-key": `cap-${uuid()}` });
+        expectError(refused, 429, "RateLimited");
+        expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
+        expect((await api.get(`/assistants/${id}/runs`)).body.pagination.total_count).toBe(2);
+        expect((await api.get("/threads")).body.pagination.total_count).toBe(threads);
+      } finally {
+        await capped.close();
+      }
     });
   });
 

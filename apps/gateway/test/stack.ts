@@ -48,6 +48,7 @@ export const testRunSettings: RunSettings = {
   RUN_POLL_MS: 50,
   RUN_WORKER_CONCURRENCY: 16,
   RUN_MAX_PER_ORGANIZATION: 8,
+  RUN_MAX_QUEUED_PER_ORGANIZATION: 1000,
 };
 
 export async function startStack(

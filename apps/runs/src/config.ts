@@ -14,6 +14,8 @@ export const runSettings = {
   RUN_WORKER_CONCURRENCY: z.coerce.number().int().min(1).default(16),
   /** Runs one organization may have executing at once, across replicas. */
   RUN_MAX_PER_ORGANIZATION: z.coerce.number().int().min(1).default(8),
+  /** Runs one organization may have queued; a create past it is refused (429) rather than growing the queue. */
+  RUN_MAX_QUEUED_PER_ORGANIZATION: z.coerce.number().int().min(1).default(1000),
 };
 
 /** The runs service run on its own (one Deployment in production). */

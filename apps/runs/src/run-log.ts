@@ -34,6 +34,14 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
       append(run, "SYSTEM", [
         { type: lifecycleEventType[run.status], payload: { status: run.status, ...(run.statusDetail ? { status_detail: run.statusDetail } : {}) } },
       ]),
+    /** Whether the run's log has any event yet (a create taken over may have written its first). */
+    started: async (run: Pick<RunRecord, "id" | "createdBy" | "organizationId">) =>
+      (
+        await events.listEvents(
+          { runKind: RunKind.ASSISTANT_RUN, runId: run.id, offset: 0n, limit: 1 },
+          { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
+        )
+      ).totalCount > 0n,
     /** Griptape events (origin ASSISTANT); the event type is the payload's. */
     assistant: (run: RunRecord, payloads: Array<{ type: string }>) => append(run, "ASSISTANT", payloads.map((payload) => ({ type: payload.type, payload }))),
   };

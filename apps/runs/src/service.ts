@@ -13,19 +13,33 @@ import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { RunsService, RunStatus as RunStatusEnum, type CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
 import { effectiveIds, renderInput } from "./input.ts";
 import type { RunLog } from "./run-log.ts";
-import { activeStatuses, isTerminal, runStatuses, type RunRecord, type RunsStore, type RunStatus, type ThreadRecord } from "./store/port.ts";
+import {
+  activeStatuses,
+  idempotencyWindowMs,
+  isTerminal,
+  runStatuses,
+  type IdempotencyRecord,
+  type RunRecord,
+  type RunsStore,
+  type RunStatus,
+  type ThreadRecord,
+} from "./store/port.ts";
 import { runSubjects } from "./subjects.ts";
-
-/** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
-export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
 export interface RunsDeps {
   store: RunsStore;
   assistants: Client<typeof AssistantsService>;
   log: RunLog;
   bus: Bus;
+  /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
+  maxQueuedPerOrganization: number;
+  /** How long a keyed create may go without storing its run before a retry takes the key over. */
+  idempotencyStallMs?: number;
   now?: () => Date;
 }
+
+/** A create that may still store its run; a retry waits for it this long before taking over. */
+const defaultIdempotencyStallMs = 10_000;
 
 const toEnum = (status: RunStatus) => RunStatusEnum[status];
 const fromEnum = (status: RunStatusEnum): RunStatus | undefined => runStatuses.find((s) => RunStatusEnum[s] === status);
@@ -41,30 +55,144 @@ export function createRunsService(deps: RunsDeps): RpcService {
     return assistant;
   }
 
-  /** The run an Idempotency-Key already names, if it still does; 409 if the body differs. */
-  async function replay(principal: Principal, req: CreateAssistantRunRequest): Promise<RunRecord | undefined> {
-    const record = await store.getIdempotency(principal.organizationId, req.idempotencyKey);
-    if (!record) return undefined;
-    const run = await store.getRun(principal.organizationId, record.runId);
-    if (!run || now().getTime() - record.createdAt.getTime() > idempotencyWindowMs) {
-      await store.deleteIdempotency(principal.organizationId, req.idempotencyKey); // expired, or its run never got stored
-      return undefined;
+  /** The thread the run joins, and the new thread to store with it (stored only once the run's first event is). */
+  async function threadFor(principal: Principal, req: CreateAssistantRunRequest, at: Date): Promise<{ threadId?: string; create?: ThreadRecord }> {
+    if (req.threadId !== undefined) {
+      if (!isUuid(req.threadId) || !(await store.getThread(principal.organizationId, req.threadId.toLowerCase()))) throw notFound("thread");
+      return { threadId: req.threadId.toLowerCase() };
     }
-    if (record.fingerprint !== req.requestFingerprint) {
-      throw new ConnectError("this Idempotency-Key was used with a different request", Code.AlreadyExists);
+    if (!req.newThread) return {};
+    const thread: ThreadRecord = { id: newId(), organizationId: principal.organizationId, name: "New thread", createdBy: principal.userId, createdAt: at, updatedAt: at };
+    return { threadId: thread.id, create: thread };
+  }
+
+  /** Everything a create checks and reads, before it writes anything: a refused create writes nothing. */
+  async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date) {
+    const assistant = await assistantOf(principal, req.assistantId);
+    if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) {
+      throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
     }
+    const thread = await threadFor(principal, req, at);
+    const run: RunRecord = {
+      id,
+      organizationId: principal.organizationId,
+      assistantId: assistant.assistantId,
+      threadId: thread.threadId,
+      args: req.args,
+      input: req.input,
+      message: renderInput(req.input, assistant.input, req.args),
+      stream: req.stream,
+      status: "QUEUED",
+      ...effectiveIds(
+        assistant,
+        {
+          knowledgeBaseIds: present(req.knowledgeBaseIds),
+          retrieverIds: present(req.retrieverIds),
+          rulesetIds: present(req.rulesetIds),
+          structureIds: present(req.structureIds),
+          toolIds: present(req.toolIds),
+        },
+        {
+          knowledgeBaseIds: req.additionalKnowledgeBaseIds,
+          retrieverIds: req.additionalRetrieverIds,
+          rulesetIds: req.additionalRulesetIds,
+          structureIds: req.additionalStructureIds,
+          toolIds: req.additionalToolIds,
+        },
+      ),
+      createdBy: principal.userId,
+      createdAt: at,
+      updatedAt: at,
+    };
+    return { run, newThread: thread.create };
+  }
+
+  /**
+   * The run's first event, then the run: with the events service down the
+   * create fails and no run exists. A run stored by another attempt with the
+   * same id (a keyed create taken over) wins; `takeover` skips the event if
+   * the stalled attempt already wrote it.
+   */
+  async function enqueue({ run, newThread }: Awaited<ReturnType<typeof prepare>>, takeover: boolean): Promise<RunRecord> {
+    try {
+      if (!takeover || !(await log.started(run))) await log.lifecycle(run);
+    } catch (error) {
+      throw new ConnectError("the run could not be queued: its event log is unavailable", Code.Unavailable, undefined, undefined, error);
+    }
+    if (newThread) await store.insertThread(newThread);
+    if (!(await store.insertRun(run))) return (await store.getRunById(run.id))!;
+    await bus.publish(runSubjects.queued, new Uint8Array());
     return run;
   }
 
-  async function threadFor(principal: Principal, req: CreateAssistantRunRequest, at: Date): Promise<string | undefined> {
-    if (req.threadId !== undefined) {
-      if (!isUuid(req.threadId) || !(await store.getThread(principal.organizationId, req.threadId.toLowerCase()))) throw notFound("thread");
-      return req.threadId.toLowerCase();
+  /**
+   * A create with an Idempotency-Key. The record names its run's id before
+   * the run is stored, so every request with the key answers that one run:
+   * a request that finds the record waits for its run to appear; if it does
+   * not within `idempotencyStallMs` (the first request died), one waiter takes
+   * the key over (a unique insert per attempt) and stores the run under the
+   * recorded id, whose unique _id refuses a second run should the first
+   * request wake up.
+   */
+  async function keyedCreate(principal: Principal, req: CreateAssistantRunRequest): Promise<{ run: RunRecord; replay: boolean }> {
+    const { organizationId } = principal;
+    const key = req.idempotencyKey;
+    const stallMs = deps.idempotencyStallMs ?? defaultIdempotencyStallMs;
+    // Only a safety net: a waiter takes the key over once the attempt has stalled.
+    const giveUp = now().getTime() + 2 * stallMs + 10_000;
+    let waits = 0;
+    for (;;) {
+      const at = now();
+      const record = await store.getIdempotency(organizationId, key, new Date(at.getTime() - idempotencyWindowMs));
+      if (!record) {
+        const prepared = await prepare(principal, req, newId(), at);
+        const fresh: IdempotencyRecord = { organizationId, key, fingerprint: req.requestFingerprint, runId: prepared.run.id, createdAt: at, attempt: 0, attemptAt: at };
+        if (!(await store.putIdempotency(fresh))) {
+          // Taken meanwhile, or an expired record not pruned yet: drop the latter and look again.
+          const stored = await store.getIdempotency(organizationId, key, new Date(0));
+          if (stored && at.getTime() - stored.createdAt.getTime() > idempotencyWindowMs) await store.deleteIdempotency(organizationId, key, stored.runId);
+          continue;
+        }
+        try {
+          return { run: await enqueue(prepared, false), replay: false };
+        } catch (error) {
+          await store.deleteIdempotency(organizationId, key, fresh.runId).catch(() => {}); // the key is free for a retry
+          throw error;
+        }
+      }
+      if (record.fingerprint !== req.requestFingerprint) {
+        throw new ConnectError("this Idempotency-Key was used with a different request", Code.AlreadyExists);
+      }
+      const run = await store.getRun(organizationId, record.runId);
+      if (run) return { run, replay: true };
+      const attempt = record.attempt + 1;
+      if (at.getTime() - record.attemptAt.getTime() > stallMs && (await store.takeOverIdempotency(organizationId, key, attempt, at))) {
+        return { run: await enqueue(await prepare(principal, req, record.runId, at), true), replay: true };
+      }
+      if (at.getTime() > giveUp) throw new ConnectError("a request with this Idempotency-Key is still in progress", Code.Unavailable);
+      // Backing off: many waiters polling at once would slow the very store the first request is writing to.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(250, 20 * 2 ** waits++)));
     }
-    if (!req.newThread) return undefined;
-    const thread: ThreadRecord = { id: newId(), organizationId: principal.organizationId, name: "New thread", createdBy: principal.userId, createdAt: at, updatedAt: at };
-    await store.insertThread(thread);
-    return thread.id;
+  }
+
+  /** Keyed creates in progress on this replica: a concurrent one with the same key and body waits for it instead of polling. */
+  const keyedInProgress = new Map<string, { fingerprint: string; done: Promise<{ run: RunRecord; replay: boolean }> }>();
+
+  async function coalesced(principal: Principal, req: CreateAssistantRunRequest): Promise<{ run: RunRecord; replay: boolean }> {
+    const id = `${principal.organizationId}:${req.idempotencyKey}`;
+    const earlier = keyedInProgress.get(id);
+    if (earlier?.fingerprint === req.requestFingerprint) {
+      const result = await earlier.done.catch(() => undefined);
+      if (result) return { run: result.run, replay: true };
+    }
+    if (earlier) return keyedCreate(principal, req); // another body, or the first failed: decide on the record
+    const done = keyedCreate(principal, req);
+    keyedInProgress.set(id, { fingerprint: req.requestFingerprint, done });
+    try {
+      return await done;
+    } finally {
+      keyedInProgress.delete(id);
+    }
   }
 
   function checkCreate(req: CreateAssistantRunRequest): void {
@@ -78,54 +206,10 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const principal = requirePrincipal(ctx);
       checkCreate(req);
       if (req.idempotencyKey) {
-        const earlier = await replay(principal, req);
-        if (earlier) return { assistantRun: runMessage(earlier), idempotentReplay: true };
+        const { run, replay } = await coalesced(principal, req);
+        return { assistantRun: runMessage(run), idempotentReplay: replay };
       }
-      const assistant = await assistantOf(principal, req.assistantId);
-      const at = now();
-      const run: RunRecord = {
-        id: newId(),
-        organizationId: principal.organizationId,
-        assistantId: assistant.assistantId,
-        threadId: await threadFor(principal, req, at),
-        args: req.args,
-        input: req.input,
-        message: renderInput(req.input, assistant.input, req.args),
-        stream: req.stream,
-        status: "QUEUED",
-        ...effectiveIds(
-          assistant,
-          {
-            knowledgeBaseIds: present(req.knowledgeBaseIds),
-            retrieverIds: present(req.retrieverIds),
-            rulesetIds: present(req.rulesetIds),
-            structureIds: present(req.structureIds),
-            toolIds: present(req.toolIds),
-          },
-          {
-            knowledgeBaseIds: req.additionalKnowledgeBaseIds,
-            retrieverIds: req.additionalRetrieverIds,
-            rulesetIds: req.additionalRulesetIds,
-            structureIds: req.additionalStructureIds,
-            toolIds: req.additionalToolIds,
-          },
-        ),
-        createdBy: principal.userId,
-        createdAt: at,
-        updatedAt: at,
-      };
-      if (req.idempotencyKey) {
-        const record = { organizationId: principal.organizationId, key: req.idempotencyKey, fingerprint: req.requestFingerprint, runId: run.id, createdAt: at };
-        if (!(await store.putIdempotency(record))) {
-          // A concurrent request with the same key got there first: answer with its run.
-          const earlier = await replay(principal, req);
-          if (earlier) return { assistantRun: runMessage(earlier), idempotentReplay: true };
-          throw new ConnectError("a request with this Idempotency-Key is in progress", Code.Aborted);
-        }
-      }
-      await store.insertRun(run);
-      await log.lifecycle(run);
-      await bus.publish(runSubjects.queued, new Uint8Array());
+      const run = await enqueue(await prepare(principal, req, newId(), now()), false);
       return { assistantRun: runMessage(run), idempotentReplay: false };
     },
 

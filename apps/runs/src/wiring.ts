@@ -21,6 +21,7 @@ export interface RunSettings extends ModelConfig {
   RUN_POLL_MS: number;
   RUN_WORKER_CONCURRENCY: number;
   RUN_MAX_PER_ORGANIZATION: number;
+  RUN_MAX_QUEUED_PER_ORGANIZATION: number;
 }
 
 /** MongoDB when a URL is given, else the in-memory store. */
@@ -42,7 +43,7 @@ export async function wireRuns(
   await store.init();
   const model = peers.model ?? resolveModel(settings);
   const log = createRunLog(clientFor(EventsService, peers.events));
-  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus });
+  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
   const worker = createRunWorker({
     store,
     log,

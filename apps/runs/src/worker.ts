@@ -4,7 +4,7 @@ import type { Logger } from "@loom/kit/logger";
 import { executeRun, type StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
-import type { RunRecord, RunsStore } from "./store/port.ts";
+import type { QueueEntry, RunRecord, RunsStore } from "./store/port.ts";
 import { isTerminal } from "./store/port.ts";
 import { runSubjects } from "./subjects.ts";
 
@@ -27,6 +27,9 @@ export interface WorkerOptions {
   workerId?: string;
 }
 
+/** A queue entry whose run is still not stored after this long belongs to a create that died. */
+const orphanEntryMs = 60_000;
+
 /**
  * Claims queued runs and executes them; several workers (replicas) may share
  * one store: the claim is a guarded update, so each run executes once.
@@ -42,27 +45,65 @@ export function createRunWorker(options: WorkerOptions) {
   let claiming: Promise<void> | undefined;
   let again = false;
 
-  /** Takes one queued run, honouring the per-organization cap and one run per thread. */
-  async function claimOne(): Promise<RunRecord | undefined> {
-    for (const run of await store.queuedRuns(25)) {
-      if ((await store.countExecuting(run.organizationId)) >= options.maxRunningPerOrganization) continue;
-      if (run.threadId && !(await lockThread(run))) continue;
-      const at = now();
-      if (!(await store.claimRun(run.id, workerId, at))) continue; // another worker has it
-      const claimed = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
-      if (claimed) return claimed;
-      if (run.threadId) await store.unlockThread(run.threadId, run.id);
+  /**
+   * One pass over the queue: reads what is executing (one read of the
+   * leases), then the oldest queued runs outside full organizations and busy
+   * threads (one read of the queue), and claims at most one run per
+   * organization and per thread, so no queued run waits behind runs that may
+   * not start. One claim per organization per pass keeps the overshoot of the
+   * organization cap at one run per replica: a replica's next pass sees its
+   * own claims in the leases.
+   */
+  async function claimPass(free: number): Promise<RunRecord[]> {
+    const load = await store.executingLoad();
+    const full = [...load.perOrganization].filter(([, n]) => n >= options.maxRunningPerOrganization).map(([org]) => org);
+    const candidates = await store.queueCandidates(full, [...load.threads], Math.max(50, free * 4));
+    const organizations = new Set<string>();
+    const threads = new Set<string>();
+    const claimed: RunRecord[] = [];
+    for (const entry of candidates) {
+      if (claimed.length >= free || stopped) break;
+      if (organizations.has(entry.organizationId) || (entry.threadId && threads.has(entry.threadId))) continue;
+      const run = await claim(entry);
+      // Tried or taken, a thread is done for this pass: its later runs wait for this one anyway.
+      if (entry.threadId) threads.add(entry.threadId);
+      if (!run) continue;
+      organizations.add(entry.organizationId);
+      claimed.push(run);
     }
+    return claimed;
+  }
+
+  async function claim(entry: QueueEntry): Promise<RunRecord | undefined> {
+    if (entry.threadId && !(await lockThread(entry.threadId, entry.runId))) return undefined;
+    const at = now();
+    if (!(await store.claimRun(entry.runId, workerId, at))) return undefined; // another worker has it
+    const claimed = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
+    if (claimed) return claimed;
+    if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
+    await settleEntry(entry);
     return undefined;
   }
 
-  async function lockThread(run: RunRecord): Promise<boolean> {
-    const first = await store.lockThread(run.threadId!, run.id, []);
+  /**
+   * A claimed entry whose run would not move to STARTING: the run has ended
+   * (cancelled while queued) or is not stored yet (its create is between the
+   * queue entry and the run, or died there).
+   */
+  async function settleEntry(entry: QueueEntry): Promise<void> {
+    const run = await store.getRunById(entry.runId);
+    if (run && run.status !== "QUEUED") return store.dropQueueEntry(entry.runId);
+    if (!run && now().getTime() - entry.createdAt.getTime() > orphanEntryMs) return store.dropQueueEntry(entry.runId);
+    await store.releaseClaim(entry.runId); // not stored yet: a later pass claims it
+  }
+
+  async function lockThread(threadId: string, runId: string): Promise<boolean> {
+    const first = await store.lockThread(threadId, runId, []);
     if (first.locked) return true;
     // A holder that has ended (or vanished) without letting go does not block the thread.
     const holder = first.holder ? await store.getRunById(first.holder) : undefined;
     if (holder && !isTerminal(holder.status)) return false;
-    return (await store.lockThread(run.threadId!, run.id, [first.holder!])).locked;
+    return (await store.lockThread(threadId, runId, [first.holder!])).locked;
   }
 
   /** Claims while there is capacity; one pass at a time, another if woken meanwhile. */
@@ -77,9 +118,9 @@ export function createRunWorker(options: WorkerOptions) {
         do {
           again = false;
           while (!stopped && inFlight.size < options.concurrency) {
-            const run = await claimOne();
-            if (!run) break;
-            start(run);
+            const runs = await claimPass(options.concurrency - inFlight.size);
+            runs.forEach(start);
+            if (runs.length === 0) break;
           }
         } while (again && !stopped);
       } catch (error) {
@@ -150,7 +191,10 @@ export function createRunWorker(options: WorkerOptions) {
         }),
       );
       timers.push(setInterval(() => void pump(), options.pollMs));
-      timers.push(setInterval(() => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed")), Math.max(10, Math.floor(options.leaseMs / 2))));
+      const reapNow = () => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed"));
+      timers.push(setInterval(reapNow, Math.max(10, Math.floor(options.leaseMs / 2))));
+      // At once too: a replica started after a crash ends the lost runs without waiting half a lease.
+      reapNow();
       void pump();
     },
     /** Stops claiming and waits for the runs in flight (a replica's graceful shutdown). */

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { listen } from "@loom/kit/rpc-server";
 import { createAiSdkModel } from "../src/models/ai-sdk.ts";
 import { ModelFailure, type ChatTurn, type Model } from "../src/models/port.ts";
-import { answer, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "./fake-openai.ts";
+import { answer, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
 
 const conversation: ChatTurn[] = [
   { role: "system", content: "Be brief." },

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { createClient } from "@connectrpc/connect";
+import { Code, createClient } from "@connectrpc/connect";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openBus } from "@loom/kit/bus-open";
@@ -60,7 +60,16 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
    */
   async function replica(
     model: ReturnType<typeof createScriptedModel>,
-    options: { start?: boolean; runTimeoutMs?: number; leaseMs?: number; maxPerOrganization?: number } = {},
+    options: {
+      start?: boolean;
+      runTimeoutMs?: number;
+      leaseMs?: number;
+      maxPerOrganization?: number;
+      maxQueuedPerOrganization?: number;
+      idempotencyStallMs?: number;
+      /** The events service as this replica reaches it (an empty server: down). */
+      events?: ReturnType<typeof inProcessTransport>;
+    } = {},
   ) {
     let store = mongo.url ? undefined : stores[0];
     if (!store) {
@@ -68,8 +77,11 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       await store.init();
       stores.push(store);
     }
-    const log = createRunLog(clientFor(EventsService, peers));
-    const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers), log, bus });
+    const log = createRunLog(clientFor(EventsService, options.events ?? peers));
+    const service = createRunsService({
+      store, assistants: clientFor(AssistantsService, peers), log, bus,
+      maxQueuedPerOrganization: options.maxQueuedPerOrganization ?? 1000, idempotencyStallMs: options.idempotencyStallMs,
+    });
     const worker = createRunWorker({
       store, log, model, bus, logger,
       leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
@@ -218,5 +230,135 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const queued = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     await r.runs.cancelAssistantRun({ assistantRunId: queued }, call);
     expect(await eventTypes(queued)).toEqual(["AssistantRunQueued", "AssistantRunCancelled"]);
+  });
+
+  /** A model that never answers a message starting with "slow" (until aborted) and answers every other at once. */
+  function slowForSome() {
+    return {
+      id: "test:slow-for-some",
+      async generate(req: { messages: { content: string }[]; signal: AbortSignal }) {
+        const text = req.messages.at(-1)!.content;
+        if (text.startsWith("slow")) {
+          await new Promise((_, reject) => req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true }));
+        }
+        return { text: `answer to ${text}`, inputTokens: 1, outputTokens: 1 };
+      },
+    } as unknown as ReturnType<typeof createScriptedModel>;
+  }
+  /** An organization of its own with an assistant, so its queue is its own. */
+  async function organization() {
+    const who = { userId: newId(), organizationId: newId() };
+    const headers = { headers: headersFor(who) };
+    const assistant = (await clientFor(AssistantsService, peers).createAssistant({ name: "org" }, headers)).assistant!.assistantId;
+    return { headers, assistant, organizationId: who.organizationId };
+  }
+  /** `n` calls, ten at a time (a hundred creates one by one take seconds on FerretDB). */
+  async function inBatches(n: number, call: (i: number) => Promise<unknown>) {
+    for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => call(i + j)));
+  }
+  async function cancelAll(runs: Awaited<ReturnType<typeof replica>>["runs"], headers: { headers: Record<string, string> }, ids: string[]) {
+    await inBatches(ids.length, (i) => runs.cancelAssistantRun({ assistantRunId: ids[i]! }, headers));
+  }
+  const queuedOf = async (runs: Awaited<ReturnType<typeof replica>>["runs"], org: { assistant: string; headers: { headers: Record<string, string> } }) =>
+    (await runs.listAssistantRuns({ assistantId: org.assistant, statuses: [RunStatus.QUEUED] }, org.headers)).page!.totalCount;
+  async function succeededWithin(runs: Awaited<ReturnType<typeof replica>>["runs"], headers: { headers: Record<string, string> }, id: string, ms: number) {
+    const deadline = Date.now() + ms;
+    for (;;) {
+      const run = (await runs.getAssistantRun({ assistantRunId: id }, headers)).assistantRun!;
+      if (run.status === RunStatus.SUCCEEDED || run.completedAt || Date.now() > deadline) return run.status;
+      await new Promise((res) => setTimeout(res, 10));
+    }
+  }
+
+  it("an organization at its cap with 100 queued runs does not hold up another organization's run", async () => {
+    const r = await replica(slowForSome(), { maxPerOrganization: 1 });
+    const a = await organization();
+    const b = await organization();
+    const queuedA: string[] = [];
+    await inBatches(100, async (i) => queuedA.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `slow ${i}` }, a.headers)).assistantRun!.assistantRunId));
+    const runB = (await r.runs.createAssistantRun({ assistantId: b.assistant, input: "quick" }, b.headers)).assistantRun!.assistantRunId;
+    expect(await succeededWithin(r.runs, b.headers, runB, 2_000)).toBe(RunStatus.SUCCEEDED);
+    expect(await queuedOf(r.runs, a)).toBe(99n); // A's first runs, the rest wait for it
+    await cancelAll(r.runs, a.headers, queuedA);
+  }, 60_000);
+
+  it("a thread with 100 queued runs does not hold up a run outside it, of the same organization", async () => {
+    const r = await replica(slowForSome(), { maxPerOrganization: 100 });
+    const a = await organization();
+    const threadId = (await r.runs.createThread({ name: "busy" }, a.headers)).thread!.threadId;
+    const inThread: string[] = [];
+    await inBatches(100, async (i) => inThread.push((await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `slow ${i}` }, a.headers)).assistantRun!.assistantRunId));
+    const outside = (await r.runs.createAssistantRun({ assistantId: a.assistant, input: "quick" }, a.headers)).assistantRun!.assistantRunId;
+    expect(await succeededWithin(r.runs, a.headers, outside, 2_000)).toBe(RunStatus.SUCCEEDED);
+    expect(await queuedOf(r.runs, a)).toBe(99n); // the thread's first runs, the rest wait for it
+    await cancelAll(r.runs, a.headers, inThread);
+  }, 60_000);
+
+  it("refuses a create past the organization's queued cap and writes nothing", async () => {
+    const model = createScriptedModel();
+    const r = await replica(model, { start: false, maxQueuedPerOrganization: 3 });
+    const a = await organization();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId);
+    const threadsBefore = (await r.runs.listThreads({}, a.headers)).page!.totalCount;
+    await expect(r.runs.createAssistantRun({ assistantId: a.assistant, newThread: true }, a.headers)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(3n);
+    expect((await r.runs.listThreads({}, a.headers)).page!.totalCount).toBe(threadsBefore);
+    await r.runs.cancelAssistantRun({ assistantRunId: ids[0]! }, a.headers);
+    expect((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.status).toBe(RunStatus.QUEUED);
+    await cancelAll(r.runs, a.headers, ids);
+  });
+
+  it("with the events service down, a create answers UNAVAILABLE and leaves no run", async () => {
+    const model = createScriptedModel();
+    const r = await replica(model, { start: false, events: inProcessTransport([], token, logger) });
+    const a = await organization();
+    const failing = r.runs.createAssistantRun({ assistantId: a.assistant, newThread: true }, a.headers);
+    await expect(failing).rejects.toMatchObject({ code: Code.Unavailable });
+    const keyed = r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" }, a.headers);
+    await expect(keyed).rejects.toMatchObject({ code: Code.Unavailable });
+    expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(0n);
+    expect((await r.runs.listThreads({}, a.headers)).page!.totalCount).toBe(0n);
+    expect(await r.store.countQueued(a.organizationId)).toBe(0);
+    // The key was freed: once the events service is back, the retry creates the run.
+    const up = await replica(model, { start: false });
+    const created = (await up.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" }, a.headers)).assistantRun!;
+    expect(created.status).toBe(RunStatus.QUEUED);
+    await cancelAll(up.runs, a.headers, [created.assistantRunId]);
+  });
+
+  it("a keyed create whose first request died before storing its run is taken over, once, under the recorded id", async () => {
+    const model = createScriptedModel();
+    const r = await replica(model, { start: false, idempotencyStallMs: 200 });
+    const a = await organization();
+    // The first request recorded the key and wrote the run's first event, then died.
+    const runId = newId();
+    const at = new Date();
+    await r.store.putIdempotency({ organizationId: a.organizationId, key: "k-died", fingerprint: "f", runId, createdAt: at, attempt: 0, attemptAt: at });
+    await r.log.lifecycle({ id: runId, status: "QUEUED", organizationId: a.organizationId, createdBy: "u" } as never);
+    const answers = await Promise.all(
+      Array.from({ length: 10 }, () => r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-died", requestFingerprint: "f" }, a.headers)),
+    );
+    expect(new Set(answers.map((x) => x.assistantRun!.assistantRunId))).toEqual(new Set([runId]));
+    expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(1n);
+    const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId, offset: 0n, limit: 100 }, a.headers)).events.map((e) => e.type);
+    expect(types).toEqual(["AssistantRunQueued"]);
+    await cancelAll(r.runs, a.headers, [runId]);
+  });
+
+  it("20 concurrent creates with one Idempotency-Key make one run; a different request is refused", async () => {
+    const model = createScriptedModel();
+    const r = await replica(model, { start: false });
+    const a = await organization();
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "same" }, a.headers)),
+    );
+    const ids = new Set(answers.map((x) => x.assistantRun!.assistantRunId));
+    expect(ids.size).toBe(1);
+    expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(1n);
+    await expect(r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "other" }, a.headers)).rejects.toMatchObject({
+      code: Code.AlreadyExists,
+    });
+    await cancelAll(r.runs, a.headers, [...ids]);
   });
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError, loadConfig } from "@loom/kit/config";
 import { modelSettings, resolveModel } from "../src/models/resolve.ts";
-import { answer, startFakeOpenAI, type FakeOpenAI } from "./fake-openai.ts";
+import { answer, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
 
 const signal = new AbortController().signal;
 

@@ -77,8 +77,9 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const b = newRun({ assistantId });
     const c = newRun({ assistantId, status: "SUCCEEDED" });
     for (const r of [a, b, c]) await store.insertRun(r);
-    const queued = (await store.queuedRuns(1000)).map((r) => r.id);
+    const queued = (await store.queueCandidates([], [], 1000)).map((e) => e.runId);
     expect(queued.indexOf(a.id)).toBeLessThan(queued.indexOf(b.id));
+    expect(queued).not.toContain(c.id);
     expect((await store.listRuns(org, assistantId, [], 0, 10)).items.map((r) => r.id)).toEqual([c.id, b.id, a.id]);
     expect((await store.listRuns(org, assistantId, ["SUCCEEDED"], 0, 10)).items.map((r) => r.id)).toEqual([c.id]);
     expect((await store.listRuns(org, assistantId, ["QUEUED", "SUCCEEDED"], 1, 1))).toMatchObject({ totalCount: 3, items: [{ id: b.id }] });
@@ -124,13 +125,81 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.getThread(org, t1.id)).toBeUndefined();
   });
 
-  it("keeps one idempotency record per organization and key", async () => {
-    const record = { organizationId: org, key: "k1", fingerprint: "f", runId: "r", createdAt: tick() };
+  it("keeps one idempotency record per organization and key; deletes it only while it names the run", async () => {
+    const at = tick();
+    const record = { organizationId: org, key: "k1", fingerprint: "f", runId: "r", createdAt: at, attempt: 0, attemptAt: at };
+    const since = new Date(at.getTime() - 1);
     expect(await store.putIdempotency(record)).toBe(true);
     expect(await store.putIdempotency({ ...record, runId: "other" })).toBe(false);
-    expect(await store.getIdempotency(org, "k1")).toEqual(record);
-    expect(await store.getIdempotency(newId(), "k1")).toBeUndefined();
-    await store.deleteIdempotency(org, "k1");
+    expect(await store.getIdempotency(org, "k1", since)).toEqual(record);
+    expect(await store.getIdempotency(newId(), "k1", since)).toBeUndefined();
+    expect(await store.getIdempotency(org, "k1", new Date(at.getTime() + 1))).toBeUndefined(); // expired
+    await store.deleteIdempotency(org, "k1", "other");
+    expect(await store.getIdempotency(org, "k1", since)).toEqual(record);
+    await store.deleteIdempotency(org, "k1", "r");
     expect(await store.putIdempotency({ ...record, runId: "again" })).toBe(true);
+  });
+
+  it("grants the takeover of a key once per attempt, however many ask at once", async () => {
+    const at = tick();
+    await store.putIdempotency({ organizationId: org, key: "k2", fingerprint: "f", runId: "r", createdAt: at, attempt: 0, attemptAt: at });
+    const later = tick();
+    const answers = await Promise.all([1, 2, 3, 4, 5].map(() => store.takeOverIdempotency(org, "k2", 1, later)));
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.getIdempotency(org, "k2", at)).toMatchObject({ runId: "r", attempt: 1, attemptAt: later });
+    expect(await store.takeOverIdempotency(org, "k2", 1, tick())).toBe(false);
+    expect(await store.takeOverIdempotency(org, "k2", 2, tick())).toBe(true);
+  });
+
+  it("stores a run once per id", async () => {
+    const run = newRun();
+    expect(await store.insertRun(run)).toBe(true);
+    expect(await store.insertRun({ ...run, message: "second" })).toBe(false);
+    expect(await store.getRun(org, run.id)).toMatchObject({ message: "hi" });
+  });
+
+  it("queues runs per organization and thread: counts, skips full organizations and busy threads, drops entries", async () => {
+    const [orgA, orgB] = [newId(), newId()];
+    const thread = newThread();
+    const a1 = newRun({ organizationId: orgA });
+    const a2 = newRun({ organizationId: orgA, threadId: thread.id });
+    const b1 = newRun({ organizationId: orgB });
+    const done = newRun({ organizationId: orgB, status: "SUCCEEDED" });
+    for (const r of [a1, a2, b1, done]) await store.insertRun(r);
+    expect(await store.countQueued(orgA)).toBe(2);
+    expect(await store.countQueued(orgB)).toBe(1);
+    const mine = (entries: { runId: string }[]) => entries.map((e) => e.runId).filter((id) => [a1.id, a2.id, b1.id, done.id].includes(id));
+    expect(mine(await store.queueCandidates([], [], 1000))).toEqual([a1.id, a2.id, b1.id]);
+    expect(await store.queueCandidates([], [], 1000)).toContainEqual({ runId: a2.id, organizationId: orgA, threadId: thread.id, createdAt: a2.createdAt });
+    expect(mine(await store.queueCandidates([orgA], [], 1000))).toEqual([b1.id]);
+    expect(mine(await store.queueCandidates([], [thread.id], 1000))).toEqual([a1.id, b1.id]);
+
+    // Leaving QUEUED takes a run off the queue; executing runs count per organization, with their threads.
+    const at = tick();
+    await store.transition(a2.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(at.getTime() + 60_000) }, at);
+    await store.transition(b1.id, { from: ["QUEUED"] }, "CANCELLED", { completedAt: at }, at);
+    expect(mine(await store.queueCandidates([], [], 1000))).toEqual([a1.id]);
+    expect(await store.countQueued(orgA)).toBe(1);
+    expect(await store.countQueued(orgB)).toBe(0);
+    let load = await store.executingLoad();
+    expect(load.perOrganization.get(orgA)).toBe(1);
+    expect(load.perOrganization.has(orgB)).toBe(false);
+    expect(load.threads.has(thread.id)).toBe(true);
+    await store.transition(a2.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: at, leaseUntil: undefined }, at);
+    load = await store.executingLoad();
+    expect(load.perOrganization.has(orgA)).toBe(false);
+    expect(load.threads.has(thread.id)).toBe(false);
+
+    await store.dropQueueEntry(a1.id);
+    expect(mine(await store.queueCandidates([], [], 1000))).toEqual([]);
+    expect(await store.countQueued(orgA)).toBe(0);
+  });
+
+  it("gives a released claim again", async () => {
+    const id = newId();
+    expect(await store.claimRun(id, "a", tick())).toBe(true);
+    await store.releaseClaim(id);
+    expect(await store.claimRun(id, "b", tick())).toBe(true);
+    expect(await store.claimRun(id, "c", tick())).toBe(false);
   });
 });

@@ -18,6 +18,8 @@ export function createMemoryBus(): Bus & { subscriberCount(): number } {
       return { unsubscribe: () => void listeners.delete(listener) };
     },
     ready: async () => true,
+    // One process: never disconnected.
+    onReconnect: () => ({ unsubscribe: () => {} }),
     close: async () => listeners.clear(),
     subscriberCount: () => listeners.size,
   };

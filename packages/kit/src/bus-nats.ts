@@ -1,9 +1,22 @@
 import { connect } from "@nats-io/transport-node";
 import type { Bus, Subscription } from "./bus.ts";
 
-/** The bus across replicas, over core NATS (JetStream is not needed). */
+/**
+ * The bus across replicas, over core NATS (JetStream is not needed). The
+ * client reconnects for as long as the process lives (an outage must not
+ * leave a replica without its bus), and says when it is back.
+ */
 export async function createNatsBus(url: string, name: string): Promise<Bus> {
   const nc = await connect({ servers: url, name, reconnect: true, maxReconnectAttempts: -1 });
+  const reconnectListeners = new Set<() => void>();
+  void (async () => {
+    for await (const status of nc.status()) {
+      if (status.type !== "reconnect") continue;
+      // The client sent its subscriptions again on reconnecting; a round trip makes sure the server has them.
+      const registered = await nc.flush().then(() => true, () => false);
+      if (registered) for (const listener of [...reconnectListeners]) listener();
+    }
+  })();
   return {
     async publish(subject, data) {
       nc.publish(subject, data);
@@ -20,6 +33,10 @@ export async function createNatsBus(url: string, name: string): Promise<Bus> {
       } catch {
         return false;
       }
+    },
+    onReconnect(listener): Subscription {
+      reconnectListeners.add(listener);
+      return { unsubscribe: () => void reconnectListeners.delete(listener) };
     },
     async close() {
       if (!nc.isClosed()) await nc.drain();

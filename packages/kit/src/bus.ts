@@ -8,6 +8,12 @@ export interface Bus {
   publish(subject: string, data: Uint8Array): Promise<void>;
   subscribe(subject: string, onMessage: (data: Uint8Array, subject: string) => void): Subscription;
   ready(): Promise<boolean>;
+  /**
+   * Calls `listener` each time the bus is back after losing its server, once
+   * every subscription is in place again. What was published meanwhile may
+   * be lost: the listener reads the database for it.
+   */
+  onReconnect(listener: () => void): Subscription;
   close(): Promise<void>;
 }
 

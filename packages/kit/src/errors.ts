@@ -34,11 +34,15 @@ export function fieldViolationsOf(error: ConnectError): FieldViolation[] {
 /**
  * True for failures of a dependency that are worth retrying later (database
  * or bus unreachable), judged by the drivers' error class names so that this
- * module needs neither driver.
+ * module needs neither driver. The MongoDB driver reports a connection lost
+ * during insertMany as a MongoBulkWriteError holding the network error (its
+ * `errorResponse`), so wrapped errors are looked into too.
  */
-export function isDependencyDown(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  return /^(MongoServerSelectionError|MongoNetworkError|MongoNetworkTimeoutError|MongoNotConnectedError|MongoTopologyClosedError|MongoPoolClearedError)$/.test(
-    error.name,
-  ) || /CONNECTION_CLOSED|DISCONNECT|Timeout/i.test((error as { code?: string }).code ?? "");
+export function isDependencyDown(error: unknown, depth = 0): boolean {
+  if (!(error instanceof Error) || depth > 3) return false;
+  const down =
+    /^(MongoServerSelectionError|MongoNetworkError|MongoNetworkTimeoutError|MongoNotConnectedError|MongoTopologyClosedError|MongoPoolClearedError)$/.test(error.name) ||
+    // A socket the other side closed under a write (EPIPE) reaches us from the driver unwrapped.
+    /^(EPIPE|ECONNRESET|ECONNREFUSED)$|CONNECTION_CLOSED|DISCONNECT|Timeout/i.test(String((error as { code?: unknown }).code ?? ""));
+  return down || isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

@@ -14,7 +14,10 @@ export interface MongoHandle {
 export async function connectMongo(url: string, dbName: string): Promise<MongoHandle> {
   // ignoreUndefined: an absent optional field is left out of the document, so
   // partial indexes and `$exists` queries see it as absent.
-  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000, connectTimeoutMS: 5_000, ignoreUndefined: true });
+  // socketTimeoutMS: a server that stops answering with the connection open
+  // (frozen, partitioned) fails a call after 10 s (UNAVAILABLE) instead of
+  // holding it forever; no call of Loom's waits on the server that long.
+  const client = new MongoClient(url, { serverSelectionTimeoutMS: 5_000, connectTimeoutMS: 5_000, socketTimeoutMS: 10_000, ignoreUndefined: true });
   await client.connect();
   const db = client.db(dbName);
   return {

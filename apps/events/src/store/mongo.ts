@@ -163,8 +163,10 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
         await events.insertMany(all.map(toEventDoc), { ordered: true });
       } catch (error) {
         // The callers are told nothing was written: take back what was (best
-        // effort). The claimed offsets stay unused (docs/decisions.md).
-        await events.deleteMany({ _id: { $in: all.map((e) => e.id) } }).catch(() => {});
+        // effort). The claimed offsets stay unused (docs/decisions.md). Not
+        // awaited: a database that stopped answering would hold the callers
+        // for a second timeout.
+        void events.deleteMany({ _id: { $in: all.map((e) => e.id) } }).catch(() => {});
         throw error;
       }
       group.forEach((a, i) => a.resolve(stored[i]));

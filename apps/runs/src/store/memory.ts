@@ -1,19 +1,64 @@
 import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
-import type { IdempotencyRecord, RunRecord, RunsStore, ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
 
-/** The embedded default and the fast test double; copies in and out like a database. */
+interface Lease {
+  worker: string;
+  until: Date;
+  organizationId: string;
+  threadId?: string;
+}
+
+/**
+ * The embedded default and the fast test double; copies in and out like a
+ * database. The worker's reads (queue, executing load, expired leases) come
+ * from indexes kept up to date on every write, never from a walk over all
+ * runs: those grow with history, the indexes only with what is queued or
+ * executing.
+ */
 export function createMemoryRunsStore(): RunsStore {
   const runs = new Map<string, RunRecord>();
   const threads = new Map<string, ThreadRecord>();
   const keys = new Map<string, IdempotencyRecord>();
   const claims = new Set<string>();
+  /** Queued runs, oldest first (a Map keeps insertion order; an out-of-order insert re-sorts). */
+  let queue = new Map<string, QueueEntry>();
+  let newest: QueueEntry | undefined;
+  const queuedPerOrganization = new Map<string, number>();
+  /** Executing runs: the leases, as MongoDB's run_leases collection. */
+  const leases = new Map<string, Lease>();
   const copy = plainCopy;
-  const oldestFirst = (a: RunRecord, b: RunRecord) => a.createdAt.getTime() - b.createdAt.getTime() || (a.id < b.id ? -1 : 1);
+  const oldestFirst = (a: { createdAt: Date; id?: string; runId?: string }, b: { createdAt: Date; id?: string; runId?: string }) =>
+    a.createdAt.getTime() - b.createdAt.getTime() || ((a.id ?? a.runId)! < (b.id ?? b.runId)! ? -1 : 1);
   const ownedThread = (organizationId: string, id: string) => {
     const thread = threads.get(id);
     return thread?.organizationId === organizationId ? thread : undefined;
   };
+  const bump = (organizationId: string, by: number) => {
+    const n = (queuedPerOrganization.get(organizationId) ?? 0) + by;
+    if (n > 0) queuedPerOrganization.set(organizationId, n);
+    else queuedPerOrganization.delete(organizationId);
+  };
+  function enqueue(run: RunRecord) {
+    const entry: QueueEntry = { runId: run.id, organizationId: run.organizationId, threadId: run.threadId, createdAt: run.createdAt };
+    queue.set(run.id, entry);
+    if (newest && queue.has(newest.runId) && oldestFirst(newest, entry) > 0) queue = new Map([...queue.entries()].sort(([, a], [, b]) => oldestFirst(a, b)));
+    else newest = entry;
+    bump(run.organizationId, 1);
+  }
+  function dequeue(runId: string) {
+    const entry = queue.get(runId);
+    if (!entry) return;
+    queue.delete(runId);
+    bump(entry.organizationId, -1);
+  }
+  /** Drops records past the window; keys arrive in time order, so the old ones are at the front. */
+  function pruneKeys(before: Date) {
+    for (const [id, record] of keys) {
+      if (record.createdAt >= before) break;
+      keys.delete(id);
+    }
+  }
 
   return {
     init: async () => {},
@@ -21,7 +66,10 @@ export function createMemoryRunsStore(): RunsStore {
     close: async () => {},
 
     async insertRun(run) {
+      if (runs.has(run.id)) return false;
       runs.set(run.id, copy(run));
+      if (run.status === "QUEUED") enqueue(run);
+      return true;
     },
     async getRun(organizationId, id) {
       const run = runs.get(id);
@@ -45,7 +93,12 @@ export function createMemoryRunsStore(): RunsStore {
         if (value === undefined) delete run[field as keyof typeof changes];
         else Object.assign(run, { [field]: copy(value) });
       }
+      if (run.status === "QUEUED" && to !== "QUEUED") dequeue(id);
       Object.assign(run, { status: to, updatedAt: at });
+      if ("leaseUntil" in changes) {
+        if (run.leaseUntil === undefined) leases.delete(id);
+        else leases.set(id, { worker: run.worker ?? "", until: run.leaseUntil, organizationId: run.organizationId, threadId: run.threadId });
+      }
       return copy(run);
     },
     async claimRun(id) {
@@ -55,19 +108,44 @@ export function createMemoryRunsStore(): RunsStore {
     },
     async renewLease(id, worker, leaseUntil) {
       const run = runs.get(id);
-      if (!run || run.worker !== worker || (run.status !== "STARTING" && run.status !== "RUNNING")) return false;
+      const lease = leases.get(id);
+      if (!run || !lease || run.worker !== worker || lease.worker !== worker || (run.status !== "STARTING" && run.status !== "RUNNING")) return false;
       run.leaseUntil = leaseUntil;
+      lease.until = leaseUntil;
       return true;
     },
-    queuedRuns: async (limit) => copy([...runs.values()].filter((r) => r.status === "QUEUED").sort(oldestFirst).slice(0, limit)),
-    countExecuting: async (organizationId) =>
-      [...runs.values()].filter((r) => r.organizationId === organizationId && (r.status === "STARTING" || r.status === "RUNNING")).length,
-    expiredLeases: async (now, limit) =>
-      copy(
-        [...runs.values()]
-          .filter((r) => (r.status === "STARTING" || r.status === "RUNNING") && r.leaseUntil !== undefined && r.leaseUntil < now)
-          .slice(0, limit),
-      ),
+    async queueCandidates(skipOrganizations, skipThreads, limit) {
+      const orgs = new Set(skipOrganizations);
+      const busy = new Set(skipThreads);
+      const found: QueueEntry[] = [];
+      for (const entry of queue.values()) {
+        if (found.length >= limit) break;
+        if (orgs.has(entry.organizationId) || (entry.threadId && busy.has(entry.threadId))) continue;
+        found.push(copy(entry));
+      }
+      return found;
+    },
+    dropQueueEntry: async (runId) => dequeue(runId),
+    releaseClaim: async (runId) => void claims.delete(runId),
+    countQueued: async (organizationId) => queuedPerOrganization.get(organizationId) ?? 0,
+    async executingLoad() {
+      const perOrganization = new Map<string, number>();
+      const held = new Set<string>();
+      for (const lease of leases.values()) {
+        perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
+        if (lease.threadId) held.add(lease.threadId);
+      }
+      return { perOrganization, threads: held };
+    },
+    async expiredLeases(now, limit) {
+      const expired: RunRecord[] = [];
+      for (const [id, lease] of leases) {
+        if (expired.length >= limit) break;
+        const run = runs.get(id);
+        if (lease.until < now && run && (run.status === "STARTING" || run.status === "RUNNING")) expired.push(copy(run));
+      }
+      return expired;
+    },
     threadHistory: async (threadId, before) =>
       copy([...runs.values()].filter((r) => r.threadId === threadId && r.status === "SUCCEEDED" && r.createdAt < before).sort(oldestFirst)),
 
@@ -98,14 +176,24 @@ export function createMemoryRunsStore(): RunsStore {
     },
 
     async putIdempotency(record) {
+      pruneKeys(new Date(record.createdAt.getTime() - idempotencyWindowMs));
       const id = `${record.organizationId}:${record.key}`;
       if (keys.has(id)) return false;
       keys.set(id, copy(record));
       return true;
     },
-    getIdempotency: async (organizationId, key) => copy(keys.get(`${organizationId}:${key}`)),
-    async deleteIdempotency(organizationId, key) {
-      keys.delete(`${organizationId}:${key}`);
+    async getIdempotency(organizationId, key, createdAfter) {
+      const record = keys.get(`${organizationId}:${key}`);
+      return record && record.createdAt >= createdAfter ? copy(record) : undefined;
+    },
+    async deleteIdempotency(organizationId, key, runId) {
+      if (keys.get(`${organizationId}:${key}`)?.runId === runId) keys.delete(`${organizationId}:${key}`);
+    },
+    async takeOverIdempotency(organizationId, key, attempt, at) {
+      const record = keys.get(`${organizationId}:${key}`);
+      if (!record || record.attempt >= attempt) return false; // one event loop: this check and the write are atomic
+      Object.assign(record, { attempt, attemptAt: at });
+      return true;
     },
   };
 }

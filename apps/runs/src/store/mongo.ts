@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
-import type { IdempotencyRecord, RunRecord, RunsStore, ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
 
@@ -11,14 +11,26 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
  * their own collection: renewals, the one periodic write, never touch the run
  * document, so they cannot collide with a state change (FerretDB does not
  * isolate concurrent updates of one document; MongoDB would not need this).
+ *
+ * The worker reads only small collections: `run_queue` holds the queued runs
+ * and `run_leases` the executing ones (with their organization and thread).
+ * FerretDB scans a collection for filtered reads whatever its indexes, so
+ * reading the ever-growing `runs` collection on every pass would slow the
+ * queue as history grows.
  */
 export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): RunsStore {
   const runs: Collection<Doc<RunRecord>> = db.collection("runs");
   const threads: Collection<Doc<ThreadRecord>> = db.collection("threads");
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
-  const leases: Collection<{ _id: string; worker: string; until: Date }> = db.collection("run_leases");
+  const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
+  const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> = db.collection("run_leases");
+  type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
+  const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
+  /** Whether expired idempotency records are deleted here (no TTL index on this server), and when that last happened. */
+  let pruneKeys = false;
+  let prunedAt = 0;
   const executing: { $in: RunRecord["status"][] } = { $in: ["STARTING", "RUNNING"] };
   // Fields a transition sets to undefined are removed, not stored as null.
   const setAndUnset = (changes: Record<string, unknown>): UpdateFilter<Doc<RunRecord>> => {
@@ -34,14 +46,35 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
       await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await leases.createIndex({ until: 1 });
+      await queue.createIndex({ createdAt: 1, _id: 1 });
+      await queue.createIndex({ organizationId: 1 });
+      // Records expire after the window: a TTL index (MongoDB's TTL monitor runs every 60 s; reads
+      // check the age too). FerretDB 1.24 refuses the option (NotImplemented): there a plain index,
+      // and putIdempotency prunes at most once a minute.
+      for (const collection of [keys, takeovers] as unknown as Collection<{ createdAt: Date }>[]) {
+        try {
+          await collection.createIndex({ createdAt: 1 }, { expireAfterSeconds: idempotencyWindowMs / 1000 });
+        } catch (error) {
+          if ((error as { code?: unknown }).code !== notImplemented) throw error;
+          await collection.createIndex({ createdAt: 1 });
+          pruneKeys = true;
+        }
+      }
     },
     ready: ping,
     close,
 
     async insertRun(r) {
-      await runs.insertOne(toDoc(r));
+      // The queue entry first: a run is never QUEUED without one. An entry
+      // whose run never follows (the creator died) is dropped by the worker.
+      if (r.status === "QUEUED") await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: r.createdAt, ...(r.threadId ? { threadId: r.threadId } : {}) }));
+      return ignoringDuplicate(runs.insertOne(toDoc(r)));
     },
-    getRun: async (organizationId, id) => run(await runs.findOne({ _id: id, organizationId })),
+    async getRun(organizationId, id) {
+      // By _id alone, the organization checked here: FerretDB pushes down only an `_id`-only filter.
+      const found = run(await runs.findOne({ _id: id }));
+      return found?.organizationId === organizationId ? found : undefined;
+    },
     getRunById: async (id) => run(await runs.findOne({ _id: id })),
     async listRuns(organizationId, assistantId, statuses, skip, limit) {
       const query: Filter<Doc<RunRecord>> = { organizationId, assistantId, ...(statuses.length ? { status: { $in: statuses } } : {}) };
@@ -57,30 +90,47 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       if (guard.worker !== undefined) filter.worker = guard.worker;
       const { leaseUntil, ...rest } = changes;
       const changed = run(await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), { returnDocument: "after" }));
+      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED")) await queue.deleteOne({ _id: id });
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
         await leases.deleteOne({ _id: id });
         return changed;
       }
-      await leases.updateOne({ _id: id }, { $set: { worker: changed.worker ?? "", until: leaseUntil } }, { upsert: true });
+      const holds = { worker: changed.worker ?? "", until: leaseUntil, organizationId: changed.organizationId, ...(changed.threadId ? { threadId: changed.threadId } : {}) };
+      await leases.updateOne({ _id: id }, { $set: holds }, { upsert: true });
       return { ...changed, leaseUntil };
     },
-    async claimRun(id, worker, at) {
-      try {
-        await claims.insertOne({ _id: id, worker, at });
-        return true;
-      } catch (error) {
-        if (isDuplicateKey(error)) return false;
-        throw error;
-      }
-    },
+    claimRun: (id, worker, at) => ignoringDuplicate(claims.insertOne({ _id: id, worker, at })),
     async renewLease(id, worker, leaseUntil) {
       // Reads the run, writes only the lease: still ours while STARTING or RUNNING and held by this worker.
-      if (!(await runs.findOne({ _id: id, worker, status: executing }))) return false;
+      const held = await runs.findOne({ _id: id }, { projection: { worker: 1, status: 1 } }); // `_id` alone, as getRun
+      if (!held || held.worker !== worker || !executing.$in.includes(held.status)) return false;
       return (await leases.updateOne({ _id: id, worker }, { $set: { until: leaseUntil } })).matchedCount === 1;
     },
-    queuedRuns: async (limit) => (await runs.find({ status: "QUEUED" }).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map((d) => run(d)!),
-    countExecuting: (organizationId) => runs.countDocuments({ organizationId, status: executing }),
+    async queueCandidates(skipOrganizations, skipThreads, limit) {
+      const filter: Filter<QueueDoc> = {};
+      if (skipOrganizations.length) filter.organizationId = { $nin: skipOrganizations };
+      if (skipThreads.length) filter.threadId = { $nin: skipThreads };
+      return (await queue.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map(({ _id, ...entry }) => ({ runId: _id, ...entry }));
+    },
+    async dropQueueEntry(runId) {
+      await queue.deleteOne({ _id: runId });
+    },
+    async releaseClaim(runId) {
+      await claims.deleteOne({ _id: runId });
+    },
+    countQueued: (organizationId) => queue.countDocuments({ organizationId }),
+    async executingLoad() {
+      // One read of a collection that holds only executing runs; counted here rather than with
+      // $group so it runs the same on FerretDB.
+      const perOrganization = new Map<string, number>();
+      const threadsHeld = new Set<string>();
+      for (const lease of await leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray()) {
+        if (lease.organizationId) perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
+        if (lease.threadId) threadsHeld.add(lease.threadId);
+      }
+      return { perOrganization, threads: threadsHeld };
+    },
     async expiredLeases(now, limit) {
       const expired = await leases.find({ until: { $lt: now } }).limit(limit).toArray();
       const until = new Map(expired.map((l) => [l._id, l.until]));
@@ -118,22 +168,42 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
 
     async putIdempotency(record) {
-      try {
-        await keys.insertOne({ _id: `${record.organizationId}:${record.key}`, ...record });
-        return true;
-      } catch (error) {
-        if (isDuplicateKey(error)) return false;
-        throw error;
+      if (pruneKeys && record.createdAt.getTime() - prunedAt > 60_000) {
+        prunedAt = record.createdAt.getTime();
+        const before = new Date(prunedAt - idempotencyWindowMs);
+        void Promise.all([keys.deleteMany({ createdAt: { $lt: before } }), takeovers.deleteMany({ createdAt: { $lt: before } })]).catch(() => {});
       }
+      return ignoringDuplicate(keys.insertOne({ _id: `${record.organizationId}:${record.key}`, ...record }));
     },
-    async getIdempotency(organizationId, key) {
+    async getIdempotency(organizationId, key, createdAfter) {
       const doc = await keys.findOne({ _id: `${organizationId}:${key}` });
-      if (!doc) return undefined;
+      if (!doc || doc.createdAt < createdAfter) return undefined;
       const { _id, ...record } = doc;
-      return record;
+      // Records written before takeovers existed have no attempt: the first one, begun when created.
+      return { ...record, attempt: record.attempt ?? 0, attemptAt: record.attemptAt ?? record.createdAt };
     },
-    async deleteIdempotency(organizationId, key) {
-      await keys.deleteOne({ _id: `${organizationId}:${key}` });
+    async deleteIdempotency(organizationId, key, runId) {
+      await keys.deleteOne({ _id: `${organizationId}:${key}`, runId });
+    },
+    async takeOverIdempotency(organizationId, key, attempt, at) {
+      // A unique insert per attempt, not a guarded update: FerretDB could let two guarded updates of one record both match.
+      if (!(await ignoringDuplicate(takeovers.insertOne({ _id: `${organizationId}:${key}:${attempt}`, createdAt: at })))) return false;
+      await keys.updateOne({ _id: `${organizationId}:${key}` }, { $set: { attempt, attemptAt: at } });
+      return true;
     },
   };
+}
+
+/** The server's answer to an index option it lacks (FerretDB 1.24 and `expireAfterSeconds`). */
+const notImplemented = 238;
+
+/** True when the insert happened, false when the unique key was taken. */
+async function ignoringDuplicate(insert: Promise<unknown>): Promise<boolean> {
+  try {
+    await insert;
+    return true;
+  } catch (error) {
+    if (isDuplicateKey(error)) return false;
+    throw error;
+  }
 }

@@ -1,5 +1,8 @@
 import type { Page } from "@loom/kit/paging";
 
+/** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
+export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
+
 export const runStatuses = ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
 export type RunStatus = (typeof runStatuses)[number];
 export const terminalStatuses: readonly RunStatus[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
@@ -54,8 +57,27 @@ export interface IdempotencyRecord {
   organizationId: string;
   key: string;
   fingerprint: string;
+  /** Chosen before the run is stored: every request with the key answers this run. */
   runId: string;
   createdAt: Date;
+  /** Which attempt at storing the run holds the key: 0 the first request, then each takeover of a stalled one. */
+  attempt: number;
+  /** When that attempt began; an attempt whose run is still missing long after is stale. */
+  attemptAt: Date;
+}
+
+/** A run waiting to be claimed, as the queue holds it: only what choosing needs. */
+export interface QueueEntry {
+  runId: string;
+  organizationId: string;
+  threadId?: string;
+  createdAt: Date;
+}
+
+/** What is executing now, from the leases: runs per organization and the threads they hold. */
+export interface ExecutingLoad {
+  perOrganization: Map<string, number>;
+  threads: Set<string>;
 }
 
 /** When a transition may happen: the run's status is one of `from`, and the other fields, when given, hold too. */
@@ -75,7 +97,8 @@ export interface RunsStore {
   ready(): Promise<boolean>;
   close(): Promise<void>;
 
-  insertRun(run: RunRecord): Promise<void>;
+  /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
+  insertRun(run: RunRecord): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;
   /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
   getRunById(id: string): Promise<RunRecord | undefined>;
@@ -94,9 +117,19 @@ export interface RunsStore {
   claimRun(id: string, worker: string, at: Date): Promise<boolean>;
   /** Extends a lease, only while the worker still holds the run. */
   renewLease(id: string, worker: string, leaseUntil: Date): Promise<boolean>;
-  /** Oldest first: the runs waiting to be claimed. */
-  queuedRuns(limit: number): Promise<RunRecord[]>;
-  countExecuting(organizationId: string): Promise<number>;
+  /**
+   * Oldest first: queued runs outside the given organizations and threads (the
+   * full and the busy ones). Read from the queue, which holds only queued runs.
+   * An entry may briefly precede its run (the run is stored right after it).
+   */
+  queueCandidates(skipOrganizations: string[], skipThreads: string[], limit: number): Promise<QueueEntry[]>;
+  /** Takes a run off the queue (it was claimed, cancelled, or never got stored). */
+  dropQueueEntry(runId: string): Promise<void>;
+  /** Gives back a claim that could not be used because the run is not stored yet. */
+  releaseClaim(runId: string): Promise<void>;
+  countQueued(organizationId: string): Promise<number>;
+  /** One read of the leases: executing runs per organization, and the threads they hold. */
+  executingLoad(): Promise<ExecutingLoad>;
   /** Runs held by a worker whose lease ran out before `now`. */
   expiredLeases(now: Date, limit: number): Promise<RunRecord[]>;
   /** Earlier runs of a thread that succeeded, oldest first: the conversation so far. */
@@ -116,6 +149,17 @@ export interface RunsStore {
 
   /** Records a key for a run; false when the key is already taken (read it with getIdempotency). */
   putIdempotency(record: IdempotencyRecord): Promise<boolean>;
-  getIdempotency(organizationId: string, key: string): Promise<IdempotencyRecord | undefined>;
-  deleteIdempotency(organizationId: string, key: string): Promise<void>;
+  /**
+   * The record, unless it was created before `createdAfter`: records expire
+   * after `idempotencyWindowMs`, and the store prunes them (a TTL index on
+   * MongoDB, which removes them only every minute or so: hence this check).
+   */
+  getIdempotency(organizationId: string, key: string, createdAfter: Date): Promise<IdempotencyRecord | undefined>;
+  /** Deletes the record only while it still names `runId` (an expired record, or a create that failed). */
+  deleteIdempotency(organizationId: string, key: string, runId: string): Promise<void>;
+  /**
+   * Takes the key over from a stalled attempt: granted to one caller per
+   * attempt number (a unique insert), which then records its own attempt.
+   */
+  takeOverIdempotency(organizationId: string, key: string, attempt: number, at: Date): Promise<boolean>;
 }

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import { listen } from "@loom/kit/rpc-server";
+import type { AddressInfo } from "node:net";
 
 /** One request as the fake server received it. */
 export interface ReceivedRequest {
@@ -30,9 +30,10 @@ export async function startFakeOpenAI() {
     arrivals.splice(0).forEach((notify) => notify(request));
     reply(request, res);
   });
-  const running = await listen(server, 0, "127.0.0.1");
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address() as AddressInfo;
   return {
-    baseUrl: `${running.url}/v1`,
+    baseUrl: `http://127.0.0.1:${port}/v1`,
     requests,
     /** How the next requests are answered. */
     reply: (next: Reply) => {
@@ -40,10 +41,11 @@ export async function startFakeOpenAI() {
     },
     /** The next request to arrive. */
     nextRequest: () => new Promise<ReceivedRequest>((resolve) => arrivals.push(resolve)),
-    close: () => {
-      server.closeAllConnections();
-      return running.close();
-    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }
 
@@ -74,6 +76,23 @@ export function answer(text: string, usage = { prompt_tokens: 11, completion_tok
     // As OpenAI does: usage only when asked for, in a last chunk without choices.
     if (request.body.stream_options?.include_usage) sse(res, chunk([], { usage: totals }));
     res.end("data: [DONE]\n\n");
+  };
+}
+
+/** A slow model: streams `text` one piece every `intervalMs`, then ends as `answer` does. */
+export function trickle(text: string, intervalMs: number): Reply {
+  return (request, res) => {
+    const base = { id: "chatcmpl-1", created: 1_700_000_000, model: request.body.model, object: "chat.completion.chunk" };
+    const queue: unknown[] = pieces(text).map((piece) => ({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] }));
+    queue.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    const timer = setInterval(() => {
+      const next = queue.shift();
+      if (next) return sse(res, next);
+      clearInterval(timer);
+      res.end("data: [DONE]\n\n");
+    }, intervalMs);
+    res.on("close", () => clearInterval(timer));
   };
 }
 

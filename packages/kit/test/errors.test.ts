@@ -1,0 +1,19 @@
+import { describe, expect, it } from "vitest";
+import { MongoBulkWriteError, MongoNetworkError, MongoServerError } from "mongodb";
+import { isDependencyDown } from "../src/errors.ts";
+
+describe("isDependencyDown", () => {
+  it("knows a database that cannot be reached, also when the driver wraps it (insertMany as the connection drops)", () => {
+    const network = new MongoNetworkError("connection 1 to 127.0.0.1:27017 closed");
+    expect(isDependencyDown(network)).toBe(true);
+    expect(isDependencyDown(new MongoBulkWriteError(network as never, {} as never))).toBe(true);
+    // What the driver lets through when it writes to a socket the server has just closed.
+    expect(isDependencyDown(Object.assign(new Error("This socket has been ended by the other party"), { code: "EPIPE" }))).toBe(true);
+  });
+
+  it("leaves other failures alone", () => {
+    expect(isDependencyDown(new MongoServerError({ message: "E11000 duplicate key", code: 11000 }))).toBe(false);
+    expect(isDependencyDown(new MongoBulkWriteError({ message: "E11000 duplicate key", code: 11000 }, {} as never))).toBe(false);
+    expect(isDependencyDown(new TypeError("x is undefined"))).toBe(false);
+  });
+});

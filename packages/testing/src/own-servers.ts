@@ -1,0 +1,104 @@
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { connect } from "node:net";
+import { tmpdir } from "node:os";
+import { delimiter, join } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { freePort, startProgram, stopProcess } from "./processes.ts";
+
+/**
+ * Test servers a suite starts and stops itself (fault tests), on free
+ * loopback ports, never the shared ones. Binaries: the variable .ci/run
+ * exports, else the name on PATH, else where .ci/run installs or builds it.
+ */
+export const serverBinaries = {
+  nats: findBinary("LOOM_NATS_SERVER_BIN", "nats-server", ["/usr/bin/nats-server"]),
+  ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2")]),
+};
+
+function findBinary(variable: string, name: string, fallbacks: string[]): string | undefined {
+  const given = process.env[variable];
+  if (given) return existsSync(given) ? given : undefined;
+  const onPath = (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name));
+  return [...onPath, ...fallbacks].find((path) => path && existsSync(path));
+}
+
+/** Says out loud that a suite needing its own servers does not run, and why. */
+export function needsOwnServers(suite: string, ...kinds: Array<keyof typeof serverBinaries>): boolean {
+  const missing = kinds.filter((kind) => !serverBinaries[kind]);
+  const hint = { nats: "LOOM_NATS_SERVER_BIN / nats-server", ferretdb: "LOOM_FERRETDB_BIN / ferretdb (bash .ci/run builds it)" };
+  if (missing.length) console.warn(`SKIPPED: ${suite} — no ${missing.map((kind) => hint[kind]).join(", no ")} (see README, "Test servers")`);
+  return missing.length === 0;
+}
+
+/** A server that can be crashed and started again on the same port (and data). */
+export interface OwnServer {
+  url: string;
+  port: number;
+  /** SIGKILL by default: an outage, not a polite shutdown. */
+  stop(signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+  start(): Promise<void>;
+  /** Freezes it (SIGSTOP): connections stay open and nothing answers, as in a network partition. */
+  freeze(): void;
+  /** Lets a frozen server go on (SIGCONT). */
+  thaw(): void;
+  /** Stops it for good and removes its data. */
+  close(): Promise<void>;
+}
+
+const listening = (port: number) => () =>
+  new Promise<boolean>((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => (socket.destroy(), resolve(true)));
+    socket.once("error", () => resolve(false));
+  });
+
+async function ownServer(url: (port: number) => string, command: string, args: (port: number) => Promise<string[]>, dataDir?: string): Promise<OwnServer> {
+  const port = await freePort();
+  let child: ChildProcess | undefined;
+  const server: OwnServer = {
+    url: url(port),
+    port,
+    async start() {
+      if (child) throw new Error(`${command} is already running`);
+      child = await startProgram(command, await args(port), listening(port));
+    },
+    async stop(signal = "SIGKILL") {
+      const running = child;
+      child = undefined;
+      if (running) await stopProcess(running, signal);
+    },
+    freeze: () => void child?.kill("SIGSTOP"),
+    thaw: () => void child?.kill("SIGCONT"),
+    async close() {
+      server.thaw();
+      await server.stop();
+      if (dataDir) await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
+
+export async function startOwnNats(): Promise<OwnServer> {
+  const bin = serverBinaries.nats;
+  if (!bin) throw new Error("no nats-server binary");
+  return ownServer((port) => `nats://127.0.0.1:${port}`, bin, async (port) => ["-a", "127.0.0.1", "-p", String(port)]);
+}
+
+/** FerretDB on SQLite in a data directory of its own, kept across stop/start, with the flags of .ci/run. */
+export async function startOwnFerretDb(): Promise<OwnServer> {
+  const bin = serverBinaries.ferretdb;
+  if (!bin) throw new Error("no FerretDB binary");
+  const dataDir = await mkdtemp(join(tmpdir(), "loom-ferretdb-"));
+  const args = async (port: number) => [
+    "--handler=sqlite",
+    `--sqlite-url=file:${dataDir}/`,
+    `--listen-addr=127.0.0.1:${port}`,
+    "--state-dir=-",
+    "--telemetry=disable",
+    "--log-level=error",
+    `--debug-addr=127.0.0.1:${await freePort()}`,
+  ];
+  return ownServer((port) => `mongodb://127.0.0.1:${port}/`, bin, args, dataDir);
+}

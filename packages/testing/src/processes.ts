@@ -1,0 +1,80 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+
+export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
+
+// Whatever happens to the bench or the test, its children do not outlive it.
+const children = new Set<ChildProcess>();
+process.once("exit", () => children.forEach((child) => child.kill("SIGKILL")));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+    server.once("error", reject);
+  });
+}
+
+export interface ProcessOptions {
+  /** The process's stdout, where services log: dropped unless asked for. */
+  stdout?: "inherit" | "ignore";
+  /** The process's stderr: shown unless dropped. */
+  stderr?: "inherit" | "ignore";
+}
+
+/** A Node process of ours, started and awaited until its /healthz answers. */
+export async function startProcess(script: string, env: Record<string, string>, healthUrl: string, options: ProcessOptions = {}): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [script], {
+    cwd: repoRoot,
+    // Only what the caller says: an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
+    // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", ...env },
+    stdio: ["ignore", options.stdout ?? "ignore", options.stderr ?? "inherit"],
+  });
+  track(child);
+  await waitHealthy(child, script, healthUrl);
+  return child;
+}
+
+/** Any program (a test server), started and awaited until `ready()` says so. */
+export async function startProgram(command: string, args: string[], ready: () => Promise<boolean>, options: ProcessOptions = {}): Promise<ChildProcess> {
+  const child = spawn(command, args, { stdio: ["ignore", "ignore", options.stderr ?? "ignore"] });
+  track(child);
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${command} exited with ${child.exitCode ?? child.signalCode}`);
+    if (await ready()) return child;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`${command} did not become ready`);
+}
+
+function track(child: ChildProcess): void {
+  children.add(child);
+  child.once("exit", () => children.delete(child));
+}
+
+async function waitHealthy(child: ChildProcess, script: string, healthUrl: string): Promise<void> {
+  // Generous: several processes start at once on a busy two-core machine.
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
+    const ok = await fetch(healthUrl).then((r) => r.ok, () => false);
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error(`${script} did not become healthy`);
+}
+
+/** Stops a process (SIGTERM: a graceful shutdown; SIGKILL: a crash) and waits until it is gone. */
+export async function stopProcess(child: ChildProcess, signal: "SIGTERM" | "SIGKILL" = "SIGTERM"): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill(signal);
+  await exited;
+}

@@ -1,0 +1,64 @@
+import { randomBytes } from "node:crypto";
+import type { ChildProcess } from "node:child_process";
+import { freePort, startProcess, stopProcess, type ProcessOptions } from "./processes.ts";
+
+export const splitServices = ["identity", "assistants", "events", "runs", "gateway"] as const;
+export type SplitService = (typeof splitServices)[number];
+
+export interface SplitStack {
+  gatewayUrl: string;
+  /** Each process's own URL (its /healthz, /readyz, RPCs). */
+  urls: Record<SplitService, string>;
+  /** Stops one service's process: SIGTERM shuts it down, SIGKILL crashes it. */
+  stopService(name: SplitService, signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
+  /** Starts a new process of a service (stopped before) on its port, with its settings and `extra`. */
+  startService(name: SplitService, extra?: Record<string, string>): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Every service and the gateway as separate processes on loopback, as in
+ * production (`node apps/<service>/src/main.ts`). `shared` goes to every
+ * process (MONGODB_URL, NATS_URL, ...); `perService` to one. Used by the
+ * bench and by the fault tests, which stop and start single services.
+ */
+export async function startSplitStack(
+  shared: Record<string, string>,
+  perService: Partial<Record<SplitService, Record<string, string>>> = {},
+  options: ProcessOptions = {},
+): Promise<SplitStack> {
+  const serviceToken = randomBytes(24).toString("base64url");
+  const ports = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
+  const urls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<SplitService, string>;
+  const callees = { IDENTITY_URL: urls.identity, ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events, RUNS_URL: urls.runs };
+  const wiring: Record<SplitService, Record<string, string>> = {
+    identity: {},
+    assistants: {},
+    events: {},
+    runs: { ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events },
+    gateway: callees,
+  };
+  const running = new Map<SplitService, ChildProcess>();
+  const start = async (name: SplitService, extra: Record<string, string> = {}) => {
+    if (running.has(name)) throw new Error(`${name} is already running`);
+    const env = { ...shared, ...wiring[name], ...perService[name], ...extra, PORT: String(ports[name]), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken };
+    running.set(name, await startProcess(`apps/${name}/src/main.ts`, env, `${urls[name]}/healthz`, options));
+  };
+  const stopService = async (name: SplitService, signal: "SIGTERM" | "SIGKILL" = "SIGTERM") => {
+    const child = running.get(name);
+    running.delete(name);
+    if (child) await stopProcess(child, signal);
+  };
+  const stop = async () => {
+    // The gateway first, the services it calls last.
+    for (const name of [...splitServices].reverse()) await stopService(name);
+  };
+  // No service calls another while it starts: all at once. Settled, so that none is left running after a failure.
+  const starts = await Promise.allSettled(splitServices.map((name) => start(name)));
+  const failed = starts.find((s): s is PromiseRejectedResult => s.status === "rejected");
+  if (failed) {
+    await stop();
+    throw failed.reason;
+  }
+  return { gatewayUrl: urls.gateway, urls, stopService, startService: start, stop };
+}
