@@ -1,8 +1,9 @@
 import { defineConfig } from "vitest/config";
 
+const faults = "apps/loom/test/faults/**/*.test.ts";
+
 export default defineConfig({
   test: {
-    include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"],
     testTimeout: 20_000,
     hookTimeout: 30_000,
     // Suites start real servers on ports 0; two workers fit the 2-core machines.
@@ -11,5 +12,12 @@ export default defineConfig({
     ...(process.env.LOOM_TEST_REPORT
       ? { reporters: ["default", "json"], outputFile: { json: process.env.LOOM_TEST_REPORT } }
       : {}),
+    projects: [
+      { extends: true, test: { name: "suites", include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"], exclude: [faults] } },
+      // The fault tests start 7 processes and 2 servers each and stop them on
+      // purpose: they run after every other suite, so their load cannot make
+      // the timing of another suite's test, nor theirs, a matter of luck.
+      { extends: true, test: { name: "faults", include: [faults], sequence: { groupOrder: 1 } } },
+    ],
   },
 });
