@@ -139,6 +139,8 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
     });
 
   let lastRead = 0;
+  /** The catch-up read after a silence, while it runs (it runs beside the stream, see below). */
+  let silenceRead: Promise<void> | undefined;
   /** Reads the store from `next` into the buffer. */
   const read = async () => {
     const window = await store.list(log, organizationId, next, timing.pageSize);
@@ -207,14 +209,18 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
 
       const now = Date.now();
       if (now - lastSent >= keepAliveMs) {
-        // Silence: first catch up on anything the bus lost (it is at most once).
-        await read();
+        // Silence: the keep-alive goes now, and the store is read for anything the bus lost
+        // (it is at most once) beside the stream: a slow store never holds a keep-alive back,
+        // and what the read finds is sent right after it.
+        yield keepAlive();
+        lastSent = Date.now();
         if (closed) return;
-        if (!buffered.has(next)) {
-          yield keepAlive();
-          lastSent = Date.now();
-          if (closed) return;
-        }
+        silenceRead ??= read()
+          .then(
+            () => wake?.(),
+            (error: unknown) => logger?.warn({ err: error, subject }, "a follow's catch-up read failed; the next silence tries again"),
+          )
+          .finally(() => (silenceRead = undefined));
         continue;
       }
 

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
@@ -213,17 +213,34 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await append(run, [newEvent("First")]);
     const follower = startFollow(client, { ...run, keepAliveInterval: durationFromMs(50) });
     await follower.started;
-    await sleep(400);
-    const during = follower.keepAlives();
-    expect(during).toBeGreaterThanOrEqual(4);
+    await vi.waitFor(() => expect(follower.keepAlives()).toBeGreaterThanOrEqual(4), { timeout: 5_000, interval: 10 });
     await append(run, [newEvent("Second")]);
-    await sleep(200);
-    expect(follower.keepAlives()).toBeGreaterThan(during);
+    await vi.waitFor(() => expect(follower.offsets()).toEqual([0, 1]), { timeout: 5_000, interval: 10 });
+    const during = follower.keepAlives();
+    await vi.waitFor(() => expect(follower.keepAlives()).toBeGreaterThan(during), { timeout: 5_000, interval: 10 });
     await append(run, [newEvent("StructureRunCompleted")]);
     await endsWithin(follower);
     expect(follower.offsets()).toEqual([0, 1, 2]);
     expect(follower.received[0]?.kind.case).toBe("keepAlive");
     expect(follower.received[1]?.kind.case).toBe("event");
+  });
+
+  it("does not hold keep-alives back while the store is slow to answer a silence's catch-up read", async () => {
+    const subscribers = bus.subscriberCount();
+    const run = structureRun();
+    await append(run, [newEvent("First")]);
+    // The same store, every read after the follow's first one taking 2 s (a database under load).
+    let reads = 0;
+    const slow: EventsStore = { ...store, list: async (...args) => (++reads > 2 && (await sleep(2_000)), store.list(...args)) };
+    const slowServed = await serve({ store: slow, bus });
+    extra.push(slowServed.server);
+    const follower = startFollow(slowServed.client, { ...run, keepAliveInterval: durationFromMs(50) });
+    await follower.started;
+    // Before, each keep-alive waited for the read before it: 4 keep-alives took 8 s.
+    await vi.waitFor(() => expect(follower.keepAlives()).toBeGreaterThanOrEqual(5), { timeout: 1_500, interval: 10 });
+    follower.abort();
+    await follower.done;
+    await vi.waitFor(() => expect(bus.subscriberCount()).toBe(subscribers), { timeout: 5_000, interval: 10 });
   });
 
   it("answers NOT_FOUND before any message for another organization's log and an unknown structure run", async () => {
