@@ -1,39 +1,12 @@
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
-import { Worker } from "node:worker_threads";
 import { printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "./processes.ts";
-import type { SubscribersInput, SubscribersMessage } from "./sse-subscribers.ts";
-import { startSplitStack } from "./split-stack.ts";
+import { embedded, split, type Deployment } from "./deployments.ts";
+import { startSubscribers } from "./subscriber-threads.ts";
 
 const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 const now = () => performance.timeOrigin + performance.now();
-
-interface Deployment {
-  name: string;
-  gatewayUrl: string;
-  stop(): Promise<void>;
-}
-
-async function embedded(key: string): Promise<Deployment> {
-  const port = await freePort();
-  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
-  return { name: "all-in-one, in-memory", gatewayUrl: `http://127.0.0.1:${port}`, stop: () => stopProcess(proc) };
-}
-
-async function split(key: string, mongoUrl: string, natsUrl: string): Promise<Deployment> {
-  const db = `loom_bench_${randomBytes(4).toString("hex")}`;
-  const stack = await startSplitStack(
-    { MONGODB_URL: mongoUrl, NATS_URL: natsUrl },
-    {
-      identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
-      assistants: { MONGODB_DB: `${db}_assistants` },
-      events: { MONGODB_DB: `${db}_events` },
-      runs: { MONGODB_DB: `${db}_runs` },
-    },
-  );
-  return { name: "5 processes, MongoDB + NATS", gatewayUrl: stack.gatewayUrl, stop: stack.stop };
-}
 
 const batchOf = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ type: "BenchEvent", timestamp: 1795000000 + i, payload: { i, text: "x".repeat(64) } })));
 
@@ -47,60 +20,6 @@ async function ingest(d: Deployment, key: string, seconds: number) {
     requests: [{ method: "POST", setupRequest: (req) => ({ ...req, path: `/structure-runs/${crypto.randomUUID()}/events`, body, headers: { "content-type": "application/json", authorization: `Bearer ${key}` } }) }],
   });
   return { eventsPerSecond: result.requests.average * 100, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
-}
-
-/** One subscribers' thread, started and awaited until its streams are open. */
-async function startSubscribersThread(input: SubscribersInput) {
-  const worker = new Worker(new URL("./sse-subscribers.ts", import.meta.url), { workerData: input });
-  const messages: SubscribersMessage[] = [];
-  let wake: (() => void) | undefined;
-  worker.on("message", (m: SubscribersMessage) => (messages.push(m), wake?.()));
-  worker.on("error", (error) => (messages.push({ kind: "failed", message: error.message }), wake?.()));
-  const nextMessage = async (): Promise<SubscribersMessage> => {
-    while (messages.length === 0) await new Promise<void>((r) => (wake = r));
-    return messages.shift()!;
-  };
-  const first = await nextMessage();
-  if (first.kind !== "connected") {
-    await worker.terminate();
-    throw new Error(first.kind === "failed" ? first.message : "the subscribers did not connect");
-  }
-  return {
-    /** What arrived, once every stream ended or after `timeoutMs`. */
-    async results(timeoutMs: number) {
-      const timer = setTimeout(() => worker.postMessage("stop"), timeoutMs);
-      const last = await nextMessage();
-      clearTimeout(timer);
-      await worker.terminate();
-      if (last.kind !== "done") throw new Error(last.kind === "failed" ? last.message : "no results");
-      return last;
-    },
-  };
-}
-
-/**
- * `subscribers` streams spread over `threads` threads of their own, so that
- * reading a million frames a second neither holds up the appender's clock
- * nor waits behind one thread's queue of a thousand sockets.
- */
-async function startSubscribers(url: string, headers: Record<string, string>, subscribers: number, threads: number) {
-  const share = (t: number) => Math.floor(subscribers / threads) + (t < subscribers % threads ? 1 : 0);
-  const starts = await Promise.allSettled(Array.from({ length: Math.min(threads, subscribers) }, (_, t) => startSubscribersThread({ url, headers, subscribers: share(t) })));
-  const started = starts.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
-  const failed = starts.find((s) => s.status === "rejected");
-  if (failed) {
-    await Promise.all(started.map((thread) => thread.results(0).catch(() => {})));
-    throw failed.reason;
-  }
-  return {
-    async results(timeoutMs: number) {
-      const parts = await Promise.all(started.map((thread) => thread.results(timeoutMs)));
-      const latencies = new Float64Array(parts.reduce((n, part) => n + part.delivered, 0));
-      let at = 0;
-      for (const part of parts) latencies.set(part.latencies, at), (at += part.delivered);
-      return { delivered: latencies.length, latencies };
-    },
-  };
 }
 
 /** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
@@ -153,7 +72,7 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
   console.log("events: ingest baseline");
   const barePort = await freePort();
   const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/healthz`);
-  const baseline = await ingest({ name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, stop: async () => {} }, key, options.seconds);
+  const baseline = await ingest({ name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, pids: {}, stop: async () => {} }, key, options.seconds);
   await stopProcess(bare);
   ingestRows.push({ target: "bare Koa handler parsing the same bodies (baseline)", "events/s": Math.round(baseline.eventsPerSecond), "p50 ms": baseline.p50, "p99 ms": baseline.p99, "vs baseline": "100.0%", "non-2xx": baseline.non2xx });
 

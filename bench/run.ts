@@ -1,5 +1,6 @@
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchEvents } from "./events.ts";
+import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 
 /**
@@ -14,7 +15,7 @@ const mongoUrl = process.env.MONGODB_URL || undefined;
 const natsUrl = process.env.NATS_URL || undefined;
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs" or "events": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events" or "replays": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -23,3 +24,4 @@ if (!only || only === "api-keys") {
 }
 if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
+if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });

@@ -4,6 +4,8 @@ import { freePort, startProcess, stopProcess } from "./processes.ts";
 
 export interface SplitStack {
   gatewayUrl: string;
+  /** Each process's id, by name (gateway, events, ...): for benches that watch their memory. */
+  pids: Record<string, number>;
   stop(): Promise<void>;
 }
 
@@ -18,9 +20,12 @@ export async function startSplitStack(shared: Record<string, string>, perService
   const url = (name: keyof typeof ports) => `http://127.0.0.1:${ports[name]}`;
   const urls = { IDENTITY_URL: url("identity"), ASSISTANTS_URL: url("assistants"), EVENTS_URL: url("events"), RUNS_URL: url("runs") };
   const started: ChildProcess[] = [];
+  const pids: Record<string, number> = {};
   const start = async (name: keyof typeof ports, extra: Record<string, string> = {}) => {
     const env = { ...shared, ...extra, ...perService[name], PORT: String(ports[name]), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken };
-    started.push(await startProcess(`apps/${name}/src/main.ts`, env, `${url(name)}/healthz`));
+    const child = await startProcess(`apps/${name}/src/main.ts`, env, `${url(name)}/healthz`);
+    started.push(child);
+    pids[name] = child.pid!;
   };
   await start("identity");
   await start("assistants");
@@ -29,6 +34,7 @@ export async function startSplitStack(shared: Record<string, string>, perService
   await start("gateway", urls);
   return {
     gatewayUrl: url("gateway"),
+    pids,
     stop: async () => {
       for (const child of started.reverse()) await stopProcess(child);
     },

@@ -13,12 +13,18 @@ export interface SubscribersInput {
   url: string;
   headers: Record<string, string>;
   subscribers: number;
+  /** The offset every stream's first event must have (the replay bench: 0); unset, any. */
+  firstOffset?: number;
 }
 
-export type SubscribersMessage = { kind: "connected" } | { kind: "done"; delivered: number; latencies: Float64Array } | { kind: "failed"; message: string };
+export type SubscribersMessage =
+  | { kind: "connected" }
+  /** `startedAt` when the thread began opening its streams, `endedAt` when the last one ended (or "stop"): epoch ms. */
+  | { kind: "done"; delivered: number; latencies: Float64Array; ended: number; startedAt: number; endedAt: number }
+  | { kind: "failed"; message: string };
 
 const now = () => performance.timeOrigin + performance.now();
-const { url, headers, subscribers } = workerData as SubscribersInput;
+const { url, headers, subscribers, firstOffset } = workerData as SubscribersInput;
 let latencies = new Float64Array(1 << 20);
 let delivered = 0;
 
@@ -185,6 +191,7 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
       const id = numberAt(text, start + 4);
       if (text.charCodeAt(numberEnd) !== NEWLINE) throw new Error(`not an SSE id line: ${text.slice(start, start + 40)}`);
       if (lastId !== -1 && id !== lastId + 1) throw new Error(`offset ${id} after ${lastId}`);
+      if (lastId === -1 && firstOffset !== undefined && id !== firstOffset) throw new Error(`a stream began at offset ${id}, not ${firstOffset}`);
       lastId = id;
       let sent = start + sentAt;
       if (sentAt === -1 || !text.startsWith(sentField, sent)) {
@@ -204,8 +211,10 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
   return { reading: response.ended };
 }
 
+let ended = 0;
+const startedAt = now();
 const report = () => {
-  const message: SubscribersMessage = { kind: "done", delivered, latencies: latencies.slice(0, delivered) };
+  const message: SubscribersMessage = { kind: "done", delivered, latencies: latencies.slice(0, delivered), ended, startedAt, endedAt: now() };
   parentPort!.postMessage(message, [message.latencies.buffer as ArrayBuffer]);
 };
 parentPort!.once("message", report); // "stop": the streams did not all end in time
@@ -213,7 +222,7 @@ parentPort!.once("message", report); // "stop": the streams did not all end in t
 try {
   const readers = await Promise.all(Array.from({ length: subscribers }, subscribe));
   parentPort!.postMessage({ kind: "connected" } satisfies SubscribersMessage);
-  await Promise.all(readers.map((r) => r.reading));
+  await Promise.all(readers.map((r) => r.reading.then(() => (ended += 1))));
   report();
 } catch (error) {
   parentPort!.postMessage({ kind: "failed", message: (error as Error).message } satisfies SubscribersMessage);
