@@ -19,8 +19,10 @@ const keepAliveOnly = Buffer.from(": keep-alive\n\n");
 
 /**
  * The bytes that serve a stream from `from`: the log's own Buffer for its
- * first offset, a view of it (no copy) for a start further in. Undefined when
- * `from` is before the part of the log kept.
+ * first offset, a view of it (no copy) for a start further in, the keep-alive
+ * alone just after the terminal event. Undefined when `from` is before the
+ * part of the log kept, or further past its end (a structure run's log may
+ * grow after its terminal event, and such a start is followed as usual).
  */
 export function finishedLogFrom(log: FinishedLog, from: bigint): Buffer[] | undefined {
   if (from < log.from) return undefined;
@@ -34,8 +36,10 @@ export function finishedLogFrom(log: FinishedLog, from: bigint): Buffer[] | unde
     else high = mid;
   }
   const index = low;
-  // After the terminal event there is nothing to send.
-  if (index >= log.starts.length) return [keepAliveOnly];
+  if (index >= log.starts.length) {
+    const last = log.offsets.at(-1);
+    return last !== undefined && from === last + 1n ? [keepAliveOnly] : undefined;
+  }
   return [keepAliveOnly, log.bytes.subarray(log.starts[index])];
 }
 

@@ -155,7 +155,7 @@ describe("event feeds", () => {
     expect(feeds.upstreams()).toBe(0);
   });
 
-  it("resumes in the middle of a finished log kept in memory, and past its end gets just the keep-alive", async () => {
+  it("resumes in the middle of a finished log kept in memory, and just past its end gets the keep-alive alone", async () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
     const first = feeds.open(request(0n));
@@ -165,8 +165,11 @@ describe("event feeds", () => {
     upstream.complete();
     expect(await readAll(await feeds.open(request(4n)))).toBe(`: keep-alive\n\n${frames(4, 6)}`);
     expect(await readAll(await feeds.open(request(1n)))).toBe(`: keep-alive\n\n${frames(1, 6)}`);
-    expect(await readAll(await feeds.open(request(9n)))).toBe(": keep-alive\n\n");
+    expect(await readAll(await feeds.open(request(6n)))).toBe(": keep-alive\n\n");
     expect(upstream.follows()).toBe(1);
+    // Further on is followed (a structure run's log may grow after its terminal event).
+    expect(await readAll(await feeds.open(request(9n)))).toBe(": keep-alive\n\n");
+    expect(upstream.follows()).toBe(2);
   });
 
   it("keeps a finished log only once its feed read all of it, and not after a failed upstream", async () => {
