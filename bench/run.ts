@@ -1,3 +1,4 @@
+import { loadavg } from "node:os";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
@@ -13,6 +14,9 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const mongoUrl = process.env.MONGODB_URL || undefined;
 const natsUrl = process.env.NATS_URL || undefined;
+// Other work on the machine shows here: figures taken under a high load compare only with their own run's baseline.
+console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
 const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events" or "replays": one benchmark

@@ -70,7 +70,8 @@ interface RawResponse {
  * and a fresh 64 KiB buffer per read (each one external memory that brings a
  * mark-compact closer) were most of this thread's time (measured:
  * docs/benchmarks.md). Understands just what the gateway answers: a status
- * line, headers, and a chunked body.
+ * line, headers, and a chunked body (a stream) or one of a Content-Length
+ * (a whole finished log at once).
  */
 function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (text: string, at: number) => void): RawResponse {
   let settleStatus!: (status: number) => void;
@@ -85,8 +86,20 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
   /** A chunk-size line split across reads. */
   let sizeLine = "";
   let resolveEnded!: () => void;
+  /** Bytes of a Content-Length body still to come; -1 for a chunked one. */
+  let lengthLeft = -1;
+
+  const lengthBody = (text: string, at: number) => {
+    lengthLeft -= text.length;
+    if (text) onData(text, at);
+    if (lengthLeft <= 0) {
+      socket.destroy();
+      resolveEnded();
+    }
+  };
 
   const body = (text: string, at: number) => {
+    if (lengthLeft !== -1) return lengthBody(text, at);
     let i = 0;
     let data = "";
     while (i < text.length) {
@@ -139,7 +152,10 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
             if (headEnd === -1) return true;
             const code = Number(head.slice(9, 12));
             if (code !== 200) throw new Error(`a stream answered ${code}`);
-            if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head.slice(0, headEnd + 2))) throw new Error("the stream's body is not chunked");
+            const headers = head.slice(0, headEnd + 2);
+            const length = /\r\ncontent-length: (\d+)\r\n/i.exec(headers);
+            if (length) lengthLeft = Number(length[1]);
+            else if (!/\r\ntransfer-encoding: chunked\r\n/i.test(headers)) throw new Error("the stream's body is neither chunked nor of a length");
             inBody = true;
             settleStatus(code);
             text = head.slice(headEnd + 4);

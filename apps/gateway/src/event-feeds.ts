@@ -66,9 +66,10 @@ export function writeIntervalMs(subscribers: number, options: EventFeedOptions):
 export interface EventFeeds {
   /**
    * An SSE stream of one log from `req.from`. Resolves once the stream is in
-   * place; an unknown run rejects before anything is written.
+   * place; an unknown run rejects before anything is written. A finished log
+   * from its start is the kept Buffer itself: the whole response in one write.
    */
-  open(req: StreamRequest): Promise<Readable>;
+  open(req: StreamRequest): Promise<Readable | Buffer>;
   /** Upstream follows open now (for tests). */
   upstreams(): number;
   /** Bytes of finished logs kept (for tests). */
@@ -117,7 +118,7 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
       const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
       const log = finished.get(key);
       const replay = log && finishedLogFrom(log, req.from);
-      if (replay) return finishedStream(replay);
+      if (replay) return replay.length === 1 ? replay[0]! : finishedStream(replay);
       for (const feed of feeds.get(key) ?? []) {
         const subscriber = feed.join(req.from, req.call.signal);
         if (subscriber) {

@@ -34,7 +34,7 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   params?: P;
   query?: Q;
   body?: { schema: B; required: boolean; limit?: number };
-  /** `stream`: the handler returns a Readable of SSE frames instead of JSON. */
+  /** `stream`: the handler returns SSE frames instead of JSON: a Readable, or a Buffer of a whole finished stream. */
   response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
@@ -81,7 +81,7 @@ export function mountOperations(router: Router, operations: Operation[]): void {
         ctx.status = op.response.status;
         ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
         ctx.req.socket.setNoDelay(true);
-        ctx.body = result as Readable;
+        ctx.body = result as Readable | Buffer;
         return;
       }
       // No body: Koa sends an explicit null body as an empty response, but

@@ -33,14 +33,23 @@ function scriptedUpstream() {
   return { client, send: push, fail: (error: Error) => push(error), complete: () => push(complete), follows: () => follows };
 }
 
-async function readAll(stream: Readable): Promise<string> {
+/** A live feed's stream (a finished log may come as one Buffer). */
+function live(stream: Readable | Buffer): Readable {
+  if (Buffer.isBuffer(stream)) throw new Error("a finished log, not a live stream");
+  return stream;
+}
+
+/** A stream's whole text (a finished stream may be one Buffer). */
+async function readAll(stream: Readable | Buffer): Promise<string> {
+  if (Buffer.isBuffer(stream)) return stream.toString();
   let text = "";
   for await (const chunk of stream) text += chunk;
   return text;
 }
 
 /** Every chunk a stream gives, as the objects it pushed (flowing: async iteration would join buffered chunks into a copy). */
-function chunksOf(stream: Readable): Promise<Buffer[]> {
+function chunksOf(stream: Readable | Buffer): Promise<Buffer[]> {
+  if (Buffer.isBuffer(stream)) return Promise.resolve([stream]);
   const chunks: Buffer[] = [];
   return new Promise((resolve, reject) => stream.on("data", (chunk: Buffer) => chunks.push(chunk)).once("end", () => resolve(chunks)).once("error", reject));
 }
@@ -73,8 +82,8 @@ describe("event feeds", () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, maxBehindBytes: 200, ...writeAtOnce });
     upstream.send(keepAlive());
-    const reader = await feeds.open(request(0n));
-    const stalled = await feeds.open(request(0n));
+    const reader = live(await feeds.open(request(0n)));
+    const stalled = live(await feeds.open(request(0n)));
     stalled.pause();
     const read = readAll(reader);
     for (let offset = 0; offset < 20; offset++) {
@@ -97,8 +106,8 @@ describe("event feeds", () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
     upstream.send(keepAlive());
-    const a = await feeds.open(request(0n));
-    const b = await feeds.open(request(0n));
+    const a = live(await feeds.open(request(0n)));
+    const b = live(await feeds.open(request(0n)));
     upstream.send(event(0));
     upstream.fail(new Error("events replica restarted"));
     const [textA, textB] = await Promise.all([readAll(a), readAll(b)]);
@@ -106,7 +115,7 @@ describe("event feeds", () => {
     expect(textB).toBe(textA);
     expect(upstream.follows()).toBe(1);
     upstream.send(keepAlive());
-    const c = await feeds.open(request(1n));
+    const c = live(await feeds.open(request(1n)));
     expect(upstream.follows()).toBe(2);
     c.destroy();
   });
@@ -116,14 +125,14 @@ describe("event feeds", () => {
     // Room for about three frames of ~30 characters.
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentBytes: 100, ...writeAtOnce });
     upstream.send(keepAlive());
-    const first = await feeds.open(request(0n));
+    const first = live(await feeds.open(request(0n)));
     for (let offset = 0; offset < 10; offset++) upstream.send(event(offset));
     await new Promise((r) => setTimeout(r, 10));
-    const recent = await feeds.open(request(8n));
+    const recent = live(await feeds.open(request(8n)));
     expect(String(recent.read())).toBe(': keep-alive\n\nid: 8\ndata: {"type":"E8"}\n\nid: 9\ndata: {"type":"E9"}\n\n');
     expect(upstream.follows()).toBe(1);
     upstream.send(keepAlive());
-    const behind = await feeds.open(request(2n));
+    const behind = live(await feeds.open(request(2n)));
     expect(upstream.follows()).toBe(2);
     expect(feeds.upstreams()).toBe(2);
     [first, recent, behind].forEach((s) => s.destroy());

@@ -180,6 +180,7 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
       const later = await Promise.all(Array.from({ length: 30 }, () => openSse(url, auth)));
       await Promise.all(later.map((s) => s.ended));
       for (const s of [...first, ...later]) {
+        expect(s.headers.get("content-type")).toMatch(/^text\/event-stream/);
         expect(types(s)).toEqual(log);
         expect(s.events.map((e) => Number(e.id))).toEqual(log.map((_, i) => i));
       }
