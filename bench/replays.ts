@@ -14,6 +14,12 @@ function memoryOf(pid: number): { rss: number; hwm: number } {
   return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
 }
 
+/** CPU time a process has used so far (user + system), in ms: what a crowd cost the server, whatever else the machine was doing. */
+function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks of 1/100 s
+}
+
 /** Samples the processes' RSS every 10 ms; `growth()` is each one's peak (sampled, or VmHWM if it rose) above where it started. */
 function watchMemory(pids: Record<string, number>) {
   const start = Object.fromEntries(Object.entries(pids).map(([name, pid]) => [name, memoryOf(pid)]));
@@ -75,11 +81,13 @@ async function finishedRun(d: Deployment, auth: Record<string, string>, events: 
 /** `streams` SSE streams opened at once on a finished run, from offset 0, while a client polls `GET /users`. */
 async function crowd(d: Deployment, auth: Record<string, string>, runId: string, streams: number, events: number, threads: number) {
   const memory = watchMemory(d.pids);
+  const cpuBefore = Object.fromEntries(Object.entries(d.pids).map(([name, pid]) => [name, cpuMsOf(pid)]));
   const poller = poll(d.gatewayUrl, auth);
   const readers = await startSubscribers(`${d.gatewayUrl}/structure-runs/${runId}/events/stream`, auth, streams, threads, 0);
   const result = await readers.results(60_000);
   const polled = await poller.stop();
-  return { ...result, deliveredMs: result.endedAt - result.startedAt, exactlyOnce: result.ended === streams && result.delivered === streams * events, polled, growth: memory.growth() };
+  const cpu = Object.fromEntries(Object.entries(d.pids).map(([name, pid]) => [name, cpuMsOf(pid) - cpuBefore[name]!]));
+  return { ...result, cpu, deliveredMs: result.endedAt - result.startedAt, exactlyOnce: result.ended === streams && result.delivered === streams * events, polled, growth: memory.growth() };
 }
 
 /**
@@ -124,6 +132,7 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
                 "max ms": Math.round(r.polled.max),
                 polls: r.polled.count,
                 "RSS growth MB": Object.entries(r.growth).map(([name, bytes]) => `${name} ${mb(bytes)}`).join(", "),
+                "server CPU ms": Object.entries(r.cpu).map(([name, ms]) => `${name} ${Math.round(ms)}`).join(", "),
               }
             : { deployment: d.name, round, streams, "all delivered ms": "failed" },
         );
