@@ -1,5 +1,7 @@
+import { loadavg } from "node:os";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchEvents } from "./events.ts";
+import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 
 /**
@@ -12,9 +14,12 @@ const seconds = Number(process.env.BENCH_SECONDS ?? 10);
 const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const mongoUrl = process.env.MONGODB_URL || undefined;
 const natsUrl = process.env.NATS_URL || undefined;
+// Other work on the machine shows here: figures taken under a high load compare only with their own run's baseline.
+console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs" or "events": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events" or "replays": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -23,3 +28,4 @@ if (!only || only === "api-keys") {
 }
 if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
+if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });

@@ -13,12 +13,18 @@ export interface SubscribersInput {
   url: string;
   headers: Record<string, string>;
   subscribers: number;
+  /** The offset every stream's first event must have (the replay bench: 0); unset, any. */
+  firstOffset?: number;
 }
 
-export type SubscribersMessage = { kind: "connected" } | { kind: "done"; delivered: number; latencies: Float64Array } | { kind: "failed"; message: string };
+export type SubscribersMessage =
+  | { kind: "connected" }
+  /** `startedAt` when the thread began opening its streams, `endedAt` when the last one ended (or "stop"): epoch ms. */
+  | { kind: "done"; delivered: number; latencies: Float64Array; ended: number; startedAt: number; endedAt: number }
+  | { kind: "failed"; message: string };
 
 const now = () => performance.timeOrigin + performance.now();
-const { url, headers, subscribers } = workerData as SubscribersInput;
+const { url, headers, subscribers, firstOffset } = workerData as SubscribersInput;
 let latencies = new Float64Array(1 << 20);
 let delivered = 0;
 
@@ -64,7 +70,8 @@ interface RawResponse {
  * and a fresh 64 KiB buffer per read (each one external memory that brings a
  * mark-compact closer) were most of this thread's time (measured:
  * docs/benchmarks.md). Understands just what the gateway answers: a status
- * line, headers, and a chunked body.
+ * line, headers, and a chunked body (a stream) or one of a Content-Length
+ * (a whole finished log at once).
  */
 function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (text: string, at: number) => void): RawResponse {
   let settleStatus!: (status: number) => void;
@@ -79,8 +86,20 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
   /** A chunk-size line split across reads. */
   let sizeLine = "";
   let resolveEnded!: () => void;
+  /** Bytes of a Content-Length body still to come; -1 for a chunked one. */
+  let lengthLeft = -1;
+
+  const lengthBody = (text: string, at: number) => {
+    lengthLeft -= text.length;
+    if (text) onData(text, at);
+    if (lengthLeft <= 0) {
+      socket.destroy();
+      resolveEnded();
+    }
+  };
 
   const body = (text: string, at: number) => {
+    if (lengthLeft !== -1) return lengthBody(text, at);
     let i = 0;
     let data = "";
     while (i < text.length) {
@@ -133,7 +152,10 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
             if (headEnd === -1) return true;
             const code = Number(head.slice(9, 12));
             if (code !== 200) throw new Error(`a stream answered ${code}`);
-            if (!/\r\ntransfer-encoding: chunked\r\n/i.test(head.slice(0, headEnd + 2))) throw new Error("the stream's body is not chunked");
+            const headers = head.slice(0, headEnd + 2);
+            const length = /\r\ncontent-length: (\d+)\r\n/i.exec(headers);
+            if (length) lengthLeft = Number(length[1]);
+            else if (!/\r\ntransfer-encoding: chunked\r\n/i.test(headers)) throw new Error("the stream's body is neither chunked nor of a length");
             inBody = true;
             settleStatus(code);
             text = head.slice(headEnd + 4);
@@ -185,6 +207,7 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
       const id = numberAt(text, start + 4);
       if (text.charCodeAt(numberEnd) !== NEWLINE) throw new Error(`not an SSE id line: ${text.slice(start, start + 40)}`);
       if (lastId !== -1 && id !== lastId + 1) throw new Error(`offset ${id} after ${lastId}`);
+      if (lastId === -1 && firstOffset !== undefined && id !== firstOffset) throw new Error(`a stream began at offset ${id}, not ${firstOffset}`);
       lastId = id;
       let sent = start + sentAt;
       if (sentAt === -1 || !text.startsWith(sentField, sent)) {
@@ -204,8 +227,10 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
   return { reading: response.ended };
 }
 
+let ended = 0;
+const startedAt = now();
 const report = () => {
-  const message: SubscribersMessage = { kind: "done", delivered, latencies: latencies.slice(0, delivered) };
+  const message: SubscribersMessage = { kind: "done", delivered, latencies: latencies.slice(0, delivered), ended, startedAt, endedAt: now() };
   parentPort!.postMessage(message, [message.latencies.buffer as ArrayBuffer]);
 };
 parentPort!.once("message", report); // "stop": the streams did not all end in time
@@ -213,7 +238,7 @@ parentPort!.once("message", report); // "stop": the streams did not all end in t
 try {
   const readers = await Promise.all(Array.from({ length: subscribers }, subscribe));
   parentPort!.postMessage({ kind: "connected" } satisfies SubscribersMessage);
-  await Promise.all(readers.map((r) => r.reading));
+  await Promise.all(readers.map((r) => r.reading.then(() => (ended += 1))));
   report();
 } catch (error) {
   parentPort!.postMessage({ kind: "failed", message: (error as Error).message } satisfies SubscribersMessage);

@@ -2,6 +2,7 @@ import { Readable } from "node:stream";
 import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/kit/logger";
+import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
 import { eventFrame, keepAliveFrame } from "./sse.ts";
 
 type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
@@ -20,11 +21,17 @@ export interface StreamRequest {
 
 export interface EventFeedOptions {
   /**
-   * Characters of recent frames a feed keeps, so a subscriber joining (or
+   * Bytes of recent frames a feed keeps, so a subscriber joining (or
    * resuming) a little behind it needs no store read. Bounded by size, not
    * count: every live run on a replica has a feed.
    */
-  recentChars: number;
+  recentBytes: number;
+  /**
+   * Bytes of finished logs kept encoded, least recently used out first: a
+   * stream of a finished run is served from them without a store read. A
+   * log is kept when its feed held all of it (up to recentBytes).
+   */
+  finishedLogBytes: number;
   /** Bytes a subscriber may fall behind before its stream is ended (it resumes with Last-Event-ID). */
   maxBehindBytes: number;
   keepAliveSeconds: number;
@@ -41,7 +48,8 @@ export interface EventFeedOptions {
 }
 
 export const defaultEventFeedOptions: EventFeedOptions = {
-  recentChars: 256 * 1024,
+  recentBytes: 256 * 1024,
+  finishedLogBytes: 64 * 1024 * 1024,
   maxBehindBytes: 4 * 1024 * 1024,
   keepAliveSeconds: 15,
   minWriteIntervalMs: 20,
@@ -58,11 +66,14 @@ export function writeIntervalMs(subscribers: number, options: EventFeedOptions):
 export interface EventFeeds {
   /**
    * An SSE stream of one log from `req.from`. Resolves once the stream is in
-   * place; an unknown run rejects before anything is written.
+   * place; an unknown run rejects before anything is written. A finished log
+   * from its start is the kept Buffer itself: the whole response in one write.
    */
-  open(req: StreamRequest): Promise<Readable>;
+  open(req: StreamRequest): Promise<Readable | Buffer>;
   /** Upstream follows open now (for tests). */
   upstreams(): number;
+  /** Bytes of finished logs kept (for tests). */
+  finishedLogBytes(): number;
 }
 
 /**
@@ -74,15 +85,24 @@ export interface EventFeeds {
  * back that far, and it has not yet gone past it); for any other start, a new
  * feed starts there, which later subscribers join in turn. The last
  * subscriber to leave a feed closes its upstream.
+ *
+ * A feed that ends with its upstream's completion (after the terminal event)
+ * and still holds every frame from its start leaves that finished log,
+ * encoded once, to later streams of the run (docs/decisions.md, "SSE
+ * streams": replays of finished runs).
  */
 export function createEventFeeds(events: Client<typeof EventsService>, logger: Logger, options: EventFeedOptions = defaultEventFeedOptions): EventFeeds {
   /** A run's feeds, by organization and run (a caller never rides on another organization's follow). */
   const feeds = new Map<string, Set<Feed>>();
+  /** Finished logs, by the same key: a caller is only ever served its own organization's. */
+  const finished = createFinishedLogs(options.finishedLogBytes);
   let count = 0;
 
   function startFeed(key: string, req: StreamRequest): Feed {
     const ofRun = feeds.get(key) ?? new Set<Feed>();
-    const feed = new Feed(req, options, logger, () => {
+    const feed = new Feed(req, options, logger, (log) => {
+      // Kept before the feed leaves the map: a stream opened next finds one or the other.
+      if (log) finished.put(key, log);
       count -= 1;
       ofRun.delete(feed);
       if (ofRun.size === 0 && feeds.get(key) === ofRun) feeds.delete(key);
@@ -96,6 +116,9 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
   return {
     async open(req) {
       const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
+      const log = finished.get(key);
+      const replay = log && finishedLogFrom(log, req.from);
+      if (replay) return replay.length === 1 ? replay[0]! : finishedStream(replay);
       for (const feed of feeds.get(key) ?? []) {
         const subscriber = feed.join(req.from, req.call.signal);
         if (subscriber) {
@@ -110,7 +133,40 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
       return subscriber;
     },
     upstreams: () => count,
+    finishedLogBytes: () => finished.bytes(),
   };
+}
+
+/** A stream of a finished log: its shared bytes, then the end. */
+function finishedStream(buffers: Buffer[]): Readable {
+  const out = new Readable({ read() {} });
+  for (const buffer of buffers) out.push(buffer);
+  out.push(null);
+  return out;
+}
+
+const keepAliveBytes = Buffer.from(keepAliveFrame);
+
+/** A frame a feed wrote: where it sits in the Buffer that went to every subscriber then. */
+interface WrittenFrame {
+  offset: bigint;
+  chunk: Buffer;
+  start: number;
+  end: number;
+}
+
+/** The frames' bytes as views of the chunks they were written in, one view per run of frames from the same chunk (no copy). */
+function viewsOf(frames: WrittenFrame[]): Buffer[] {
+  const views: Buffer[] = [];
+  for (let i = 0; i < frames.length; ) {
+    const { chunk, start } = frames[i]!;
+    let j = i + 1;
+    while (j < frames.length && frames[j]!.chunk === chunk) j++;
+    const end = frames[j - 1]!.end;
+    views.push(start === 0 && end === chunk.length ? chunk : chunk.subarray(start, end));
+    i = j;
+  }
+  return views;
 }
 
 function followRequest(req: StreamRequest, options: EventFeedOptions) {
@@ -124,15 +180,15 @@ class Feed {
   readonly ready: Promise<void>;
   private settleReady!: (error?: unknown) => void;
   private readonly subscribers = new Set<Readable>();
-  /** Recent frames, oldest first, and their offsets. */
-  private readonly recent: Array<{ offset: bigint; frame: string }> = [];
-  private recentChars = 0;
+  /** Recent frames, oldest first, as written. */
+  private readonly recent: WrittenFrame[] = [];
+  private recentBytes = 0;
   /** The lowest start offset the recent frames serve completely. */
   private coveredFrom: bigint;
   /** The offset of the last frame received (from − 1 before the first). */
   private last: bigint;
-  /** Frames received since the last write. */
-  private pending: string[] = [];
+  /** Frames received since the last write (a keep-alive has no offset). */
+  private pending: Array<{ frame: string; offset?: bigint }> = [];
   private flushScheduled = false;
   private lastFlush = 0;
   private ended = false;
@@ -140,9 +196,10 @@ class Feed {
   private readonly req: StreamRequest;
   private readonly options: EventFeedOptions;
   private readonly logger: Logger;
-  private readonly onEnd: () => void;
+  /** Called once when the feed ends, with the finished log when the upstream completed and the feed holds all of it. */
+  private readonly onEnd: (finished: FinishedLog | undefined) => void;
 
-  constructor(req: StreamRequest, options: EventFeedOptions, logger: Logger, onEnd: () => void) {
+  constructor(req: StreamRequest, options: EventFeedOptions, logger: Logger, onEnd: (finished: FinishedLog | undefined) => void) {
     this.req = req;
     this.options = options;
     this.logger = logger;
@@ -157,14 +214,16 @@ class Feed {
 
   /** A stream for a subscriber starting at `from`, or undefined when this feed cannot serve that start. */
   join(from: bigint, signal: AbortSignal): Readable | undefined {
-    if (this.ended || from < this.coveredFrom || from > this.last + 1n) return undefined;
+    if (this.ended || from > this.last + 1n) return undefined;
     // Frames not yet written go to the others first: the recent ones then reach the joiner exactly once.
     this.flush();
+    if (from < this.coveredFrom) return undefined;
     const out = new Readable({ read() {} });
     // The keep-alive first, as on every stream: it sends the headers at once.
-    const catchUp = [keepAliveFrame];
-    for (const { offset, frame } of this.recent) if (offset >= from) catchUp.push(frame);
-    out.push(Buffer.from(catchUp.join("")));
+    out.push(keepAliveBytes);
+    // The recent frames as views of the buffers the others got: a crowd joining costs no copies.
+    const first = this.recent.findIndex((f) => f.offset >= from);
+    if (first !== -1) for (const view of viewsOf(this.recent.slice(first))) out.push(view);
     this.subscribers.add(out);
     const leave = () => this.leave(out);
     signal.addEventListener("abort", leave, { once: true });
@@ -184,6 +243,7 @@ class Feed {
 
   async run(messages: AsyncIterable<FollowEventsResponse>): Promise<void> {
     let first = true;
+    let completed = false;
     try {
       for await (const message of messages) {
         if (first) {
@@ -195,29 +255,50 @@ class Feed {
         if (kind.case === "event") this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value)));
         else if (kind.case === "keepAlive") this.queue(keepAliveFrame);
       }
+      // Completion (OK) comes only right after the terminal event (events.proto): the log is final.
+      completed = !first && !this.abort.signal.aborted;
     } catch (error) {
       if (first) this.settleReady(error);
       else if (!this.abort.signal.aborted) this.logger.warn({ err: error, runId: this.req.runId }, "an upstream event follow failed: its streams end, clients resume");
     }
     // The upstream ended: after the terminal event, or on an error. Subscribers get what came, then the end.
     this.flush();
-    this.end();
+    this.end(completed && this.coveredFrom === this.req.from ? this.finishedLog() : undefined);
+  }
+
+  /** Every frame from the feed's start, after a keep-alive, in one Buffer: encoded once for all later streams of the run. */
+  private finishedLog(): FinishedLog {
+    const pieces: Buffer[] = [keepAliveBytes];
+    const offsets: bigint[] = [];
+    const starts: number[] = [];
+    let at = keepAliveBytes.length;
+    for (const frame of this.recent) {
+      offsets.push(frame.offset);
+      starts.push(at);
+      pieces.push(frame.chunk.subarray(frame.start, frame.end));
+      at += frame.end - frame.start;
+    }
+    return { from: this.req.from, bytes: Buffer.concat(pieces, at), offsets, starts };
   }
 
   private receive(offset: bigint, frame: string): void {
     this.last = offset;
-    this.recent.push({ offset, frame });
-    this.recentChars += frame.length;
-    while (this.recentChars > this.options.recentChars && this.recent.length > 1) {
-      const dropped = this.recent.shift()!;
-      this.recentChars -= dropped.frame.length;
-      this.coveredFrom = dropped.offset + 1n;
-    }
-    this.queue(frame);
+    this.queue(frame, offset);
   }
 
-  private queue(frame: string): void {
-    this.pending.push(frame);
+  /** Keeps a written frame among the recent ones, dropping the oldest beyond recentBytes. */
+  private remember(frame: WrittenFrame): void {
+    this.recent.push(frame);
+    this.recentBytes += frame.end - frame.start;
+    while (this.recentBytes > this.options.recentBytes && this.recent.length > 1) {
+      const dropped = this.recent.shift()!;
+      this.recentBytes -= dropped.end - dropped.start;
+      this.coveredFrom = dropped.offset + 1n;
+    }
+  }
+
+  private queue(frame: string, offset?: bigint): void {
+    this.pending.push(offset === undefined ? { frame } : { frame, offset });
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     // Frames that arrive in the same turn, or within the write interval, go out together: one write per socket.
@@ -230,8 +311,18 @@ class Feed {
     this.flushScheduled = false;
     if (this.pending.length === 0) return;
     this.lastFlush = Date.now();
-    const chunk = Buffer.from(this.pending.join(""));
+    const frames = this.pending;
     this.pending = [];
+    const text = frames.map((f) => f.frame).join("");
+    const chunk = Buffer.from(text);
+    // Where each event frame sits in the chunk (an all-ASCII chunk has as many bytes as characters).
+    const ascii = chunk.length === text.length;
+    let at = 0;
+    for (const { frame, offset } of frames) {
+      const size = ascii ? frame.length : Buffer.byteLength(frame);
+      if (offset !== undefined) this.remember({ offset, chunk, start: at, end: at + size });
+      at += size;
+    }
     for (const out of this.subscribers) {
       // A reader this far behind is let go rather than buffered for: it resumes from its Last-Event-ID.
       if (out.readableLength > this.options.maxBehindBytes) this.leave(out);
@@ -239,10 +330,10 @@ class Feed {
     }
   }
 
-  private end(): void {
+  private end(finished?: FinishedLog): void {
     if (this.ended) return;
     this.ended = true;
-    this.onEnd();
+    this.onEnd(finished);
     this.abort.abort();
     for (const out of this.subscribers) out.push(null);
     this.subscribers.clear();

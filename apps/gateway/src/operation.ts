@@ -1,4 +1,5 @@
 import type { Readable } from "node:stream";
+import { Code, ConnectError } from "@connectrpc/connect";
 import type { Context, Middleware } from "koa";
 import type { Router } from "@koa/router";
 import type { z } from "zod";
@@ -34,7 +35,7 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   query?: Q;
   /** `documented`: the shape /openapi.json shows, when the handler parses the body itself (several accepted forms). */
   body?: { schema: B; required: boolean; limit?: number; documented?: z.ZodType };
-  /** `stream`: the handler returns a Readable of SSE frames instead of JSON; `schema` is then one event's `data`. */
+  /** `stream`: the handler returns SSE frames instead of JSON (a Readable, or a Buffer of a whole finished stream); `schema` is then one event's `data`. */
   response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
@@ -47,6 +48,9 @@ export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B exte
 export function routerPath(path: string): string {
   return path.replace(/\{(\w+)\}/g, ":$1");
 }
+
+/** Why a call's signal aborts when its client went away. */
+const clientGone = new ConnectError("the client went away", Code.Canceled);
 
 /** `beforeStream` runs ahead of every stream operation's handler (the per-credential stream cap). */
 export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
@@ -61,10 +65,11 @@ export function mountOperations(router: Router, operations: Operation[], options
       }
       const principal = ctx.state.principal as Principal;
       // Aborts the handler's RPCs when the client goes away before the answer;
-      // not on a normal finish (an abort builds a DOMException with a stack).
+      // not on a normal finish. With a reason built once: a bare abort() builds a
+      // DOMException with a stack, which a crowd of streams closing at once pays for each.
       const abort = new AbortController();
       ctx.res.once("close", () => {
-        if (!ctx.res.writableFinished) abort.abort();
+        if (!ctx.res.writableFinished) abort.abort(clientGone);
       });
       const result = await op.handle({
         params,
@@ -78,7 +83,7 @@ export function mountOperations(router: Router, operations: Operation[], options
         ctx.status = op.response.status;
         ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
         ctx.req.socket.setNoDelay(true);
-        ctx.body = result as Readable;
+        ctx.body = result as Readable | Buffer;
         return;
       }
       // No body: Koa sends an explicit null body as an empty response, but

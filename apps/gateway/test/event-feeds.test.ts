@@ -9,9 +9,12 @@ import { createEventFeeds, defaultEventFeedOptions, writeIntervalMs } from "../s
 const keepAlive = () => create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });
 const event = (offset: number) => create(FollowEventsResponseSchema, { kind: { case: "event", value: { offset: BigInt(offset), type: `E${offset}` } } });
 
-/** An upstream the test drives by hand: `send` hands a message to the open follow, `fail` breaks it. */
+/** Ends the follow it reaches, as the events service does right after a run's terminal event. */
+const complete = Symbol("complete");
+
+/** An upstream the test drives by hand: `send` hands a message to the open follow, `fail` breaks it, `complete` ends it. */
 function scriptedUpstream() {
-  const queue: Array<FollowEventsResponse | Error> = [];
+  const queue: Array<FollowEventsResponse | Error | typeof complete> = [];
   let wake: (() => void) | undefined;
   let follows = 0;
   const client = {
@@ -20,25 +23,43 @@ function scriptedUpstream() {
       while (!options.signal.aborted) {
         const next = queue.shift();
         if (next instanceof Error) throw next;
+        if (next === complete) return;
         if (next) yield next;
         else await new Promise<void>((r) => (wake = r));
       }
     },
   } as unknown as Client<typeof EventsService>;
-  const push = (item: FollowEventsResponse | Error) => (queue.push(item), wake?.());
-  return { client, send: push, fail: (error: Error) => push(error), follows: () => follows };
+  const push = (item: FollowEventsResponse | Error | typeof complete) => (queue.push(item), wake?.());
+  return { client, send: push, fail: (error: Error) => push(error), complete: () => push(complete), follows: () => follows };
 }
 
-async function readAll(stream: Readable): Promise<string> {
+/** A live feed's stream (a finished log may come as one Buffer). */
+function live(stream: Readable | Buffer): Readable {
+  if (Buffer.isBuffer(stream)) throw new Error("a finished log, not a live stream");
+  return stream;
+}
+
+/** A stream's whole text (a finished stream may be one Buffer). */
+async function readAll(stream: Readable | Buffer): Promise<string> {
+  if (Buffer.isBuffer(stream)) return stream.toString();
   let text = "";
   for await (const chunk of stream) text += chunk;
   return text;
 }
 
-const request = (from: bigint) => ({
+/** Every chunk a stream gives, as the objects it pushed (flowing: async iteration would join buffered chunks into a copy). */
+function chunksOf(stream: Readable | Buffer): Promise<Buffer[]> {
+  if (Buffer.isBuffer(stream)) return Promise.resolve([stream]);
+  const chunks: Buffer[] = [];
+  return new Promise((resolve, reject) => stream.on("data", (chunk: Buffer) => chunks.push(chunk)).once("end", () => resolve(chunks)).once("error", reject));
+}
+
+const frames = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `id: ${from + i}\ndata: {"type":"E${from + i}"}\n\n`).join("");
+
+const request = (from: bigint, runId = "run", organizationId = "org") => ({
   runKind: RunKind.STRUCTURE_RUN,
-  runId: "run",
-  organizationId: "org",
+  runId,
+  organizationId,
   from,
   call: { headers: {}, signal: new AbortController().signal },
   toJson: (e: { type: string }) => ({ type: e.type }),
@@ -61,8 +82,8 @@ describe("event feeds", () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, maxBehindBytes: 200, ...writeAtOnce });
     upstream.send(keepAlive());
-    const reader = await feeds.open(request(0n));
-    const stalled = await feeds.open(request(0n));
+    const reader = live(await feeds.open(request(0n)));
+    const stalled = live(await feeds.open(request(0n)));
     stalled.pause();
     const read = readAll(reader);
     for (let offset = 0; offset < 20; offset++) {
@@ -85,8 +106,8 @@ describe("event feeds", () => {
     const upstream = scriptedUpstream();
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
     upstream.send(keepAlive());
-    const a = await feeds.open(request(0n));
-    const b = await feeds.open(request(0n));
+    const a = live(await feeds.open(request(0n)));
+    const b = live(await feeds.open(request(0n)));
     upstream.send(event(0));
     upstream.fail(new Error("events replica restarted"));
     const [textA, textB] = await Promise.all([readAll(a), readAll(b)]);
@@ -94,7 +115,7 @@ describe("event feeds", () => {
     expect(textB).toBe(textA);
     expect(upstream.follows()).toBe(1);
     upstream.send(keepAlive());
-    const c = await feeds.open(request(1n));
+    const c = live(await feeds.open(request(1n)));
     expect(upstream.follows()).toBe(2);
     c.destroy();
   });
@@ -102,19 +123,147 @@ describe("event feeds", () => {
   it("serves a joiner from the recent frames when they reach back to its start, else starts a feed at it", async () => {
     const upstream = scriptedUpstream();
     // Room for about three frames of ~30 characters.
-    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentChars: 100, ...writeAtOnce });
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentBytes: 100, ...writeAtOnce });
     upstream.send(keepAlive());
-    const first = await feeds.open(request(0n));
+    const first = live(await feeds.open(request(0n)));
     for (let offset = 0; offset < 10; offset++) upstream.send(event(offset));
     await new Promise((r) => setTimeout(r, 10));
-    const recent = await feeds.open(request(8n));
+    const recent = live(await feeds.open(request(8n)));
     expect(String(recent.read())).toBe(': keep-alive\n\nid: 8\ndata: {"type":"E8"}\n\nid: 9\ndata: {"type":"E9"}\n\n');
     expect(upstream.follows()).toBe(1);
     upstream.send(keepAlive());
-    const behind = await feeds.open(request(2n));
+    const behind = live(await feeds.open(request(2n)));
     expect(upstream.follows()).toBe(2);
     expect(feeds.upstreams()).toBe(2);
     [first, recent, behind].forEach((s) => s.destroy());
+  });
+
+  /** Plays a whole finished log of `events` events to the follow that is open, then completes it. */
+  const finish = (upstream: ReturnType<typeof scriptedUpstream>, events: number) => {
+    upstream.send(keepAlive());
+    for (let offset = 0; offset < events; offset++) upstream.send(event(offset));
+    upstream.complete();
+  };
+
+  it("serves the streams of a finished run from one upstream read, each the whole log once, the same Buffer to each", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    // A crowd arriving before the first answer shares the first read.
+    const crowd = Promise.all(Array.from({ length: 50 }, () => feeds.open(request(0n))));
+    finish(upstream, 5);
+    const whole = `: keep-alive\n\n${frames(0, 5)}`;
+    for (const text of await Promise.all((await crowd).map(readAll))) expect(text).toBe(whole);
+    // Later streams: were they to follow again, this follow would answer with nothing.
+    upstream.send(keepAlive());
+    upstream.complete();
+    const later = await Promise.all(Array.from({ length: 50 }, () => feeds.open(request(0n))));
+    const chunks = await Promise.all(later.map(chunksOf));
+    for (const c of chunks) expect(Buffer.concat(c).toString()).toBe(whole);
+    expect(chunks.every((c) => c.length === 1 && c[0] === chunks[0]![0])).toBe(true);
+    expect(upstream.follows()).toBe(1);
+    expect(feeds.upstreams()).toBe(0);
+  });
+
+  it("resumes in the middle of a finished log kept in memory, and just past its end gets the keep-alive alone", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    const first = feeds.open(request(0n));
+    finish(upstream, 6);
+    await readAll(await first);
+    upstream.send(keepAlive());
+    upstream.complete();
+    expect(await readAll(await feeds.open(request(4n)))).toBe(`: keep-alive\n\n${frames(4, 6)}`);
+    expect(await readAll(await feeds.open(request(1n)))).toBe(`: keep-alive\n\n${frames(1, 6)}`);
+    expect(await readAll(await feeds.open(request(6n)))).toBe(": keep-alive\n\n");
+    expect(upstream.follows()).toBe(1);
+    // Further on is followed (a structure run's log may grow after its terminal event).
+    expect(await readAll(await feeds.open(request(9n)))).toBe(": keep-alive\n\n");
+    expect(upstream.follows()).toBe(2);
+  });
+
+  it("keeps a finished log only once its feed read all of it, and not after a failed upstream", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    const broken = feeds.open(request(0n));
+    upstream.send(keepAlive());
+    upstream.send(event(0));
+    upstream.fail(new Error("events replica restarted"));
+    await readAll(await broken);
+    expect(feeds.finishedLogBytes()).toBe(0);
+    // A resumer's feed keeps the log from its start only: a stream from before it follows again.
+    const resumer = feeds.open(request(3n));
+    upstream.send(keepAlive());
+    upstream.send(event(3));
+    upstream.complete();
+    expect(await readAll(await resumer)).toBe(`: keep-alive\n\n${frames(3, 4)}`);
+    expect(await readAll(await feeds.open(request(3n)))).toBe(`: keep-alive\n\n${frames(3, 4)}`);
+    expect(upstream.follows()).toBe(2);
+    const fresh = feeds.open(request(0n));
+    finish(upstream, 4);
+    expect(await readAll(await fresh)).toBe(`: keep-alive\n\n${frames(0, 4)}`);
+    expect(upstream.follows()).toBe(3);
+  });
+
+  it("bounds the finished logs it keeps by bytes, the least recently used out first", async () => {
+    const upstream = scriptedUpstream();
+    // Room for two logs of three frames (about 100 bytes each), not three.
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce, finishedLogBytes: 250 });
+    for (const runId of ["a", "b"]) {
+      const stream = feeds.open(request(0n, runId));
+      finish(upstream, 3);
+      await readAll(await stream);
+    }
+    expect(upstream.follows()).toBe(2);
+    await readAll(await feeds.open(request(0n, "a"))); // a is now the more recently used
+    const c = feeds.open(request(0n, "c"));
+    finish(upstream, 3);
+    await readAll(await c);
+    expect(feeds.finishedLogBytes()).toBeLessThanOrEqual(250);
+    expect(upstream.follows()).toBe(3);
+    await readAll(await feeds.open(request(0n, "a")));
+    expect(upstream.follows()).toBe(3);
+    const b = feeds.open(request(0n, "b"));
+    finish(upstream, 3);
+    expect(await readAll(await b)).toBe(`: keep-alive\n\n${frames(0, 3)}`);
+    expect(upstream.follows()).toBe(4);
+  });
+
+  it("never serves one organization's finished log to another", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    const mine = feeds.open(request(0n, "run", "org-a"));
+    finish(upstream, 3);
+    await readAll(await mine);
+    // Another organization asking for the same run id follows on its own call (where the events service checks its access).
+    const theirs = feeds.open(request(0n, "run", "org-b"));
+    upstream.fail(new Error("structure run not found"));
+    await expect(theirs).rejects.toThrow("structure run not found");
+    expect(upstream.follows()).toBe(2);
+  });
+
+  it("a crowd joining a live run over many turns shares its follow and the buffers the others got", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    upstream.send(keepAlive());
+    const first = await feeds.open(request(0n));
+    const firstChunks = chunksOf(first);
+    const joiners: Array<Promise<Buffer[]>> = [];
+    for (let offset = 0; offset < 20; offset++) {
+      upstream.send(event(offset));
+      await new Promise((r) => setImmediate(r));
+      for (let j = 0; j < 5; j++) joiners.push(feeds.open(request(0n)).then(chunksOf));
+      await new Promise((r) => setImmediate(r));
+    }
+    upstream.complete();
+    const whole = `: keep-alive\n\n${frames(0, 20)}`;
+    const written = await firstChunks;
+    // The bytes of a chunk the first subscriber got (the same memory, not a copy).
+    const shared = (c: Buffer) => written.some((w) => w.buffer === c.buffer && c.byteOffset >= w.byteOffset && c.byteOffset + c.length <= w.byteOffset + w.length);
+    for (const chunks of await Promise.all(joiners)) {
+      expect(Buffer.concat(chunks).toString()).toBe(whole);
+      expect(chunks.filter((c) => c.toString() !== ": keep-alive\n\n").every(shared)).toBe(true);
+    }
+    expect(upstream.follows()).toBe(1);
   });
 
   it("rejects before streaming when the upstream's first answer is an error", async () => {

@@ -161,6 +161,47 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     for (const s of fresh) expect(s.events.map((e) => JSON.parse(e.data).type)).toEqual(["E0", "E1", "E2", "StructureRunCompleted"]);
   });
 
+  it("replays a finished run to a crowd from one follow: each stream gets the whole log once, resumes get its tail", async () => {
+    const runId = uuid();
+    const url = `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
+    const log = [...Array.from({ length: 30 }, (_, i) => `E${i}`), "StructureRunCompleted"];
+    await admin.post(`/structure-runs/${runId}/events`, log.map((type, i) => ({ type, timestamp: i })));
+    // Every follow of this run subscribes to its subject on the bus first: count them.
+    const bus = stack.bus as { subscribe: typeof stack.bus.subscribe };
+    const subscribe = bus.subscribe;
+    let follows = 0;
+    bus.subscribe = (subject, onMessage) => {
+      if (subject.includes(runId)) follows += 1;
+      return subscribe.call(stack.bus, subject, onMessage);
+    };
+    try {
+      const types = (s: Awaited<ReturnType<typeof openSse>>) => s.events.map((e) => JSON.parse(e.data).type);
+      const first = await Promise.all(Array.from({ length: 30 }, () => openSse(url, auth)));
+      await Promise.all(first.map((s) => s.ended));
+      const later = await Promise.all(Array.from({ length: 30 }, () => openSse(url, auth)));
+      await Promise.all(later.map((s) => s.ended));
+      for (const s of [...first, ...later]) {
+        expect(s.headers.get("content-type")).toMatch(/^text\/event-stream/);
+        expect(types(s)).toEqual(log);
+        expect(s.events.map((e) => Number(e.id))).toEqual(log.map((_, i) => i));
+      }
+      const resumed = await openSse(url, { ...auth, "last-event-id": "19" });
+      const fromOffset = await openSse(`${url}?offset=25`, auth);
+      const past = await openSse(url, { ...auth, "last-event-id": "30" });
+      await Promise.all([resumed.ended, fromOffset.ended, past.ended]);
+      expect(types(resumed)).toEqual(log.slice(20));
+      expect(types(fromOffset)).toEqual(log.slice(25));
+      expect(past.status).toBe(200);
+      expect(past.events).toEqual([]);
+      expect(follows).toBe(1);
+      // Another organization still gets a plain 404, not the kept log.
+      const stranger = await openSse(url, { authorization: `Bearer ${await signAccessToken({ sub: `sse-replay-${store}` })}` });
+      expect(stranger.status).toBe(404);
+    } finally {
+      bus.subscribe = subscribe;
+    }
+  });
+
   it("leaks no subscription: 1,000 streams opened and dropped leave the bus as it was", async () => {
     const bus = stack.bus as unknown as { subscriberCount(): number };
     // Half the streams on one run (one shared follow), half each on a run of its own (a follow each).

@@ -62,6 +62,9 @@ function plain(res: ServerResponse, status: number, body: string): void {
  */
 export const drainMs = 5_000;
 
+/** Connections waiting to be accepted, at most. */
+export const listenBacklog = 4096;
+
 /** Listens, and returns a handle whose close drains connections first. */
 export async function listen(
   server: Server,
@@ -71,7 +74,11 @@ export async function listen(
 ): Promise<RunningServer> {
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => {
+    // A long accept queue: a crowd connecting at once (thousands of SSE streams
+    // after a run ends) would overflow Node's default of 511, and each dropped
+    // SYN is retried by the client only after 1 s, then 3 s (docs/decisions.md,
+    // "SSE streams"). The kernel caps it at net.core.somaxconn.
+    server.listen({ port, host, backlog: listenBacklog }, () => {
       server.off("error", reject);
       resolve();
     });

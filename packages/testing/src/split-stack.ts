@@ -9,6 +9,8 @@ export interface SplitStack {
   gatewayUrl: string;
   /** Each process's own URL (its /healthz, /readyz, RPCs). */
   urls: Record<SplitService, string>;
+  /** A running service's process id (benches watch their memory). */
+  pid(name: SplitService): number | undefined;
   /** Stops one service's process: SIGTERM shuts it down, SIGKILL crashes it. */
   stopService(name: SplitService, signal?: "SIGTERM" | "SIGKILL"): Promise<void>;
   /** Starts a new process of a service (stopped before) on its port, with its settings and `extra`. */
@@ -60,5 +62,5 @@ export async function startSplitStack(
     await stop();
     throw failed.reason;
   }
-  return { gatewayUrl: urls.gateway, urls, stopService, startService: start, stop };
+  return { gatewayUrl: urls.gateway, urls, pid: (name) => running.get(name)?.pid, stopService, startService: start, stop };
 }

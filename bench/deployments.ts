@@ -1,0 +1,38 @@
+import { randomBytes } from "node:crypto";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { startSplitStack } from "@loom/testing/split-stack";
+
+/** A Loom deployment the event benches drive through its gateway. */
+export interface Deployment {
+  name: string;
+  gatewayUrl: string;
+  /** The processes whose memory a bench may watch, by name: the all-in-one, or the split stack's gateway and events. */
+  pids: Record<string, number>;
+  stop(): Promise<void>;
+}
+
+/** The event benches open every subscriber with one key: the per-credential stream cap (default 100) is lifted. */
+const streamCap = { STREAMS_PER_CREDENTIAL: "100000" };
+
+/** The all-in-one process with in-memory stores and bus. */
+export async function embedded(key: string): Promise<Deployment> {
+  const port = await freePort();
+  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap }, `http://127.0.0.1:${port}/healthz`);
+  return { name: "all-in-one, in-memory", gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
+}
+
+/** Five processes on MongoDB and NATS, fresh databases. */
+export async function split(key: string, mongoUrl: string, natsUrl: string): Promise<Deployment> {
+  const db = `loom_bench_${randomBytes(4).toString("hex")}`;
+  const stack = await startSplitStack(
+    { MONGODB_URL: mongoUrl, NATS_URL: natsUrl },
+    {
+      identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
+      assistants: { MONGODB_DB: `${db}_assistants` },
+      events: { MONGODB_DB: `${db}_events` },
+      runs: { MONGODB_DB: `${db}_runs` },
+      gateway: streamCap,
+    },
+  );
+  return { name: "5 processes, MongoDB + NATS", gatewayUrl: stack.gatewayUrl, pids: { gateway: stack.pid("gateway")!, events: stack.pid("events")! }, stop: stack.stop };
+}
