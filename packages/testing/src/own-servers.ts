@@ -12,7 +12,7 @@ import { freePort, startProgram, stopProcess } from "./processes.ts";
  * exports, else the name on PATH, else where .ci/run installs or builds it.
  */
 export const serverBinaries = {
-  nats: findBinary("LOOM_NATS_SERVER_BIN", "nats-server", ["/usr/bin/nats-server"]),
+  nats: findBinary("LOOM_NATS_SERVER_BIN", "nats-server", ["/usr/sbin/nats-server", "/usr/bin/nats-server"]),
   ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2")]),
 };
 
