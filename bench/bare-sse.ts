@@ -10,6 +10,9 @@ import { createServer, type ServerResponse } from "node:http";
  * every stream of the run at once; StructureRunCompleted ends the streams.
  * With WRITE_INTERVAL_MS, the frames of that many ms go out together as one
  * write per stream, as the gateway batches them (docs/decisions.md, "SSE streams").
+ * It also serves the replay bench's baseline: a stream opened on a run that
+ * has ended gets the whole log at once, one Buffer kept for every stream (as
+ * the gateway keeps finished logs), and `GET /users` answers for its poller.
  */
 interface Run {
   next: number;
@@ -17,10 +20,13 @@ interface Run {
   pending: string;
   ends: boolean;
   flushAt?: NodeJS.Timeout;
+  /** Every frame so far, and the whole stream of an ended run as bytes. */
+  log: string;
+  replay?: Buffer;
 }
 const writeIntervalMs = Number(process.env.WRITE_INTERVAL_MS ?? 0);
 const runs = new Map<string, Run>();
-const runOf = (id: string) => runs.get(id) ?? runs.set(id, { next: 0, streams: new Set(), pending: "", ends: false }).get(id)!;
+const runOf = (id: string) => runs.get(id) ?? runs.set(id, { next: 0, streams: new Set(), pending: "", ends: false, log: "" }).get(id)!;
 
 function flush(run: Run): void {
   run.flushAt = undefined;
@@ -32,9 +38,14 @@ const route = /^\/structure-runs\/([^/]+)\/events(\/stream)?$/;
 
 const server = createServer(async (req, res) => {
   if (req.url === "/healthz") return void res.end('{"status":"ok"}');
+  if (req.url === "/users") return void res.writeHead(200, { "Content-Type": "application/json" }).end('{"users":[]}');
   const match = route.exec(req.url ?? "");
   if (!match) return void ((res.statusCode = 404), res.end());
   const run = runOf(match[1]!);
+  if (req.method === "GET" && match[2] && run.ends && run.pending === "") {
+    run.replay ??= Buffer.from(`: keep-alive\n\n${run.log}`);
+    return void res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "Content-Length": run.replay.length }).end(run.replay);
+  }
   if (req.method === "GET" && match[2]) {
     res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
     res.write(": keep-alive\n\n");
@@ -49,7 +60,9 @@ const server = createServer(async (req, res) => {
   const now = new Date().toISOString();
   for (const e of events) {
     const json = { event_id: randomUUID(), structure_run_id: match[1], type: e.type, origin: "USER", payload: e.payload ?? {}, timestamp: e.timestamp, created_at: now };
-    run.pending += `id: ${run.next++}\ndata: ${JSON.stringify(json)}\n\n`;
+    const frame = `id: ${run.next++}\ndata: ${JSON.stringify(json)}\n\n`;
+    run.pending += frame;
+    run.log += frame;
   }
   run.ends ||= events.some((e) => e.type === "StructureRunCompleted");
   if (writeIntervalMs === 0) flush(run);

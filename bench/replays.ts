@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { embedded, split, type Deployment } from "./deployments.ts";
 import { printTable } from "./load.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
@@ -41,6 +42,13 @@ function watchMemory(pids: Record<string, number>) {
       );
     },
   };
+}
+
+/** The floor: bench/bare-sse.ts, which answers an ended run's streams with one kept Buffer and nothing else of Loom. */
+async function bareReplayer(): Promise<Deployment> {
+  const port = await freePort();
+  const proc = await startProcess("bench/bare-sse.ts", { PORT: String(port) }, `http://127.0.0.1:${port}/healthz`);
+  return { name: "baseline: bare node:http", gatewayUrl: `http://127.0.0.1:${port}`, pids: { bare: proc.pid! }, stop: () => stopProcess(proc) };
 }
 
 /** `GET /users` one after another until stopped: the latency an ordinary caller sees meanwhile. */
@@ -103,8 +111,11 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
   const events = Number(process.env.BENCH_REPLAY_EVENTS ?? 200);
   const threads = Number(process.env.BENCH_SUBSCRIBER_THREADS ?? 2);
   const rows: Array<Record<string, string | number>> = [];
+  /** The baseline's "all delivered" per round, for the ratio column. */
+  const floor = new Map<string, number>();
 
-  const deployments: Array<() => Promise<Deployment>> = [() => embedded(key)];
+  // The baseline first: a bare node:http server answering the same streams with the same bytes.
+  const deployments: Array<() => Promise<Deployment>> = [bareReplayer, () => embedded(key)];
   if (options.mongoUrl && options.natsUrl) deployments.push(() => split(key, options.mongoUrl!, options.natsUrl!));
   else console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
 
@@ -119,6 +130,7 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
           return undefined;
         });
         const mb = (bytes: number) => Math.round(bytes / 1024 / 1024);
+        if (r && !floor.has(round)) floor.set(round, r.deliveredMs);
         rows.push(
           r
             ? {
@@ -126,6 +138,7 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
                 round,
                 streams,
                 "all delivered ms": Math.round(r.deliveredMs),
+                "vs bare": floor.has(round) ? `${(r.deliveredMs / floor.get(round)!).toFixed(2)}×` : "",
                 "each once": r.exactlyOnce ? "yes" : `NO (${r.ended} ended, ${r.delivered} events)`,
                 "GET /users p50 ms": Math.round(r.polled.p50),
                 "p99 ms": Math.round(r.polled.p99),
