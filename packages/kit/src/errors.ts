@@ -1,6 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { FieldViolationsSchema, type FieldViolation } from "@loom/proto/common/v1/common_pb";
 import { create } from "@bufbuild/protobuf";
+import { errors as natsErrors } from "@nats-io/nats-core";
+import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
 
 /** INVALID_ARGUMENT with one detail entry per problem, as the gateway reports them. */
 export function invalidArgument(violations: Array<Pick<FieldViolation, "path" | "message">>): ConnectError {
@@ -32,17 +34,33 @@ export function fieldViolationsOf(error: ConnectError): FieldViolation[] {
 }
 
 /**
+ * The drivers' own classes for "the server cannot be reached": the MongoDB
+ * driver's network, selection, pool and topology errors (a network timeout
+ * is a network error), and the NATS client's closed, draining and lost
+ * connections and timeouts.
+ */
+const dependencyDownClasses = [
+  MongoNetworkError,
+  MongoServerSelectionError,
+  MongoNotConnectedError,
+  MongoTopologyClosedError,
+  natsErrors.ClosedConnectionError,
+  natsErrors.DrainingConnectionError,
+  natsErrors.ConnectionError,
+  natsErrors.TimeoutError,
+];
+
+/**
  * True for failures of a dependency that are worth retrying later (database
- * or bus unreachable), judged by the drivers' error class names so that this
- * module needs neither driver. The MongoDB driver reports a connection lost
- * during insertMany as a MongoBulkWriteError holding the network error (its
- * `errorResponse`), so wrapped errors are looked into too.
+ * or bus unreachable), by the drivers' error classes (the driver's cleared
+ * pool is a network error too). The MongoDB driver reports a connection lost during insertMany as a MongoBulkWriteError
+ * holding the network error (its `errorResponse`), so wrapped errors are
+ * looked into too; and a socket the server closed under a write reaches us
+ * from the driver as Node's own error (EPIPE, ECONNRESET), with no class of its own.
  */
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  const down =
-    /^(MongoServerSelectionError|MongoNetworkError|MongoNetworkTimeoutError|MongoNotConnectedError|MongoTopologyClosedError|MongoPoolClearedError)$/.test(error.name) ||
-    // A socket the other side closed under a write (EPIPE) reaches us from the driver unwrapped.
-    /^(EPIPE|ECONNRESET|ECONNREFUSED)$|CONNECTION_CLOSED|DISCONNECT|Timeout/i.test(String((error as { code?: unknown }).code ?? ""));
-  return down || isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
+  if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
+  if (/^(EPIPE|ECONNRESET|ECONNREFUSED)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
+  return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

@@ -1,3 +1,4 @@
+import { MongoServerSelectionError } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient, createContextValues, type Transport } from "@connectrpc/connect";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
@@ -22,7 +23,8 @@ const testService: RpcService = {
     router.service(IdentityService, {
       authenticate: async (req, ctx) => {
         if (req.credential === "driver") throw new Error("E11000 duplicate key error collection: loom.api_keys secretHash_1");
-        if (req.credential === "down") throw Object.assign(new Error("connect ECONNREFUSED 10.0.0.7:27017"), { name: "MongoServerSelectionError" });
+        // What the MongoDB driver throws when no server answers (its own class, with the address in the message).
+        if (req.credential === "down") throw new MongoServerSelectionError("connect ECONNREFUSED 10.0.0.7:27017", {} as never);
         if (req.credential === "who") return { principal: requirePrincipal(ctx) };
         if (req.credential === "slow") return new Promise<never>(() => {});
         throw new ConnectError("bad credential", Code.Unauthenticated);
