@@ -6,7 +6,9 @@ import { notFound } from "@loom/kit/errors";
 import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
 import { eventMessage } from "./event-message.ts";
-import { terminalAssistantRunEvents } from "./log-closed.ts";
+// An assistant run's terminal lifecycle event closes its log (semantics.md §6): once one is
+// stored, nothing more is appended, so a stream that ends after it has seen everything.
+import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import type { EventsStore, LogKind, LogRef } from "./store/port.ts";
 
 /** The event types after which a structure-run stream ends (semantics.md §6). */
@@ -14,7 +16,7 @@ export const structureRunEndEvents: ReadonlySet<string> = new Set(["StructureRun
 
 /** True for the event that ends a stream of a log of this kind: nothing is sent after it. */
 export function endsStream(kind: LogKind, event: { type: string; origin: string }): boolean {
-  return kind === "assistant-run" ? event.origin === "SYSTEM" && terminalAssistantRunEvents.has(event.type) : structureRunEndEvents.has(event.type);
+  return kind === "assistant-run" ? event.origin === "SYSTEM" && terminalLifecycleEvents.has(event.type) : structureRunEndEvents.has(event.type);
 }
 
 /** Knobs of a follow; the defaults suit production, tests shorten them. */

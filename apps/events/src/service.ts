@@ -13,7 +13,7 @@ import { subjects } from "@loom/kit/subjects";
 import { nameProblem } from "@loom/kit/text";
 import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
-import { terminalAssistantRunEvents } from "./log-closed.ts";
+import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import type { EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
 
 export { eventMessage };
@@ -162,7 +162,7 @@ export function createEventsService(deps: EventsDeps): RpcService {
         });
       }
       if (violations.length > 0 || !log) throw invalidArgument(violations);
-      const closes = log.runKind === "assistant-run" && batch.some((e) => e.origin === "SYSTEM" && terminalAssistantRunEvents.has(e.type));
+      const closes = log.runKind === "assistant-run" && batch.some((e) => e.origin === "SYSTEM" && terminalLifecycleEvents.has(e.type));
       const stored = await store.append(log, organizationId, batch, closes);
       if (!stored) throw notFound(runNames[log.runKind]);
       const events = stored.map(eventMessage);

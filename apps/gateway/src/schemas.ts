@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { producedUuidPatternSource } from "@loom/kit/ids";
+import { runStatuses } from "@loom/kit/run-lifecycle";
 
 /**
  * Response shapes of public-api.md, as zod schemas: documented in
@@ -66,7 +67,7 @@ export const assistantSchema = z.strictObject({
 
 export const assistantListSchema = z.strictObject({ assistants: z.array(assistantSchema), pagination: paginationSchema });
 
-export const runStatusSchema = z.enum(["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+export const runStatusSchema = z.enum(runStatuses);
 
 export const textArtifactSchema = z.strictObject({
   type: z.literal("TextArtifact"),

@@ -62,13 +62,3 @@ export const griptapeEvents = {
   }),
 };
 
-/** The lifecycle event type of each status (origin SYSTEM). */
-export const lifecycleEventType = {
-  QUEUED: "AssistantRunQueued",
-  STARTING: "AssistantRunStarting",
-  RUNNING: "AssistantRunRunning",
-  SUCCEEDED: "AssistantRunSucceeded",
-  FAILED: "AssistantRunFailed",
-  ERROR: "AssistantRunErrored",
-  CANCELLED: "AssistantRunCancelled",
-} as const;

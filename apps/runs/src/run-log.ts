@@ -2,7 +2,7 @@ import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import { headersFor } from "@loom/kit/principal";
 import { jsonToValue } from "@loom/kit/json-value";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
-import { lifecycleEventType } from "./griptape.ts";
+import { lifecycleEventType } from "@loom/kit/run-lifecycle";
 import type { RunRecord } from "./store/port.ts";
 
 /**

@@ -214,8 +214,6 @@ export function createRunWorker(options: WorkerOptions) {
       for (const { controller } of inFlight.values()) controller.abort({ kind: "lease-lost" } satisfies StopReason);
     },
     inFlight: () => inFlight.size,
-    wake: () => pump(),
-    reap,
   };
 }
 

@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { z } from "zod";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/kit/errors";
+import { runStatuses } from "@loom/kit/run-lifecycle";
 import { valueToJson } from "@loom/kit/json-value";
 import { RunStatus, type AssistantRun } from "@loom/proto/runs/v1/runs_pb";
 import type { ServiceClients } from "../clients.ts";
@@ -10,7 +11,6 @@ import { defineOperation } from "../operation.ts";
 import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
 import { idArray, pageQuery, uuid } from "../validation.ts";
 
-export const runStatusNames = ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
 
 const createBody = z.object({
   input: z.string().optional(),
@@ -37,12 +37,12 @@ const createBody = z.object({
  */
 const statusQuery = z
   .union([z.string(), z.array(z.string())])
-  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatusNames] }, minItems: 1 })
+  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatuses] }, minItems: 1 })
   .optional()
   .transform((v) => (v === undefined ? undefined : [v].flat().flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean)))
   .pipe(
     z
-      .array(z.enum(runStatusNames, { message: `must be one of ${runStatusNames.join(", ")}` }))
+      .array(z.enum(runStatuses, { message: `must be one of ${runStatuses.join(", ")}` }))
       .min(1, "must name at least one status")
       .optional()
       .transform((v) => v ?? []),

@@ -3,11 +3,10 @@ import type { Page } from "@loom/kit/paging";
 /** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
-export const runStatuses = ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] as const;
-export type RunStatus = (typeof runStatuses)[number];
-export const terminalStatuses: readonly RunStatus[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
-export const activeStatuses: readonly RunStatus[] = ["QUEUED", "STARTING", "RUNNING"];
-export const isTerminal = (status: RunStatus) => terminalStatuses.includes(status);
+import type { RunStatus } from "@loom/kit/run-lifecycle";
+
+// The statuses are named once, in the kit (the events service and the gateway know them too).
+export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
 
 export interface StatusDetail {
   reason: string;
