@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { laterThan } from "@loom/testing/clock";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
@@ -91,10 +92,11 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
 
     it("renames a key, and an empty PATCH changes nothing", async () => {
       const { body: key } = await admin.post(`/users/${adminUserId}/api-keys`, { name: "before" });
+      await laterThan(key.updated_at);
       const renamed = await admin.patch(`/api-keys/${key.api_key_id}`, { name: "after" });
       expect(renamed.status).toBe(200);
       expect(apiKeySchema.parse(renamed.body).name).toBe("after");
-      expect(Date.parse(renamed.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(key.updated_at));
+      expect(Date.parse(renamed.body.updated_at)).toBeGreaterThan(Date.parse(key.updated_at));
       const unchanged = await admin.patch(`/api-keys/${key.api_key_id}`);
       expect(unchanged.status).toBe(200);
       expect(unchanged.body.name).toBe("after");

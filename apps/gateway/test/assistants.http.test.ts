@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { laterThan } from "@loom/testing/clock";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
@@ -99,10 +100,11 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
 
     it("updates only the fields sent; an empty list replaces; retriever_ids is ignored", async () => {
       const before = (await admin.get(`/assistants/${assistantId}`)).body;
+      await laterThan(before.updated_at);
       const res = await admin.patch(`/assistants/${assistantId}`, { name: "Edited", tool_ids: [], retriever_ids: [uuid()], description: null });
       expect(res.status).toBe(200);
       expect(res.body).toMatchObject({ name: "Edited", description: "d", input: "in", tool_ids: [], retriever_ids: before.retriever_ids });
-      expect(Date.parse(res.body.updated_at)).toBeGreaterThanOrEqual(Date.parse(before.updated_at));
+      expect(Date.parse(res.body.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
       expect((await admin.get(`/assistants/${assistantId}`)).body).toEqual(res.body);
     });
 

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
@@ -39,15 +39,19 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       await settled(id);
     }
   });
-  /** The run once it has ended and its log has too (the terminal event follows the terminal status). */
+  /** The run once it has ended and its log has too (the terminal event follows the terminal status); fails the test if that takes over 10 s. */
   async function settled(runId: string, client = admin) {
-    const deadline = Date.now() + 10_000;
-    for (;;) {
-      const res = await client.get(`/assistant-runs/${runId}`);
-      const last = (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
-      if ((terminal.includes(res.body.status) && /^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(last)) || Date.now() > deadline) return res.body;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    let run: any;
+    await vi.waitFor(
+      async () => {
+        run = (await client.get(`/assistant-runs/${runId}`)).body;
+        const last = (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
+        expect(terminal).toContain(run.status);
+        expect(last).toMatch(/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    return run;
   }
   const lastCall = () => model.calls.at(-1)!;
 
@@ -211,11 +215,16 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
 
     it("keys are per organization", async () => {
       const key = { "idempotency-key": `shared-${uuid()}` };
-      const ours = (await run(await assistant(), {}, key)).body.assistant_run_id;
+      const mine = await run(await assistant(), {}, key);
+      expect(mine.status).toBe(201);
       const theirAssistant = (await stranger.post("/assistants", { name: "theirs" })).body.assistant_id;
-      const theirs = (await stranger.post(`/assistants/${theirAssistant}/runs`, {}, key)).body.assistant_run_id;
-      expect(theirs).not.toBe(ours);
-      await settled(theirs, stranger);
+      const theirs = await stranger.post(`/assistants/${theirAssistant}/runs`, {}, key);
+      // Another organization's first use of the same key creates its own run (a failed request would not pass).
+      expect(theirs.status).toBe(201);
+      expect(theirs.body.assistant_run_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(theirs.body.assistant_run_id).not.toBe(mine.body.assistant_run_id);
+      expect(theirs.body.assistant_id).toBe(theirAssistant);
+      await settled(theirs.body.assistant_run_id, stranger);
     });
   });
 

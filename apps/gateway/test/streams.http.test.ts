@@ -84,7 +84,12 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
           resolve();
         }
       };
-      source.onerror = () => received.length === 0 && reject(new Error("EventSource failed"));
+      // Before the terminal event (after it the test has closed the source) any error is a failure:
+      // EventSource would reconnect on its own and hide a broken stream.
+      source.onerror = () => {
+        source.close();
+        reject(new Error(`EventSource failed after ${received.length} events`));
+      };
     });
     expect(received).toContain("TextChunkEvent");
     expect(received.at(-1)).toBe("AssistantRunSucceeded");

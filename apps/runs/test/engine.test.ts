@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code, createClient } from "@connectrpc/connect";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
@@ -94,13 +94,17 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   }
 
   const events = () => clientFor(EventsService, peers);
+  /** The run once it has ended; fails the test if it has not within `timeoutMs`. */
   async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000) {
-    const deadline = Date.now() + timeoutMs;
-    for (;;) {
-      const run = (await runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
-      if (run.completedAt || Date.now() > deadline) return run;
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    let run!: NonNullable<Awaited<ReturnType<typeof runs.getAssistantRun>>["assistantRun"]>;
+    await vi.waitFor(
+      async () => {
+        run = (await runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+        expect(run.completedAt, `run ${id} is still ${run.status}`).toBeDefined();
+      },
+      { timeout: timeoutMs, interval: 20 },
+    );
+    return run;
   }
   /** The run's event types, once its log has ended (the terminal event follows the terminal status). */
   async function eventTypes(id: string) {

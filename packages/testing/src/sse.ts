@@ -8,7 +8,11 @@ export interface SseConnection {
   events: EventSourceMessage[];
   /** Keep-alive comments received so far. */
   comments: string[];
-  /** Resolves when the server closes the stream. */
+  /**
+   * Resolves when the server closes the stream (or `close()` went away);
+   * rejects if reading failed otherwise (a connection cut mid-stream), so a
+   * test cannot mistake a broken stream for an ended one.
+   */
   ended: Promise<void>;
   /** Resolves once `count` events have arrived (or the stream ends). */
   waitFor(count: number): Promise<EventSourceMessage[]>;
@@ -36,11 +40,13 @@ export async function openSse(url: string, headers: Record<string, string> = {})
     const decoder = new TextDecoder();
     try {
       for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
-    } catch {
-      // aborted by close()
+    } catch (error) {
+      if (!controller.signal.aborted) throw new Error(`the stream broke after ${events.length} events`, { cause: error });
+    } finally {
+      waiters.splice(0).forEach((w) => w.resolve());
     }
-    waiters.splice(0).forEach((w) => w.resolve());
   })();
+  ended.catch(() => {}); // a test that never awaits it is not failed by an unhandled rejection; one that does sees it
   return {
     status: res.status,
     headers: res.headers,
