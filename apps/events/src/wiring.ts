@@ -1,6 +1,6 @@
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
-import { connectMongo } from "@loom/kit/mongo";
+import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { createEventsService } from "./service.ts";
 import { createMemoryEventsStore } from "./store/memory.ts";
@@ -8,11 +8,8 @@ import { createMongoEventsStore } from "./store/mongo.ts";
 import type { EventsStore } from "./store/port.ts";
 
 /** MongoDB when a URL is given, else the in-memory store. */
-export async function openEventsStore(mongo: { url?: string | undefined; db: string }): Promise<EventsStore> {
-  if (!mongo.url) return createMemoryEventsStore();
-  const handle = await connectMongo(mongo.url, mongo.db);
-  return createMongoEventsStore(handle.db, handle.ping, handle.close);
-}
+export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
+  openStore(settings, { memory: createMemoryEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.

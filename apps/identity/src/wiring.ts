@@ -1,4 +1,4 @@
-import { connectMongo } from "@loom/kit/mongo";
+import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import type { RpcService } from "@loom/kit/rpc-service";
@@ -19,11 +19,8 @@ export interface IdentitySettings {
 }
 
 /** MongoDB when a URL is given, else the in-memory store. */
-export async function openIdentityStore(mongo: { url?: string | undefined; db: string }): Promise<IdentityStore> {
-  if (!mongo.url) return createMemoryIdentityStore();
-  const handle = await connectMongo(mongo.url, mongo.db);
-  return createMongoIdentityStore(handle.db, handle.ping, handle.close);
-}
+export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStore> =>
+  openStore(settings, { memory: createMemoryIdentityStore, mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close) });
 
 /**
  * Store → bootstrap → service: shared by main.ts, the all-in-one process and

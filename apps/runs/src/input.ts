@@ -1,4 +1,4 @@
-import type { RunIdArray } from "./store/port.ts";
+import type { IdArray } from "@loom/kit/id-arrays";
 
 /**
  * The user message of a run (semantics.md §5): the run's `input`, else the
@@ -20,11 +20,11 @@ export function renderInput(runInput: string | undefined, assistantInput: string
  * duplicates (semantics.md §5).
  */
 export function effectiveIds(
-  assistant: Record<RunIdArray, string[]>,
-  given: Partial<Record<RunIdArray, string[] | undefined>>,
-  additional: Partial<Record<RunIdArray, string[]>>,
-): Record<RunIdArray, string[]> {
-  const pick = (field: RunIdArray) => [...new Set([...(given[field] ?? assistant[field]), ...(additional[field] ?? [])])];
+  assistant: Record<IdArray, string[]>,
+  given: Partial<Record<IdArray, string[] | undefined>>,
+  additional: Partial<Record<IdArray, string[]>>,
+): Record<IdArray, string[]> {
+  const pick = (field: IdArray) => [...new Set([...(given[field] ?? assistant[field]), ...(additional[field] ?? [])])];
   return {
     knowledgeBaseIds: pick("knowledgeBaseIds"),
     retrieverIds: pick("retrieverIds"),

@@ -1,7 +1,7 @@
 import type { Transport } from "@connectrpc/connect";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
-import { connectMongo } from "@loom/kit/mongo";
+import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { clientFor } from "@loom/kit/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
@@ -25,11 +25,8 @@ export interface RunSettings extends ModelConfig {
 }
 
 /** MongoDB when a URL is given, else the in-memory store. */
-export async function openRunsStore(mongo: { url?: string | undefined; db: string }): Promise<RunsStore> {
-  if (!mongo.url) return createMemoryRunsStore();
-  const handle = await connectMongo(mongo.url, mongo.db);
-  return createMongoRunsStore(handle.db, handle.ping, handle.close);
-}
+export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
+  openStore(settings, { memory: createMemoryRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
 
 /**
  * Store, model, run log, service and a started worker: shared by main.ts, the

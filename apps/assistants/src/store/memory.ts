@@ -1,6 +1,7 @@
 import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 /** The embedded default and the fast test double. */
 export function createMemoryAssistantsStore(): AssistantsStore {
@@ -11,9 +12,7 @@ export function createMemoryAssistantsStore(): AssistantsStore {
     return found?.organizationId === organizationId ? found : undefined;
   };
   return {
-    init: async () => {},
-    ready: async () => true,
-    close: async () => {},
+    ...inMemoryLifecycle,
     async insert(assistant) {
       assistants.set(assistant.id, copy(assistant));
     },

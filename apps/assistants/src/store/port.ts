@@ -1,8 +1,7 @@
 import type { Page } from "@loom/kit/paging";
 
-/** The id arrays an assistant carries (and a run inherits, semantics.md §5). */
-export const idArrays = ["knowledgeBaseIds", "retrieverIds", "rulesetIds", "structureIds", "toolIds"] as const;
-export type IdArray = (typeof idArrays)[number];
+import type { IdArray } from "@loom/kit/id-arrays";
+import type { StoreLifecycle } from "@loom/kit/store-open";
 
 export interface AssistantRecord extends Record<IdArray, string[]> {
   id: string;
@@ -19,10 +18,7 @@ export interface AssistantRecord extends Record<IdArray, string[]> {
 export type AssistantPatch = Partial<Pick<AssistantRecord, "name" | "description" | "input" | Exclude<IdArray, "retrieverIds">>>;
 
 /** Every read and write is scoped to one organization: another's assistants do not exist. */
-export interface AssistantsStore {
-  init(): Promise<void>;
-  ready(): Promise<boolean>;
-  close(): Promise<void>;
+export interface AssistantsStore extends StoreLifecycle {
   insert(assistant: AssistantRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<AssistantRecord | undefined>;
   update(organizationId: string, id: string, patch: AssistantPatch, at: Date): Promise<AssistantRecord | undefined>;

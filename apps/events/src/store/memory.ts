@@ -1,6 +1,7 @@
 import { plainCopy } from "@loom/kit/plain-copy";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogRef } from "./port.ts";
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 interface Log {
   organizationId: string;
@@ -16,9 +17,7 @@ export function createMemoryEventsStore(): EventsStore {
   const byId = new Map<string, EventRecord>();
   const copy = plainCopy;
   return {
-    init: async () => {},
-    ready: async () => true,
-    close: async () => {},
+    ...inMemoryLifecycle,
     async append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) throw new Error("an append needs at least one event");
       const key = logKey(ref);

@@ -1,3 +1,5 @@
+import type { StoreLifecycle } from "@loom/kit/store-open";
+
 /** The two kinds of event log (semantics.md §6), named as in bus subjects. */
 export type LogKind = "assistant-run" | "structure-run";
 
@@ -42,10 +44,7 @@ export interface LogWindow {
  * organization of its first append; for every other organization it does not
  * exist (reads and appends answer `undefined`).
  */
-export interface EventsStore {
-  init(): Promise<void>;
-  ready(): Promise<boolean>;
-  close(): Promise<void>;
+export interface EventsStore extends StoreLifecycle {
   /**
    * Stores a non-empty batch at consecutive offsets, in batch order, after
    * everything appended before; concurrent appends to one log (from any

@@ -1,6 +1,7 @@
 import { plainCopy } from "@loom/kit/plain-copy";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 import { newestFirst } from "@loom/kit/paging";
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 /** The embedded default and the fast test double. Copies on the way in and out, like a database would. */
 export function createMemoryIdentityStore(): IdentityStore {
@@ -13,9 +14,7 @@ export function createMemoryIdentityStore(): IdentityStore {
     key.organizationId === filter.organizationId && ("userId" in filter ? key.userId === filter.userId : key.userId === undefined);
 
   return {
-    init: async () => {},
-    ready: async () => true,
-    close: async () => {},
+    ...inMemoryLifecycle,
 
     async insertOrganization(org) {
       organizations.set(org.id, copy(org));

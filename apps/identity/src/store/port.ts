@@ -1,4 +1,5 @@
 import type { Page } from "@loom/kit/paging";
+import type { StoreLifecycle } from "@loom/kit/store-open";
 
 /** What the identity service keeps, and the one port both adapters implement. */
 
@@ -37,12 +38,7 @@ export interface ApiKeyRecord {
 export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { organizationKeysOnly: true });
 
 
-export interface IdentityStore {
-  /** Creates indexes; idempotent. */
-  init(): Promise<void>;
-  ready(): Promise<boolean>;
-  close(): Promise<void>;
-
+export interface IdentityStore extends StoreLifecycle {
   insertOrganization(org: OrganizationRecord): Promise<void>;
   /** Inserts a user; resolves false when a user with this subject exists already. */
   insertUser(user: UserRecord): Promise<boolean>;

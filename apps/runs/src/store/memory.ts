@@ -1,6 +1,7 @@
 import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 interface Lease {
   worker: string;
@@ -61,9 +62,7 @@ export function createMemoryRunsStore(): RunsStore {
   }
 
   return {
-    init: async () => {},
-    ready: async () => true,
-    close: async () => {},
+    ...inMemoryLifecycle,
 
     async insertRun(run) {
       if (runs.has(run.id)) return false;

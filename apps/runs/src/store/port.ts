@@ -3,7 +3,9 @@ import type { Page } from "@loom/kit/paging";
 /** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
+import type { IdArray } from "@loom/kit/id-arrays";
 import type { RunStatus } from "@loom/kit/run-lifecycle";
+import type { StoreLifecycle } from "@loom/kit/store-open";
 
 // The statuses are named once, in the kit (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
@@ -13,10 +15,7 @@ export interface StatusDetail {
   message?: string;
 }
 
-export const runIdArrays = ["knowledgeBaseIds", "retrieverIds", "rulesetIds", "structureIds", "toolIds"] as const;
-export type RunIdArray = (typeof runIdArrays)[number];
-
-export interface RunRecord extends Record<RunIdArray, string[]> {
+export interface RunRecord extends Record<IdArray, string[]> {
   id: string;
   organizationId: string;
   assistantId: string;
@@ -91,11 +90,7 @@ export interface RunGuard {
 /** What a transition may set besides the status. */
 export type RunChanges = Partial<Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil">>;
 
-export interface RunsStore {
-  init(): Promise<void>;
-  ready(): Promise<boolean>;
-  close(): Promise<void>;
-
+export interface RunsStore extends StoreLifecycle {
   /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
   insertRun(run: RunRecord): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;

@@ -1,0 +1,56 @@
+import type { z } from "zod";
+import type { Bus } from "./bus.ts";
+import { openBus } from "./bus-open.ts";
+import { loadConfig } from "./config.ts";
+import { createLogger, type Logger } from "./logger.ts";
+import { startRpcServer } from "./rpc-server.ts";
+import type { RpcService } from "./rpc-service.ts";
+import { failStartup, onShutdown } from "./shutdown.ts";
+
+/** What every service run on its own reads (kit/config.ts `serviceSettings`, `mongoSettings`). */
+interface ServiceConfig {
+  PORT: number;
+  HOST: string;
+  SERVICE_TOKEN: string;
+  LOG_LEVEL: string;
+  MONGODB_URL?: string | undefined;
+  NATS_URL?: string | undefined;
+}
+
+export interface ServiceMain<S extends z.ZodObject> {
+  /** The service's name: its logger's and its bus connection's. */
+  name: string;
+  schema: S;
+  /** What it keeps ("assistants"), for the warning that it is kept in memory without MONGODB_URL. */
+  keeps: string;
+  /** For a service that uses the bus: what is lost without NATS_URL, for its warning. */
+  withoutNats?: string;
+  /** Opens the store and wires the service. `bus` is NATS with NATS_URL, else the in-process bus. */
+  wire(config: z.infer<S>, peers: { logger: Logger; bus: Bus }): Promise<RpcService>;
+}
+
+/**
+ * The whole start of a service process (`main.ts`): configuration (a bad one
+ * stops it, naming the variables), logging, the bus, the wiring, the RPC
+ * server, and a graceful shutdown on SIGTERM. One start-up for every service.
+ */
+export async function runService<S extends z.ZodObject>(main: ServiceMain<S>): Promise<void> {
+  const logger = createLogger(main.name);
+  try {
+    const config = loadConfig(main.schema);
+    const common = config as z.infer<S> & ServiceConfig;
+    logger.level = common.LOG_LEVEL;
+    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${main.keeps} in memory, they are lost on restart`);
+    if (main.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${main.withoutNats}`);
+    const bus = await openBus(common.NATS_URL, main.name);
+    const service = await main.wire(config, { logger, bus });
+    const server = await startRpcServer({ services: [service], serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST });
+    logger.info({ url: server.url }, `${main.name} service listening`);
+    onShutdown(logger, async () => {
+      await server.close();
+      await bus.close();
+    });
+  } catch (error) {
+    failStartup(logger, error);
+  }
+}
