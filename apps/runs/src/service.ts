@@ -134,7 +134,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
    * recorded id, whose unique _id refuses a second run should the first
    * request wake up.
    */
-  async function keyedCreate(principal: Principal, req: CreateAssistantRunRequest): Promise<{ run: RunRecord; replay: boolean }> {
+  async function keyedCreate(principal: Principal, req: CreateAssistantRunRequest): Promise<RunRecord> {
     const { organizationId } = principal;
     const key = req.idempotencyKey;
     const stallMs = deps.idempotencyStallMs ?? defaultIdempotencyStallMs;
@@ -154,7 +154,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
           continue;
         }
         try {
-          return { run: await enqueue(prepared, false), replay: false };
+          return await enqueue(prepared, false);
         } catch (error) {
           await store.deleteIdempotency(organizationId, key, fresh.runId).catch(() => {}); // the key is free for a retry
           throw error;
@@ -164,10 +164,10 @@ export function createRunsService(deps: RunsDeps): RpcService {
         throw new ConnectError("this Idempotency-Key was used with a different request", Code.AlreadyExists);
       }
       const run = await store.getRun(organizationId, record.runId);
-      if (run) return { run, replay: true };
+      if (run) return run;
       const attempt = record.attempt + 1;
       if (at.getTime() - record.attemptAt.getTime() > stallMs && (await store.takeOverIdempotency(organizationId, key, attempt, at))) {
-        return { run: await enqueue(await prepare(principal, req, record.runId, at), true), replay: true };
+        return enqueue(await prepare(principal, req, record.runId, at), true);
       }
       if (at.getTime() > giveUp) throw new ConnectError("a request with this Idempotency-Key is still in progress", Code.Unavailable);
       // Backing off: many waiters polling at once would slow the very store the first request is writing to.
@@ -176,14 +176,14 @@ export function createRunsService(deps: RunsDeps): RpcService {
   }
 
   /** Keyed creates in progress on this replica: a concurrent one with the same key and body waits for it instead of polling. */
-  const keyedInProgress = new Map<string, { fingerprint: string; done: Promise<{ run: RunRecord; replay: boolean }> }>();
+  const keyedInProgress = new Map<string, { fingerprint: string; done: Promise<RunRecord> }>();
 
-  async function coalesced(principal: Principal, req: CreateAssistantRunRequest): Promise<{ run: RunRecord; replay: boolean }> {
+  async function coalesced(principal: Principal, req: CreateAssistantRunRequest): Promise<RunRecord> {
     const id = `${principal.organizationId}:${req.idempotencyKey}`;
     const earlier = keyedInProgress.get(id);
     if (earlier?.fingerprint === req.requestFingerprint) {
-      const result = await earlier.done.catch(() => undefined);
-      if (result) return { run: result.run, replay: true };
+      const run = await earlier.done.catch(() => undefined);
+      if (run) return run;
     }
     if (earlier) return keyedCreate(principal, req); // another body, or the first failed: decide on the record
     const done = keyedCreate(principal, req);
@@ -206,11 +206,10 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const principal = requirePrincipal(ctx);
       checkCreate(req);
       if (req.idempotencyKey) {
-        const { run, replay } = await coalesced(principal, req);
-        return { assistantRun: runMessage(run), idempotentReplay: replay };
+        return { assistantRun: runMessage(await coalesced(principal, req)) };
       }
       const run = await enqueue(await prepare(principal, req, newId(), now()), false);
-      return { assistantRun: runMessage(run), idempotentReplay: false };
+      return { assistantRun: runMessage(run) };
     },
 
     async getAssistantRun(req, ctx) {
