@@ -6,7 +6,7 @@ import { invalidArgument, notFound } from "@loom/kit/errors";
 import { isUuid, newId } from "@loom/kit/ids";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { requirePrincipal } from "@loom/kit/principal";
-import type { RpcService } from "@loom/kit/rpc-service";
+import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { lengthProblem, nameProblem } from "@loom/kit/text";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 
@@ -105,12 +105,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
     },
   };
 
-  return {
-    name: "assistants",
-    routes: (router) => router.service(AssistantsService, impl),
-    ready: () => store.ready(),
-    close: () => store.close(),
-  };
+  return storeBackedService("assistants", (router) => router.service(AssistantsService, impl), store);
 }
 
 function assistantMessage(a: AssistantRecord) {

@@ -2,10 +2,6 @@ import { runService } from "@loom/kit/service-main";
 import { eventsConfigSchema } from "./config.ts";
 import { openEventsStore, wireEvents } from "./wiring.ts";
 
-await runService({
-  name: "events",
-  schema: eventsConfigSchema,
-  keeps: "events",
-  withoutNats: "live events reach followers of this process only",
-  wire: async (config, { logger, bus }) => wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), bus, logger),
-});
+await runService("events", eventsConfigSchema, { keeps: "events", withoutNats: "live events reach followers of this process only" }, async (config, { logger, bus }) =>
+  wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), bus, logger),
+);

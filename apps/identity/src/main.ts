@@ -2,14 +2,9 @@ import { runService } from "@loom/kit/service-main";
 import { identityConfigSchema } from "./config.ts";
 import { openIdentityStore, wireIdentity } from "./wiring.ts";
 
-await runService({
-  name: "identity",
-  schema: identityConfigSchema,
-  keeps: "identities",
-  withoutNats: "gateways cannot hear of revoked keys, so they do not cache who a credential is",
-  async wire(config, { logger, bus }) {
-    const { service, bootstrapKey } = await wireIdentity(await openIdentityStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, logger, bus);
-    if (bootstrapKey) logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
-    return service;
-  },
+const notes = { keeps: "identities", withoutNats: "gateways cannot hear of revoked keys, so they do not cache who a credential is" };
+await runService("identity", identityConfigSchema, notes, async (config, { logger, bus }) => {
+  const { service, bootstrapKey } = await wireIdentity(await openIdentityStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, logger, bus);
+  if (bootstrapKey) logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
+  return service;
 });

@@ -8,7 +8,7 @@ import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { requirePrincipal, type Principal } from "@loom/kit/principal";
-import type { RpcService } from "@loom/kit/rpc-service";
+import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { nameProblem } from "@loom/kit/text";
 import type { AccessTokenVerifier, TokenClaims } from "./access-tokens.ts";
 import { hashApiKeySecret, looksLikeApiKey, newApiKeySecret } from "./api-key-secret.ts";
@@ -194,12 +194,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     },
   };
 
-  return {
-    name: "identity",
-    routes: (router) => router.service(IdentityService, impl),
-    ready: () => store.ready(),
-    close: () => store.close(),
-  };
+  return storeBackedService("identity", (router) => router.service(IdentityService, impl), store);
 }
 
 /**

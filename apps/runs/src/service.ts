@@ -6,7 +6,7 @@ import { isUuid, newId } from "@loom/kit/ids";
 import { jsonToValue } from "@loom/kit/json-value";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { headersFor, requirePrincipal, type Principal } from "@loom/kit/principal";
-import type { RpcService } from "@loom/kit/rpc-service";
+import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { nameProblem } from "@loom/kit/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
@@ -278,12 +278,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
     },
   };
 
-  return {
-    name: "runs",
-    routes: (router) => router.service(RunsService, impl),
-    ready: () => store.ready(),
-    close: () => store.close(),
-  };
+  return storeBackedService("runs", (router) => router.service(RunsService, impl), store);
 }
 
 function invalidStatus(): never {

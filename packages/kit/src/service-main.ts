@@ -17,35 +17,34 @@ interface ServiceConfig {
   NATS_URL?: string | undefined;
 }
 
-export interface ServiceMain<S extends z.ZodObject> {
-  /** The service's name: its logger's and its bus connection's. */
-  name: string;
-  schema: S;
+/** What a service says about itself at start. */
+export interface ServiceNotes {
   /** What it keeps ("assistants"), for the warning that it is kept in memory without MONGODB_URL. */
   keeps: string;
   /** For a service that uses the bus: what is lost without NATS_URL, for its warning. */
   withoutNats?: string;
-  /** Opens the store and wires the service. `bus` is NATS with NATS_URL, else the in-process bus. */
-  wire(config: z.infer<S>, peers: { logger: Logger; bus: Bus }): Promise<RpcService>;
 }
+
+/** Opens the store and wires the service. `bus` is NATS with NATS_URL, else the in-process bus. */
+export type WireService<S extends z.ZodObject> = (config: z.infer<S>, peers: { logger: Logger; bus: Bus }) => Promise<RpcService>;
 
 /**
  * The whole start of a service process (`main.ts`): configuration (a bad one
  * stops it, naming the variables), logging, the bus, the wiring, the RPC
  * server, and a graceful shutdown on SIGTERM. One start-up for every service.
  */
-export async function runService<S extends z.ZodObject>(main: ServiceMain<S>): Promise<void> {
-  const logger = createLogger(main.name);
+export async function runService<S extends z.ZodObject>(name: string, schema: S, notes: ServiceNotes, wire: WireService<S>): Promise<void> {
+  const logger = createLogger(name);
   try {
-    const config = loadConfig(main.schema);
+    const config = loadConfig(schema);
     const common = config as z.infer<S> & ServiceConfig;
     logger.level = common.LOG_LEVEL;
-    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${main.keeps} in memory, they are lost on restart`);
-    if (main.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${main.withoutNats}`);
-    const bus = await openBus(common.NATS_URL, main.name);
-    const service = await main.wire(config, { logger, bus });
+    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${notes.keeps} in memory, they are lost on restart`);
+    if (notes.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${notes.withoutNats}`);
+    const bus = await openBus(common.NATS_URL, name);
+    const service = await wire(config, { logger, bus });
     const server = await startRpcServer({ services: [service], serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST });
-    logger.info({ url: server.url }, `${main.name} service listening`);
+    logger.info({ url: server.url }, `${name} service listening`);
     onShutdown(logger, async () => {
       await server.close();
       await bus.close();
