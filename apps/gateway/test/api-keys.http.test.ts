@@ -72,7 +72,7 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
       expect(read.status).toBe(200);
       expect(apiKeySchema.parse(read.body)).not.toHaveProperty("value");
 
-      await new Promise((resolve) => setTimeout(resolve, 5)); // so the first use is a later millisecond
+      await laterThan(key.created_at); // so the first use is a later millisecond
       const asKey = await apiClient(stack.gatewayUrl, key.value).get("/users");
       expect(asKey.status).toBe(200);
       expect(asKey.body.users[0].user_id).toBe(adminUserId);

@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import type { Readable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
@@ -126,8 +126,11 @@ describe("event feeds", () => {
     const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, recentBytes: 100, ...writeAtOnce });
     upstream.send(keepAlive());
     const first = live(await feeds.open(request(0n)));
+    let firstText = "";
+    first.on("data", (chunk: Buffer) => (firstText += chunk));
     for (let offset = 0; offset < 10; offset++) upstream.send(event(offset));
-    await new Promise((r) => setTimeout(r, 10));
+    // The feed has taken all ten when its first subscriber has the last.
+    await vi.waitFor(() => expect(firstText).toContain("id: 9\n"), { timeout: 5_000, interval: 1 });
     const recent = live(await feeds.open(request(8n)));
     expect(String(recent.read())).toBe(': keep-alive\n\nid: 8\ndata: {"type":"E8"}\n\nid: 9\ndata: {"type":"E9"}\n\n');
     expect(upstream.follows()).toBe(1);
