@@ -1,11 +1,10 @@
 import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
-import { printTable } from "./load.ts";
+import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { embedded, split, type Deployment } from "./deployments.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
 
-const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 const now = () => performance.timeOrigin + performance.now();
 
 const batchOf = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ type: "BenchEvent", timestamp: 1795000000 + i, payload: { i, text: "x".repeat(64) } })));

@@ -23,6 +23,9 @@ export async function load(name: string, url: string, headers: Record<string, st
   };
 }
 
+/** The p-th percentile of sorted values (0 when there are none). */
+export const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+
 export function printTable(title: string, rows: Array<Record<string, string | number>>): void {
   console.log(`\n${title}`);
   console.table(rows);

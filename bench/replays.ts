@@ -2,10 +2,9 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { embedded, split, type Deployment } from "./deployments.ts";
-import { printTable } from "./load.ts";
+import { percentile, printTable } from "./load.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
 
-const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 const now = () => performance.timeOrigin + performance.now();
 
 /** A process's resident memory now and its peak so far (VmRSS, VmHWM), in bytes. */

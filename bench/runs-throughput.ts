@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
+import { isTerminal } from "@loom/kit/run-lifecycle";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { connectMongo } from "@loom/kit/mongo";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
-import { printTable } from "./load.ts";
+import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/testing/split-stack";
 
-const terminal = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
 const pollMs = 20;
 // Caps high enough that the figure measures the engine, not the limits.
 const runEnv = { RUN_WORKER_CONCURRENCY: "100", RUN_MAX_PER_ORGANIZATION: "100", RUN_POLL_MS: "100" };
@@ -23,7 +23,6 @@ interface Row {
   unfinished: number;
 }
 
-const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
 
 /**
  * `clients` loops: create a run, poll until it ends; no new runs after
@@ -43,12 +42,12 @@ async function driveRuns(api: ApiClient, assistantId: string, clients: number, s
         const started = performance.now();
         try {
           let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "benchmark" })).body;
-          while (!terminal.has(run.status) && Date.now() < giveUp) {
+          while (!isTerminal(run.status) && Date.now() < giveUp) {
             await new Promise((r) => setTimeout(r, pollMs));
             run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
           }
           if (run.status === "SUCCEEDED") latencies.push(performance.now() - started);
-          else if (terminal.has(run.status)) failed++;
+          else if (isTerminal(run.status)) failed++;
           else unfinished++;
         } catch {
           failed++; // the request itself failed (e.g. no answer within undici's 300 s)
@@ -69,7 +68,7 @@ async function seedThroughApi(api: ApiClient, assistantId: string, count: number
       while (next++ < count) {
         let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body;
         if (!run.assistant_run_id) throw new Error(`seeding: ${JSON.stringify(run)}`);
-        while (!terminal.has(run.status)) {
+        while (!isTerminal(run.status)) {
           await new Promise((r) => setTimeout(r, 50));
           run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;
         }
@@ -87,7 +86,7 @@ async function seedThroughApi(api: ApiClient, assistantId: string, count: number
 async function seedRunDocuments(api: ApiClient, assistantId: string, mongoUrl: string, runsDb: string, count: number) {
   const model = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body.assistant_run_id as string;
   let done: { status: string } = { status: "QUEUED" };
-  while (!terminal.has(done.status)) {
+  while (!isTerminal(done.status)) {
     await new Promise((r) => setTimeout(r, 50));
     done = (await api.get(`/assistant-runs/${model}`)).body;
   }

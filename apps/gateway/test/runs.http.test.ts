@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { isTerminal, terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
@@ -9,7 +10,6 @@ import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
 
 const uuid = () => crypto.randomUUID();
-const terminal = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
 
 
 describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP (%s store)", (store) => {
@@ -54,8 +54,8 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       async () => {
         run = (await client.get(`/assistant-runs/${runId}`)).body;
         const last = (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
-        expect(terminal).toContain(run.status);
-        expect(last).toMatch(/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/);
+        expect(isTerminal(run.status), `run ${runId} is ${run.status}`).toBe(true);
+        expect(terminalLifecycleEvents.has(last), `its log ends with ${last}`).toBe(true);
       },
       { timeout: timeoutMs, interval: 20 },
     );

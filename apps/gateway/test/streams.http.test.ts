@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import { EventSource } from "eventsource";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
@@ -79,7 +80,7 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
       });
       source.onmessage = (message) => {
         received.push(JSON.parse(message.data).type);
-        if (/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(received.at(-1)!)) {
+        if (terminalLifecycleEvents.has(received.at(-1)!)) {
           source.close();
           resolve();
         }

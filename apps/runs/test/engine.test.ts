@@ -5,6 +5,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openBus } from "@loom/kit/bus-open";
 import type { Bus } from "@loom/kit/bus";
 import { newId } from "@loom/kit/ids";
+import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import { createLogger } from "@loom/kit/logger";
 import { headersFor } from "@loom/kit/principal";
 import { clientFor, inProcessTransport } from "@loom/kit/transports";
@@ -111,7 +112,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const deadline = Date.now() + 5_000;
     for (;;) {
       const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
-      if (/^AssistantRun(Succeeded|Failed|Errored|Cancelled)$/.test(types.at(-1) ?? "") || Date.now() > deadline) return types;
+      if (terminalLifecycleEvents.has(types.at(-1) ?? "") || Date.now() > deadline) return types;
       await new Promise((r) => setTimeout(r, 10));
     }
   }

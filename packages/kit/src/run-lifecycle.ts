@@ -10,7 +10,8 @@ export type RunStatus = (typeof runStatuses)[number];
 
 export const terminalStatuses: readonly RunStatus[] = ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"];
 export const activeStatuses: readonly RunStatus[] = ["QUEUED", "STARTING", "RUNNING"];
-export const isTerminal = (status: RunStatus) => terminalStatuses.includes(status);
+/** Whether a status (as stored, or as a client reads it) is one a run never leaves. */
+export const isTerminal = (status: string) => (terminalStatuses as readonly string[]).includes(status);
 
 /** The lifecycle event type (origin SYSTEM) of each status. */
 export const lifecycleEventType: Readonly<Record<RunStatus, string>> = {

@@ -70,8 +70,6 @@ export async function waitUntil<T>(what: string, ms: number, check: () => Promis
   }
 }
 
-export const terminalStatuses = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
-
 /** `promise`, or an error naming `what` if it takes longer than `ms`. */
 export async function within<T>(what: string, ms: number, promise: Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

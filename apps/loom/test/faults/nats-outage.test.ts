@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isTerminal } from "@loom/kit/run-lifecycle";
 import { trickle } from "@loom/testing/fake-openai";
 import { needsOwnServers } from "@loom/testing/own-servers";
 import { openSse } from "@loom/testing/sse";
-import { startFaultStack, terminalStatuses, waitUntil, within, type FaultStack } from "./fault-stack.ts";
+import { startFaultStack, waitUntil, within, type FaultStack } from "./fault-stack.ts";
 
 const pieceCount = 40;
 const pieceMs = 100;
@@ -32,7 +33,7 @@ describe.skipIf(!needsOwnServers("NATS outage during an SSE stream", "nats", "fe
     const stoppedAt = Date.now();
     const atStop = received.length;
     // Down while the run goes on, until it has ended: no later live event reveals what the bus lost.
-    await waitUntil("the run ends while NATS is down", 15_000, async () => (terminalStatuses.has((await api.get(`/assistant-runs/${runId}`)).body.status) ? true : undefined));
+    await waitUntil("the run ends while NATS is down", 15_000, async () => (isTerminal((await api.get(`/assistant-runs/${runId}`)).body.status) ? true : undefined));
     const duringOutage = received.length - atStop;
     await stack.nats.start();
     const restartedAt = Date.now();

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { isTerminal } from "@loom/kit/run-lifecycle";
 import { hang } from "@loom/testing/fake-openai";
 import { needsOwnServers } from "@loom/testing/own-servers";
-import { faultLeaseMs, startFaultStack, terminalStatuses, waitUntil, type FaultStack } from "./fault-stack.ts";
+import { faultLeaseMs, startFaultStack, waitUntil, type FaultStack } from "./fault-stack.ts";
 
 /** Issue 11 (c): the runs process is killed mid-run; another one takes over. */
 describe.skipIf(!needsOwnServers("runs process killed mid-run", "nats", "ferretdb"))("the runs process killed mid-run", () => {
@@ -31,7 +32,7 @@ describe.skipIf(!needsOwnServers("runs process killed mid-run", "nats", "ferretd
     const upAt = Date.now();
     const ended = await waitUntil("every run ended", 20_000, async () => {
       const runs = await Promise.all(runIds.map(status));
-      return runs.every((r) => terminalStatuses.has(r.status)) ? runs : undefined;
+      return runs.every((r) => isTerminal(r.status)) ? runs : undefined;
     });
     const endedAt = Date.now();
 
@@ -46,7 +47,7 @@ describe.skipIf(!needsOwnServers("runs process killed mid-run", "nats", "ferretd
       expect(run.status_detail).toMatchObject({ reason: "WorkerLost" });
     }
     expect(events.at(-1)?.type).toBe("AssistantRunErrored");
-    expect(listed.filter((r) => !terminalStatuses.has(r.status))).toEqual([]);
+    expect(listed.filter((r) => !isTerminal(r.status))).toEqual([]);
     // The lease runs out at most one lease after the kill (renewed every third of it); the new process's
     // reaper looks when it starts and every half lease.
     expect(endedAt - upAt).toBeLessThan(faultLeaseMs * 1.5 + 1_000);

@@ -1,11 +1,10 @@
+import type { IdArray } from "@loom/kit/id-arrays";
 import type { Page } from "@loom/kit/paging";
+import type { RunStatus } from "@loom/kit/run-lifecycle";
+import type { StoreLifecycle } from "@loom/kit/store-open";
 
 /** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
-
-import type { IdArray } from "@loom/kit/id-arrays";
-import type { RunStatus } from "@loom/kit/run-lifecycle";
-import type { StoreLifecycle } from "@loom/kit/store-open";
 
 // The statuses are named once, in the kit (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
