@@ -3,7 +3,7 @@ import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/kit/logger";
 import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
-import { eventFrame, keepAliveFrame } from "./sse.ts";
+import { eventFrame, keepAliveBytes, keepAliveFrame } from "./sse.ts";
 
 type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
 
@@ -144,8 +144,6 @@ function finishedStream(buffers: Buffer[]): Readable {
   out.push(null);
   return out;
 }
-
-const keepAliveBytes = Buffer.from(keepAliveFrame);
 
 /** A frame a feed wrote: where it sits in the Buffer that went to every subscriber then. */
 interface WrittenFrame {

@@ -1,4 +1,5 @@
 import { LRUCache } from "lru-cache";
+import { keepAliveBytes } from "./sse.ts";
 
 /**
  * A finished log from offset `from` to its terminal event, framed and encoded
@@ -14,8 +15,6 @@ export interface FinishedLog {
   starts: number[];
 }
 
-/** The keep-alive alone, for a start past the terminal event (the upstream sends just that too). */
-const keepAliveOnly = Buffer.from(": keep-alive\n\n");
 
 /**
  * The bytes that serve a stream from `from`: the log's own Buffer for its
@@ -38,9 +37,9 @@ export function finishedLogFrom(log: FinishedLog, from: bigint): Buffer[] | unde
   const index = low;
   if (index >= log.starts.length) {
     const last = log.offsets.at(-1);
-    return last !== undefined && from === last + 1n ? [keepAliveOnly] : undefined;
+    return last !== undefined && from === last + 1n ? [keepAliveBytes] : undefined;
   }
-  return [keepAliveOnly, log.bytes.subarray(log.starts[index])];
+  return [keepAliveBytes, log.bytes.subarray(log.starts[index])];
 }
 
 /**

@@ -9,3 +9,6 @@ export function eventFrame(offset: bigint, json: unknown): string {
 }
 
 export const keepAliveFrame = ": keep-alive\n\n";
+
+/** The keep-alive encoded once, for streams that send bytes. */
+export const keepAliveBytes = Buffer.from(keepAliveFrame);
