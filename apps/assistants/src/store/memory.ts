@@ -1,7 +1,7 @@
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
-import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 /** The embedded default and the fast test double. */
 export function createMemoryAssistantsStore(): AssistantsStore {

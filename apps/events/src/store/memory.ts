@@ -1,7 +1,7 @@
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 import { plainCopy } from "@loom/kit/plain-copy";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogRef } from "./port.ts";
-import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 interface Log {
   organizationId: string;

@@ -1,7 +1,7 @@
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 import { plainCopy } from "@loom/kit/plain-copy";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 import { newestFirst } from "@loom/kit/paging";
-import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 /** The embedded default and the fast test double. Copies on the way in and out, like a database would. */
 export function createMemoryIdentityStore(): IdentityStore {

@@ -1,7 +1,7 @@
+import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 import { plainCopy } from "@loom/kit/plain-copy";
 import { newestFirst } from "@loom/kit/paging";
 import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
-import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 
 interface Lease {
   worker: string;
