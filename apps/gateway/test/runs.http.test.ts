@@ -336,6 +336,17 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       expectError(await admin.get(`/assistants/${uuid()}/runs`), 404, "NotFound");
       expectError(await stranger.get(`/assistants/${id}/runs`), 404, "NotFound");
     });
+
+    it("404 once the assistant is deleted; its runs stay readable by id", async () => {
+      const gone = await assistant();
+      model.script({ answer: () => "ok" });
+      const runId = (await run(gone)).body.assistant_run_id;
+      await settled(runId);
+      expect((await admin.get(`/assistants/${gone}/runs`)).status).toBe(200);
+      expect((await admin.delete(`/assistants/${gone}`)).status).toBe(204);
+      expectError(await admin.get(`/assistants/${gone}/runs`), 404, "NotFound");
+      expect((await admin.get(`/assistant-runs/${runId}`)).body.assistant_run_id).toBe(runId);
+    });
   });
 
   describe("ListAssistantEvents", () => {

@@ -242,11 +242,11 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const principal = requirePrincipal(ctx);
       const window = pageWindow(req.page);
       const statuses = req.statuses.map((s) => fromEnum(s) ?? invalidStatus());
-      const page = await store.listRuns(principal.organizationId, req.assistantId, statuses, window.skip, window.pageSize);
-      // An unknown assistant is 404; a deleted one's runs stay listable.
-      if (page.totalCount === 0 && (await store.listRuns(principal.organizationId, req.assistantId, [], 0, 1)).totalCount === 0) {
-        await assistantOf(principal, req.assistantId);
-      }
+      // The list lives under the assistant: an unknown or deleted assistant is 404 (its runs stay readable by id).
+      const [page] = await Promise.all([
+        store.listRuns(principal.organizationId, req.assistantId, statuses, window.skip, window.pageSize),
+        assistantOf(principal, req.assistantId),
+      ]);
       return { assistantRuns: page.items.map(runMessage), page: pageInfo(window, page.totalCount) };
     },
 

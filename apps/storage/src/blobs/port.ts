@@ -1,0 +1,59 @@
+import type { Readable } from "node:stream";
+
+/** What a blob store knows of stored bytes. */
+export interface BlobInfo {
+  size: number;
+  contentType: string;
+  /** Strong validator, quoted as in an HTTP ETag header. */
+  etag: string;
+  updatedAt: Date;
+}
+
+/** Inclusive byte range, already checked against the blob's size. */
+export interface ByteRange {
+  start: number;
+  end: number;
+}
+
+export interface PresignedUrl {
+  url: string;
+  /** Headers the caller must send with it. */
+  headers: Record<string, string>;
+}
+
+/**
+ * Where asset bytes live: local disk (the embedded default) or any
+ * S3-compatible store. Keys are `<organization>/<bucket>/<asset id>`. Bytes
+ * always stream: nothing here holds a whole blob in memory.
+ */
+export interface BlobStore {
+  readonly kind: "disk" | "s3";
+  init(): Promise<void>;
+  ready(): Promise<boolean>;
+  close(): Promise<void>;
+  /**
+   * Streams `body` into the blob at `key`, replacing what was there only once
+   * every byte is stored (a failed or refused upload leaves the old bytes).
+   * Rejects with `BlobTooLarge` as soon as more than `maxBytes` arrive.
+   */
+  write(key: string, body: Readable, options: { contentType: string; maxBytes: number }): Promise<BlobInfo>;
+  /** The bytes (or the range of them); undefined when there is no blob at `key`. */
+  read(key: string, range?: ByteRange): Promise<Readable | undefined>;
+  stat(key: string): Promise<BlobInfo | undefined>;
+  /** Removes the blob; no error when there is none. */
+  delete(key: string): Promise<void>;
+  /** Removes every blob whose key starts with `prefix` (a bucket's: `<organization>/<bucket>/`). */
+  deletePrefix(prefix: string): Promise<void>;
+  /** S3 only: a presigned store URL for one operation. */
+  presign?(key: string, operation: "PUT" | "GET", expiresInSeconds: number): Promise<PresignedUrl>;
+}
+
+/** An upload over its limit: the service answers 413 and the old bytes stay. */
+export class BlobTooLarge extends Error {
+  override name = "BlobTooLarge";
+  readonly maxBytes: number;
+  constructor(maxBytes: number) {
+    super(`the upload exceeds ${maxBytes} bytes`);
+    this.maxBytes = maxBytes;
+  }
+}

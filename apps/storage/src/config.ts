@@ -1,0 +1,38 @@
+import { z } from "zod";
+import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+
+const flag = () => z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
+
+/** Storage settings, shared by the storage service and the all-in-one process. */
+export const storageSettings = {
+  /** Where the local-disk blob store keeps bytes (used when S3_BUCKET is unset). */
+  BLOB_DIR: z.string().default("./.loom/blobs"),
+  /** Set: asset bytes live in this S3 bucket (any S3-compatible store), not on local disk. */
+  S3_BUCKET: z.string().min(3).optional(),
+  /** An S3-compatible endpoint (MinIO, R2, ...); unset: AWS. */
+  S3_ENDPOINT: env.url().optional(),
+  S3_REGION: z.string().default("us-east-1"),
+  S3_ACCESS_KEY_ID: z.string().optional(),
+  S3_SECRET_ACCESS_KEY: z.string().optional(),
+  /** Path-style addressing (`<endpoint>/<bucket>/<key>`), as MinIO needs. */
+  S3_FORCE_PATH_STYLE: flag().default(false),
+  /** The address clients reach Loom at, for signed URLs; unset: the listen address. */
+  PUBLIC_URL: env.url().optional(),
+  /** HMAC key of signed URLs (at least 32 characters); unset: a random one per start (URLs die with the process). */
+  BLOB_SIGNING_KEY: z.string().min(32, "must be at least 32 characters").optional(),
+  /** How long a signed URL works, in seconds: default 15 minutes, at most 7 days. */
+  ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(1).max(7 * 24 * 3600).default(900),
+  /** Largest asset an upload may store, in bytes (default 5 GiB); larger is 413. */
+  ASSET_MAX_BYTES: z.coerce.number().int().min(1).default(5 * 1024 ** 3),
+  /** Bytes one organization may store over all its assets; unset: no quota. */
+  STORAGE_QUOTA_BYTES: z.coerce.number().int().min(0).optional(),
+};
+
+export type StorageSettings = z.infer<z.ZodObject<typeof storageSettings>>;
+
+/** The storage service run on its own (one Deployment in production). */
+export const storageConfigSchema = z.object({
+  ...serviceSettings(8085),
+  ...mongoSettings("loom_storage"),
+  ...storageSettings,
+});
