@@ -24,7 +24,8 @@ export interface RunningServer {
 /**
  * Serves services over Connect (HTTP/1.1; Connect, gRPC and gRPC-web
  * protocols), plus `/healthz` (the process answers) and `/readyz` (every
- * service's dependencies answer).
+ * service's dependencies answer), plus the plain HTTP routes of services
+ * that have some (`RpcService.http`), matched by path prefix.
  */
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
   const { services, logger } = options;
@@ -32,7 +33,10 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     routes: (router) => services.forEach((s) => s.routes(router)),
     interceptors: serverInterceptors(options.serviceToken, logger),
   });
+  const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
   const server = createServer((req, res) => {
+    const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
+    if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");
     if (req.url === "/readyz") {
       void allReady(services).then((ok) => plain(res, ok ? 200 : 503, ok ? "ready" : "not ready"));

@@ -1,4 +1,15 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { ConnectRouter } from "@connectrpc/connect";
+
+/**
+ * Plain HTTP a service serves beside its RPCs, on the same port: every
+ * request whose path starts with `prefix` (the storage service's blob data
+ * plane, `/blobs/`). The handler answers on its own, errors included.
+ */
+export interface PlainHttpRoutes {
+  prefix: string;
+  handle(req: IncomingMessage, res: ServerResponse): void;
+}
 
 /**
  * One service as the process that hosts it sees it: its RPC routes, whether
@@ -9,6 +20,8 @@ import type { ConnectRouter } from "@connectrpc/connect";
 export interface RpcService {
   name: string;
   routes(router: ConnectRouter): void;
+  /** Plain HTTP routes under a path prefix, when the service has any. */
+  http?: PlainHttpRoutes;
   ready(): Promise<boolean>;
   close(): Promise<void>;
 }
