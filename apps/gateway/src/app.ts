@@ -1,11 +1,13 @@
 import Koa from "koa";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Router } from "@koa/router";
+import type { ServeBlob } from "@loom/kit/blob-exchange";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
 import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts";
 import { authenticate } from "./auth.ts";
+import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
 import { errorHandler } from "./errors.ts";
@@ -17,7 +19,9 @@ import { rateLimit } from "./rate-limit.ts";
 import type { Readiness } from "./readiness.ts";
 import { requestId } from "./request-id.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
+import { assetOperations } from "./routes/assets.ts";
 import { assistantOperations } from "./routes/assistants.ts";
+import { bucketOperations } from "./routes/buckets.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
@@ -28,6 +32,11 @@ import { streamCap } from "./stream-cap.ts";
 
 export interface GatewayDeps {
   clients: ServiceClients;
+  /**
+   * The blob data plane (signed URLs, `/blobs/<token>`): the storage service's
+   * ServeBlob in process, or `remoteBlobs` to it over HTTP.
+   */
+  blobs: ServeBlob;
   logger: Logger;
   /** What /readyz says (see readiness.ts). */
   readiness: () => Promise<Readiness>;
@@ -50,6 +59,8 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, pri
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...streamOperations(clients, feeds),
+    ...bucketOperations(clients),
+    ...assetOperations(clients),
   ];
 }
 
@@ -73,6 +84,8 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     if (ctx.path === "/api" || ctx.path.startsWith("/api/")) ctx.path = ctx.path.slice(4) || "/";
     await next();
   });
+  // Unauthenticated, and no JSON body: signed blob URLs carry their own credential and any number of bytes.
+  app.use(forwardBlobs(deps.blobs, deps.logger));
   // Unauthenticated: probes and the API description.
   app.use(async (ctx, next) => {
     if (ctx.method !== "GET") return next();

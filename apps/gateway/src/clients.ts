@@ -4,6 +4,7 @@ import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
+import { StorageService } from "@loom/proto/storage/v1/storage_pb";
 
 /** The services the gateway talks to. */
 export interface ServiceClients {
@@ -11,6 +12,7 @@ export interface ServiceClients {
   assistants: Client<typeof AssistantsService>;
   runs: Client<typeof RunsService>;
   events: Client<typeof EventsService>;
+  storage: Client<typeof StorageService>;
 }
 
 export type ServiceTransports = Record<keyof ServiceClients, Transport>;
@@ -21,10 +23,11 @@ export function serviceClients(transports: ServiceTransports): ServiceClients {
     assistants: clientFor(AssistantsService, transports.assistants),
     runs: clientFor(RunsService, transports.runs),
     events: clientFor(EventsService, transports.events),
+    storage: clientFor(StorageService, transports.storage),
   };
 }
 
 /** One transport for every service (the all-in-one process, tests). */
 export function oneTransport(transport: Transport): ServiceTransports {
-  return { identity: transport, assistants: transport, runs: transport, events: transport };
+  return { identity: transport, assistants: transport, runs: transport, events: transport, storage: transport };
 }

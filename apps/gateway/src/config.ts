@@ -26,6 +26,8 @@ export const gatewayConfigSchema = z.object({
   ASSISTANTS_URL: env.url(),
   RUNS_URL: env.url(),
   EVENTS_URL: env.url(),
+  /** The storage service: its RPCs, and the blob paths (`/blobs/...`) the gateway forwards to it. */
+  STORAGE_URL: env.url(),
   /** Key revocations arrive here; with it the gateway caches who a credential is (see README). */
   NATS_URL: env.url().optional(),
 });

@@ -59,7 +59,8 @@ export function errorHandler(logger: Logger) {
   return async (ctx: Context, next: Next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) {
+      // (An answer written by a route itself, ctx.respond false, is left alone.)
+      if (ctx.respond !== false && ctx.status === 404 && ctx.body === undefined) {
         throw new ConnectError(`no route for ${ctx.method} ${ctx.path}`, Code.NotFound);
       }
     } catch (error) {

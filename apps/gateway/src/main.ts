@@ -1,3 +1,4 @@
+import { remoteBlobs } from "@loom/kit/blob-http";
 import { loadConfig } from "@loom/kit/config";
 import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
@@ -19,14 +20,17 @@ try {
     assistants: httpTransport(config.ASSISTANTS_URL, config.SERVICE_TOKEN),
     runs: httpTransport(config.RUNS_URL, config.SERVICE_TOKEN),
     events: httpTransport(config.EVENTS_URL, config.SERVICE_TOKEN),
+    storage: httpTransport(config.STORAGE_URL, config.SERVICE_TOKEN),
   });
+  // Signed blob URLs point at the gateway; their bytes stream on to the storage service.
+  const blobs = remoteBlobs(config.STORAGE_URL, config.SERVICE_TOKEN);
   // Only a shared bus can carry revocations from identity; an in-process one could not.
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
-  const services = { identity: config.IDENTITY_URL, assistants: config.ASSISTANTS_URL, runs: config.RUNS_URL, events: config.EVENTS_URL };
+  const services = { identity: config.IDENTITY_URL, assistants: config.ASSISTANTS_URL, runs: config.RUNS_URL, events: config.EVENTS_URL, storage: config.STORAGE_URL };
   // A service that is down makes its own requests 503; it never takes the gateway replicas out of rotation.
   const readiness = async () => ({ ready: true, services: await servicesStatus(services) });
-  const { app } = buildApp({ clients, logger, bus, limits: config, readiness });
+  const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
   const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   onShutdown(logger, async () => {

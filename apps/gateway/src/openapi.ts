@@ -23,9 +23,10 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchemaObject
     io,
     unrepresentable: "any",
     target: "draft-2020-12",
-    // Query integers are parsed from text; documented as integers, the text pattern goes.
+    // Query integers and booleans are parsed from text; documented as what they must be, the text pattern and enum go.
     override: ({ jsonSchema }) => {
       if (jsonSchema.type === "integer") delete jsonSchema.pattern;
+      if (jsonSchema.type === "boolean") delete jsonSchema.enum;
     },
   });
   return json as JsonSchemaObject;

@@ -1,8 +1,8 @@
 import type { Readable } from "node:stream";
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Context, Middleware } from "koa";
 import type { Router } from "@koa/router";
 import type { z } from "zod";
+import { clientGoneSignal } from "@loom/kit/client-gone";
 import { headersFor, type Principal } from "@loom/kit/principal";
 import { bodyLimits, readJsonBody } from "./body.ts";
 import { parseInput } from "./validation.ts";
@@ -30,6 +30,13 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   method: HttpMethod;
   /** OpenAPI-style path, e.g. `/api-keys/{api_key_id}`. */
   path: string;
+  /**
+   * The path parameter, last in `path`, that takes the rest of the path,
+   * slashes included (asset names: `/buckets/{bucket_id}/assets/{name}`
+   * matches `.../assets/dir/file.txt` as well as `.../assets/dir%2Ffile.txt`).
+   * /openapi.json still shows `{name}`; clients that encode `/` are served too.
+   */
+  restOfPath?: string;
   summary: string;
   params?: P;
   query?: Q;
@@ -44,13 +51,14 @@ export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B exte
   return op as unknown as Operation;
 }
 
-/** `/api-keys/{api_key_id}` → `/api-keys/:api_key_id` */
-export function routerPath(path: string): string {
-  return path.replace(/\{(\w+)\}/g, ":$1");
+/**
+ * `/api-keys/{api_key_id}` → `/api-keys/:api_key_id`; the rest-of-path
+ * parameter becomes a wildcard (`*name`, path-to-regexp v8): one or more
+ * characters, `/` included, percent-decoded by the router like the others.
+ */
+export function routerPath(path: string, restOfPath?: string): string {
+  return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === restOfPath ? `*${name}` : `:${name}`));
 }
-
-/** Why a call's signal aborts when its client went away. */
-const clientGone = new ConnectError("the client went away", Code.Canceled);
 
 /** `beforeStream` runs ahead of every stream operation's handler (the per-credential stream cap). */
 export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
@@ -64,19 +72,14 @@ export function mountOperations(router: Router, operations: Operation[], options
         body = raw === undefined && !op.body.required ? undefined : parseInput("body", op.body.schema, raw);
       }
       const principal = ctx.state.principal as Principal;
-      // Aborts the handler's RPCs when the client goes away before the answer;
-      // not on a normal finish. With a reason built once: a bare abort() builds a
-      // DOMException with a stack, which a crowd of streams closing at once pays for each.
-      const abort = new AbortController();
-      ctx.res.once("close", () => {
-        if (!ctx.res.writableFinished) abort.abort(clientGone);
-      });
+      // Aborts the handler's RPCs when the client goes away before the answer.
+      const signal = clientGoneSignal(ctx.res);
       const result = await op.handle({
         params,
         query,
         body,
         principal,
-        call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal: abort.signal },
+        call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal },
         ctx,
       });
       if (op.response.stream) {
@@ -92,6 +95,6 @@ export function mountOperations(router: Router, operations: Operation[], options
       ctx.status = op.response.status;
     };
     const before = op.response.stream && options.beforeStream ? [options.beforeStream] : [];
-    router.register(routerPath(op.path), [op.method], [...before, answer]);
+    router.register(routerPath(op.path, op.restOfPath), [op.method], [...before, answer]);
   }
 }

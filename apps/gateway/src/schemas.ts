@@ -128,3 +128,42 @@ export const structureEventSchema = z.strictObject({ ...eventFields, structure_r
 const eventListFields = { count: z.number().int(), limit: z.number().int(), offset: z.number().int(), next_offset: z.number().int(), total_count: z.number().int() };
 export const assistantEventListSchema = z.strictObject({ events: z.array(assistantEventSchema), ...eventListFields });
 export const structureEventListSchema = z.strictObject({ events: z.array(structureEventSchema), ...eventListFields });
+
+export const bucketSchema = z.strictObject({
+  bucket_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const bucketListSchema = z.strictObject({ buckets: z.array(bucketSchema), pagination: paginationSchema });
+
+/** An asset's bytes in JSON: UTF-8 text as a string, anything else in base64. */
+export const assetContentsSchema = z.union([z.string(), z.strictObject({ encoding: z.literal("base64"), data: z.base64() })]);
+
+export const assetSchema = z.strictObject({
+  name: z.string(),
+  organization_id: uuidString,
+  bucket_id: uuidString,
+  /** Bytes stored; absent until the first upload. */
+  size: z.number().int().min(0).optional(),
+  contents: assetContentsSchema.optional(),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const assetListSchema = z.strictObject({
+  assets: z.array(assetSchema),
+  pagination: paginationSchema,
+  prefix: z.string().optional(),
+  postfix: z.string().optional(),
+});
+
+export const assetUrlSchema = z.strictObject({
+  url: z.url(),
+  headers: z.record(z.string(), z.string()),
+  expires_at: timestamp,
+});

@@ -95,3 +95,13 @@ export const pageQuery = z.object({
   page: integerParam(1, Number.MAX_SAFE_INTEGER, pageBounds.defaultPage),
   page_size: integerParam(1, pageBounds.maxPageSize, pageBounds.defaultPageSize),
 });
+
+/** A boolean query parameter, sent as `true` or `false`; documented as the boolean it must be. */
+export function booleanParam(fallback: boolean) {
+  return z
+    .enum(["true", "false"], { error: "must be true or false" })
+    .transform((v) => v === "true")
+    .meta({ type: "boolean", default: fallback })
+    .optional()
+    .transform((v) => v ?? fallback);
+}

@@ -6,6 +6,7 @@ import { createLogger } from "@loom/kit/logger";
 import { listen, type RunningServer } from "@loom/kit/rpc-server";
 import { apiClient } from "@loom/testing/http";
 import { buildApp } from "../src/app.ts";
+import { noBlobs } from "./no-blobs.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { expectError } from "./expect-error.ts";
 
@@ -24,7 +25,7 @@ describe("RPC errors become the HTTP errors of semantics.md §2", () => {
         },
       }),
     );
-    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), logger: createLogger("test", "silent"), readiness: async () => ({ ready: false }) });
+    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), blobs: noBlobs, logger: createLogger("test", "silent"), readiness: async () => ({ ready: false }) });
     gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1");
   });
   afterAll(() => gateway?.close());

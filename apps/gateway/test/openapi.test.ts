@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger } from "@loom/kit/logger";
 import { buildApp } from "../src/app.ts";
+import { noBlobs } from "./no-blobs.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";

@@ -4,6 +4,7 @@ import { pipeline } from "node:stream/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { codeFromHttpStatus, codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "./blob-exchange.ts";
+import { clientGoneSignal } from "./client-gone.ts";
 import type { Logger } from "./logger.ts";
 import { principalHeaders } from "./principal.ts";
 
@@ -17,9 +18,6 @@ import { principalHeaders } from "./principal.ts";
  */
 
 const blobMethods = new Set<BlobRequest["method"]>(["GET", "HEAD", "PUT"]);
-
-/** Why a blob request's signal aborts when its caller went away. Built once: see operation.ts. */
-const callerGone = new ConnectError("the caller went away", Code.Canceled);
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus those the connection names. */
 const hopByHop = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
@@ -71,14 +69,11 @@ export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: 
   }
 
   return (req, res) => {
-    const abort = new AbortController();
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort(callerGone);
-    });
-    answer(req, res, abort.signal).catch((error: unknown) => {
+    const signal = clientGoneSignal(res);
+    answer(req, res, signal).catch((error: unknown) => {
       if (res.headersSent) {
         // Mid-stream: the caller sees a cut answer, which is what happened.
-        if (!abort.signal.aborted) logger.warn({ err: error }, "a blob answer broke off");
+        if (!signal.aborted) logger.warn({ err: error }, "a blob answer broke off");
         res.destroy();
         return;
       }
