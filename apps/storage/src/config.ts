@@ -35,4 +35,6 @@ export const storageConfigSchema = z.object({
   ...serviceSettings(8085),
   ...mongoSettings("loom_storage"),
   ...storageSettings,
+  /** Required here: the gateway's public address, which signed URLs point at. */
+  PUBLIC_URL: env.url(),
 });

@@ -37,8 +37,13 @@ export interface BlobStore {
    * Rejects with `BlobTooLarge` as soon as more than `maxBytes` arrive.
    */
   write(key: string, body: Readable, options: { contentType: string; maxBytes: number }): Promise<BlobInfo>;
-  /** The bytes (or the range of them); undefined when there is no blob at `key`. */
-  read(key: string, range?: ByteRange): Promise<Readable | undefined>;
+  /**
+   * The bytes (or the range of them); undefined when there is no blob at
+   * `key`, or when `etag` is given and the blob is no longer that one (an
+   * upload replaced it since `stat`: the caller looks again, so the headers
+   * it sends always describe the bytes it sends).
+   */
+  read(key: string, range?: ByteRange, etag?: string): Promise<Readable | undefined>;
   stat(key: string): Promise<BlobInfo | undefined>;
   /** Removes the blob; no error when there is none. */
   delete(key: string): Promise<void>;

@@ -1,0 +1,63 @@
+import type { Logger } from "@loom/kit/logger";
+import { notFound } from "@loom/kit/errors";
+import { isUuid } from "@loom/kit/ids";
+import type { BlobStore } from "./blobs/port.ts";
+import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
+
+/** Limits of what may be stored (README, "Storage"). */
+export interface StorageLimits {
+  /** Largest asset, in bytes. */
+  maxAssetBytes: number;
+  /** Bytes one organization may store; undefined: no quota. */
+  quotaBytes?: number | undefined;
+}
+
+/**
+ * How long after a presigned PUT URL expires its upload may still be arriving:
+ * S3 checks the expiry when an upload starts, and a 5 GiB upload can take a while.
+ */
+export const presignedUploadGraceMs = 60 * 60 * 1000;
+
+/** Where an asset's bytes live in the blob store: by ids, so a re-created asset never sees old bytes. */
+export const blobKey = (asset: Pick<AssetRecord, "organizationId" | "bucketId" | "id">) => `${asset.organizationId}/${asset.bucketId}/${asset.id}`;
+export const bucketBlobPrefix = (bucket: Pick<BucketRecord, "organizationId" | "id">) => `${bucket.organizationId}/${bucket.id}/`;
+
+/** The lookups the RPCs and the data plane share: live buckets, assets as they are now. */
+export function createAssetAccess(deps: { store: StorageStore; blobs: BlobStore; logger: Logger; now: () => Date }) {
+  const { store, blobs, logger, now } = deps;
+
+  async function bucket(organizationId: string, bucketId: string): Promise<BucketRecord> {
+    const found = isUuid(bucketId) ? await store.getBucket(organizationId, bucketId.toLowerCase()) : undefined;
+    if (!found) throw notFound("bucket");
+    return found;
+  }
+
+  /**
+   * An upload through a presigned store URL bypasses Loom: while one may be
+   * arriving, what the store holds wins over what was recorded (size,
+   * content type, updated_at).
+   */
+  async function reconciled(asset: AssetRecord): Promise<AssetRecord> {
+    if (!asset.presignedPutUntil) return asset;
+    const stored = await blobs.stat(blobKey(asset));
+    const stillOpen = now().getTime() < asset.presignedPutUntil.getTime() + presignedUploadGraceMs;
+    const changed = stored && stored.etag !== asset.blob?.etag;
+    if (!changed && stillOpen) return asset;
+    const blob = stored ? { size: stored.size, contentType: stored.contentType, etag: stored.etag } : asset.blob;
+    if (!blob) return asset; // nothing uploaded, nothing to record
+    const updated = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, changed ? stored.updatedAt : asset.updatedAt, stillOpen ? asset.presignedPutUntil : undefined);
+    if (changed) logger.debug({ asset: asset.id, size: blob.size }, "took over an upload made through a presigned URL");
+    return updated ?? asset;
+  }
+
+  async function asset(organizationId: string, bucketId: string, name: string): Promise<{ bucket: BucketRecord; asset: AssetRecord }> {
+    const found = await bucket(organizationId, bucketId);
+    const stored = await store.getAsset(organizationId, found.id, name);
+    if (!stored) throw notFound("asset");
+    return { bucket: found, asset: await reconciled(stored) };
+  }
+
+  return { bucket, asset, reconciled };
+}
+
+export type AssetAccess = ReturnType<typeof createAssetAccess>;

@@ -1,0 +1,142 @@
+import { randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream } from "node:fs";
+import { mkdir, open, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
+import { Readable, Transform } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { BlobTooLarge, type BlobInfo, type BlobStore } from "./port.ts";
+
+/** Keys are ids Loom makes (`<organization>/<bucket>/<asset>`, uuids): anything else never reaches the file system. */
+const keyPattern = /^[0-9a-f-]{36}\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/;
+const prefixPattern = /^[0-9a-f-]{36}\/([0-9a-f-]{36}\/)?$/;
+
+function checked(pattern: RegExp, value: string): string {
+  if (!pattern.test(value)) throw new Error(`not a blob key: ${JSON.stringify(value)}`);
+  return value;
+}
+
+/** Counts bytes as they pass and fails the pipeline past the limit, before the rest arrives. */
+function byteLimit(maxBytes: number): Transform {
+  let bytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
+    },
+  });
+}
+
+/** What a blob file says about its bytes, in its header. */
+interface Header {
+  contentType: string;
+  etag: string;
+}
+
+/** A blob file: a 4-byte big-endian length, that many bytes of header JSON, then the blob's bytes. */
+function encodeHeader(header: Header): Buffer {
+  const json = Buffer.from(JSON.stringify(header));
+  const length = Buffer.alloc(4);
+  length.writeUInt32BE(json.length);
+  return Buffer.concat([length, json]);
+}
+
+async function readHeader(file: FileHandle): Promise<{ header: Header; offset: number; info: BlobInfo }> {
+  const length = Buffer.alloc(4);
+  await file.read(length, 0, 4, 0);
+  const json = Buffer.alloc(length.readUInt32BE());
+  await file.read(json, 0, json.length, 4);
+  const header = JSON.parse(json.toString("utf8")) as Header;
+  const offset = 4 + json.length;
+  const stats = await file.stat();
+  return { header, offset, info: { size: stats.size - offset, contentType: header.contentType, etag: header.etag, updatedAt: stats.mtime } };
+}
+
+/**
+ * Asset bytes as files under one directory: the embedded default. An upload
+ * streams into a temporary file, is flushed to disk (fsync), then renamed over
+ * the old one — readers see the old bytes or the new, never a mix, and a
+ * failed or refused upload leaves the old bytes. The content type and ETag
+ * live in the file's own header, so they are replaced in the same rename as
+ * the bytes they describe.
+ */
+export function createDiskBlobStore(directory: string): BlobStore {
+  const root = resolve(directory);
+  const incoming = join(root, ".incoming");
+  const pathOf = (key: string) => join(root, checked(keyPattern, key));
+
+  /** The blob file, open (so a replacing upload cannot change what it reads), or undefined. */
+  async function openBlob(key: string) {
+    let file: FileHandle;
+    try {
+      file = await open(pathOf(key), "r");
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw error;
+    }
+    try {
+      return { file, ...(await readHeader(file)) };
+    } catch (error) {
+      await file.close();
+      throw error;
+    }
+  }
+
+  return {
+    kind: "disk",
+    async init() {
+      // Uploads cut short by a crash: nothing refers to them.
+      await rm(incoming, { recursive: true, force: true });
+      await mkdir(incoming, { recursive: true });
+    },
+    ready: () => stat(incoming).then((s) => s.isDirectory(), () => false),
+    async close() {},
+
+    async write(key, body, { contentType, maxBytes }) {
+      const target = pathOf(key);
+      const temporary = join(incoming, randomBytes(12).toString("hex"));
+      const file = await open(temporary, "w+"); // read back for the answer
+      try {
+        await file.write(encodeHeader({ contentType, etag: `"${randomBytes(12).toString("base64url")}"` }));
+        await pipeline(body, byteLimit(maxBytes), createWriteStream("", { fd: file, autoClose: false }));
+        await file.datasync(); // acknowledged only once stored
+        await mkdir(dirname(target), { recursive: true });
+        await rename(temporary, target);
+        return (await readHeader(file)).info;
+      } catch (error) {
+        await rm(temporary, { force: true });
+        throw error;
+      } finally {
+        await file.close().catch(() => {});
+      }
+    },
+
+    async read(key, range, etag) {
+      const blob = await openBlob(key);
+      if (!blob) return undefined;
+      if (etag !== undefined && blob.header.etag !== etag) {
+        await blob.file.close();
+        return undefined;
+      }
+      const start = blob.offset + (range?.start ?? 0);
+      const end = blob.offset + (range?.end ?? blob.info.size - 1);
+      if (end < start) {
+        // An empty blob: createReadStream has no empty range.
+        await blob.file.close();
+        return Readable.from([]);
+      }
+      return createReadStream("", { fd: blob.file, start, end });
+    },
+    async stat(key) {
+      const blob = await openBlob(key);
+      if (!blob) return undefined;
+      await blob.file.close();
+      return blob.info;
+    },
+    async delete(key) {
+      await rm(pathOf(key), { force: true });
+    },
+    async deletePrefix(prefix) {
+      await rm(join(root, checked(prefixPattern, prefix)), { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,100 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import fresh from "fresh";
+import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/kit/blob-exchange";
+import { notFound } from "@loom/kit/errors";
+import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
+import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";
+import { parseRange } from "./byte-ranges.ts";
+import type { BlobTokens } from "./signed-urls.ts";
+import type { StorageStore } from "./store/port.ts";
+
+export interface ServeBlobDeps {
+  store: StorageStore;
+  blobs: BlobStore;
+  access: AssetAccess;
+  tokens: BlobTokens;
+  limits: StorageLimits;
+}
+
+const tooLarge = (message: string) => new ConnectError(message, Code.OutOfRange);
+
+/**
+ * The data plane: GET, HEAD and PUT on a signed blob URL. The token is the
+ * only credential; bytes stream between the caller and the blob store.
+ */
+export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
+  const { store, blobs, access, tokens, limits } = deps;
+
+  /** The most an upload to this asset may hold: the size limit, and what is left of the organization's quota. */
+  async function uploadLimit(organizationId: string, replacing: number): Promise<{ bytes: number; quota: boolean }> {
+    if (limits.quotaBytes === undefined) return { bytes: limits.maxAssetBytes, quota: false };
+    const left = limits.quotaBytes - ((await store.storedBytes(organizationId)) - replacing);
+    return left < limits.maxAssetBytes ? { bytes: Math.max(0, left), quota: true } : { bytes: limits.maxAssetBytes, quota: false };
+  }
+
+  const overLimit = (limit: { bytes: number; quota: boolean }) =>
+    tooLarge(
+      limit.quota
+        ? `the upload would exceed the organization's storage quota (${limits.quotaBytes} bytes; ${limit.bytes} left for this asset)`
+        : `the upload exceeds the largest asset allowed (${limits.maxAssetBytes} bytes)`,
+    );
+
+  async function put(request: BlobRequest): Promise<BlobResponse> {
+    const grant = await tokens.verify(request.token, "PUT");
+    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
+    const limit = await uploadLimit(asset.organizationId, asset.blob?.size ?? 0);
+    const declared = Number(request.headers["content-length"] ?? Number.NaN);
+    if (declared > limit.bytes) {
+      request.body?.resume(); // the gateway closes the connection; nothing is stored
+      throw overLimit(limit);
+    }
+    const contentType = String(request.headers["content-type"] ?? "") || "application/octet-stream";
+    let stored: BlobInfo;
+    try {
+      stored = await blobs.write(blobKey(asset), request.body!, { contentType, maxBytes: limit.bytes });
+    } catch (error) {
+      if (error instanceof BlobTooLarge) throw overLimit(limit);
+      if (request.signal.aborted) throw new ConnectError("the upload was cut off", Code.Canceled);
+      throw error;
+    }
+    const blob = { size: stored.size, contentType: stored.contentType, etag: stored.etag };
+    const recorded = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, stored.updatedAt, asset.presignedPutUntil);
+    // Deleted while the bytes arrived (the asset, or its bucket, whose sweep may have run already): leave nothing behind.
+    if (!recorded || !(await store.getBucket(asset.organizationId, asset.bucketId))) {
+      await blobs.delete(blobKey(asset));
+      throw notFound("asset");
+    }
+    return { status: 200, headers: { etag: stored.etag } };
+  }
+
+  async function get(request: BlobRequest): Promise<BlobResponse> {
+    const grant = await tokens.verify(request.token, "GET");
+    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
+    const key = blobKey(asset);
+    // An upload may replace the bytes between the look and the read: look again, so the headers describe what is sent.
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const info = await blobs.stat(key);
+      if (!info) throw notFound("asset bytes (nothing was uploaded yet)");
+      const headers: Record<string, string> = {
+        etag: info.etag,
+        "last-modified": info.updatedAt.toUTCString(),
+        "accept-ranges": "bytes",
+        "cache-control": "private, no-cache",
+        "content-type": info.contentType,
+      };
+      if (fresh(request.headers, headers)) return { status: 304, headers };
+      const range = parseRange(request.headers.range, info.size, request.headers["if-range"], info);
+      if (range === "unsatisfiable") return { status: 416, headers: { ...headers, "content-range": `bytes */${info.size}`, "content-length": "0" } };
+      const length = range ? range.end - range.start + 1 : info.size;
+      const partial: Record<string, string> = range ? { "content-range": `bytes ${range.start}-${range.end}/${info.size}` } : {};
+      const status = range ? 206 : 200;
+      if (request.method === "HEAD") return { status, headers: { ...headers, ...partial, "content-length": String(length) } };
+      const body = await blobs.read(key, range as ByteRange | undefined, info.etag);
+      if (!body) continue;
+      return { status, headers: { ...headers, ...partial, "content-length": String(length) }, body };
+    }
+    throw new ConnectError("the asset keeps changing: try again", Code.Unavailable);
+  }
+
+  return async (request) => (request.method === "PUT" ? put(request) : get(request));
+}

@@ -1,0 +1,41 @@
+import type { Logger } from "@loom/kit/logger";
+import { bucketBlobPrefix } from "./assets.ts";
+import type { BlobStore } from "./blobs/port.ts";
+import type { BucketRecord, StorageStore } from "./store/port.ts";
+
+/** How often the sweep looks for deleted buckets left unfinished (a process stopped in the middle). */
+export const sweepEveryMs = 60_000;
+
+/**
+ * Deleting a bucket: it is marked (gone for the API at once), then its bytes,
+ * its assets and finally the bucket record go, in that order, so a stop
+ * anywhere leaves a marked bucket whose remains the sweep finds and finishes.
+ */
+export function createBucketSweep(deps: { store: StorageStore; blobs: BlobStore; logger: Logger; now: () => Date }) {
+  const { store, blobs, logger } = deps;
+
+  async function sweepBucket(bucket: BucketRecord): Promise<void> {
+    await blobs.deletePrefix(bucketBlobPrefix(bucket));
+    await store.deleteAssetsOfBucket(bucket.id);
+    await store.forgetBucket(bucket.id);
+  }
+
+  /** Finishes buckets marked before `olderThanMs` ago (not ones a request is deleting right now). */
+  async function sweepLeftovers(olderThanMs = sweepEveryMs): Promise<number> {
+    const left = await store.bucketsToSweep(new Date(deps.now().getTime() - olderThanMs), 100);
+    for (const bucket of left) await sweepBucket(bucket);
+    if (left.length > 0) logger.info({ buckets: left.length }, "finished deleting buckets left unfinished");
+    return left.length;
+  }
+
+  /** Runs the sweep now and every minute until stopped. */
+  function start(): { stop(): void } {
+    const run = () => void sweepLeftovers(0).catch((error: unknown) => logger.warn({ err: error }, "bucket sweep failed; trying again later"));
+    run();
+    const timer = setInterval(run, sweepEveryMs);
+    timer.unref();
+    return { stop: () => clearInterval(timer) };
+  }
+
+  return { sweepBucket, sweepLeftovers, start };
+}

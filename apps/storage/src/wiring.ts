@@ -1,0 +1,66 @@
+import { randomBytes } from "node:crypto";
+import type { ServeBlob } from "@loom/kit/blob-exchange";
+import type { Logger } from "@loom/kit/logger";
+import type { RpcService } from "@loom/kit/rpc-service";
+import { openStore, type StoreSettings } from "@loom/kit/store-open";
+import { createAssetAccess } from "./assets.ts";
+import { createDiskBlobStore } from "./blobs/disk.ts";
+import type { BlobStore } from "./blobs/port.ts";
+import type { StorageSettings } from "./config.ts";
+import { createServeBlob } from "./serve-blob.ts";
+import { createStorageService } from "./service.ts";
+import { createBlobTokens } from "./signed-urls.ts";
+import { createMemoryStorageStore } from "./store/memory.ts";
+import { createMongoStorageStore } from "./store/mongo.ts";
+import type { StorageStore } from "./store/port.ts";
+import { createBucketSweep } from "./sweep.ts";
+
+/** MongoDB when a URL is given, else the in-memory store. */
+export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
+  openStore(settings, { memory: createMemoryStorageStore, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
+
+/** S3 when S3_BUCKET is set, else local disk under BLOB_DIR. */
+export function openBlobStore(settings: StorageSettings): BlobStore {
+  return createDiskBlobStore(settings.BLOB_DIR);
+}
+
+export interface WiredStorage {
+  service: RpcService;
+  /** The data plane, for the gateway (in process) or the service's own HTTP server. */
+  serveBlob: ServeBlob;
+}
+
+/** Store + blob store → service and data plane: shared by main.ts, the all-in-one process and the tests. */
+export async function wireStorage(
+  store: StorageStore,
+  blobs: BlobStore,
+  settings: StorageSettings,
+  deps: { logger: Logger; publicUrl: () => string; now?: () => Date },
+): Promise<WiredStorage> {
+  await store.init();
+  await blobs.init();
+  const now = deps.now ?? (() => new Date());
+  if (!settings.BLOB_SIGNING_KEY) deps.logger.warn("BLOB_SIGNING_KEY is not set: signed URLs are signed with a random key and stop working when this process stops");
+  const tokens = createBlobTokens(settings.BLOB_SIGNING_KEY ? new TextEncoder().encode(settings.BLOB_SIGNING_KEY) : randomBytes(32));
+  const access = createAssetAccess({ store, blobs, logger: deps.logger, now });
+  const limits = { maxAssetBytes: settings.ASSET_MAX_BYTES, quotaBytes: settings.STORAGE_QUOTA_BYTES };
+  const sweep = createBucketSweep({ store, blobs, logger: deps.logger, now });
+  const sweeping = sweep.start();
+  const service = createStorageService({
+    store,
+    blobs,
+    access,
+    tokens,
+    limits,
+    urlTtlSeconds: settings.ASSET_URL_TTL_SECONDS,
+    publicUrl: deps.publicUrl,
+    sweepBucket: sweep.sweepBucket,
+    logger: deps.logger,
+    now,
+  });
+  const serveBlob = createServeBlob({ store, blobs, access, tokens, limits });
+  return {
+    service: { ...service, close: () => (sweeping.stop(), service.close()) },
+    serveBlob,
+  };
+}
