@@ -2,13 +2,15 @@ import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger } from "@loom/kit/logger";
 import { buildApp } from "../src/app.ts";
-import { noBlobs } from "./no-blobs.ts";
+
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";
+import { noBlobs } from "./no-blobs.ts";
 
 const { router, operations } = buildApp({
   clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
+  blobs: noBlobs,
   logger: createLogger("test", "silent"),
   readiness: async () => ({ ready: true }),
 });
@@ -19,8 +21,9 @@ describe("/openapi.json", () => {
     const mounted = router.stack.flatMap((layer) =>
       layer.methods.filter((m) => m !== "HEAD").map((method) => `${method} ${layer.path}`),
     );
+    const restOfPath = (id: string) => operations.find((o) => o.id === id)?.restOfPath;
     const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
-      Object.keys(methods).map((method) => `${method.toUpperCase()} ${routerPath(path)}`),
+      Object.entries(methods).map(([method, o]) => `${method.toUpperCase()} ${routerPath(path, restOfPath(o.operationId))}`),
     );
     expect(mounted.length).toBeGreaterThan(0);
     expect([...mounted].sort()).toEqual([...documented].sort());
@@ -58,6 +61,16 @@ describe("/openapi.json", () => {
       GetEvent: "200",
       GetAssistantRunEventsSSE: "200",
       GetStructureRunEventsSSE: "200",
+      ListBuckets: "200",
+      CreateBucket: "201",
+      GetBucket: "200",
+      UpdateBucket: "200",
+      DeleteBucket: "204",
+      ListAssets: "200",
+      CreateAsset: "201",
+      GetAsset: "200",
+      DeleteAsset: "204",
+      CreateAssetUrl: "200",
     };
     for (const [id, status] of Object.entries(expected)) expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
     expect(document.openapi).toBe("3.1.0");
@@ -74,7 +87,8 @@ describe("/openapi.json", () => {
   const v4 = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
 
   it("gives every id in a path and in a body the v4 uuid pattern the server checks", () => {
-    const pathIds = ops.flatMap((o) => o.parameters.filter((p: any) => p.in === "path"));
+    // Asset names are the one path parameter that is not an id.
+    const pathIds = ops.flatMap((o) => o.parameters.filter((p: any) => p.in === "path" && p.name !== "name"));
     expect(pathIds.length).toBeGreaterThan(20);
     for (const p of pathIds) expect(p.schema, p.name).toMatchObject({ type: "string", pattern: v4 });
     const run = op("/assistants/{assistant_id}/runs", "post").requestBody.content["application/json"].schema.anyOf[0]; // the body is optional: [object, null]
@@ -108,6 +122,27 @@ describe("/openapi.json", () => {
     const create = op("/assistants", "post").requestBody.content["application/json"].schema;
     expect(create.properties.description.anyOf).toContainEqual({ type: "null" });
     expect(create.properties.name.anyOf).toBeUndefined(); // required: null is not a name
+  });
+
+  it("documents asset names in paths and bodies with their bounds and rules, and include_contents as a boolean", () => {
+    const names = [
+      ...["/buckets/{bucket_id}/assets/{name}", "/buckets/{bucket_id}/asset-urls/{name}"].flatMap((path) =>
+        Object.values(document.paths[path]!).map((o: any) => o.parameters.find((p: any) => p.name === "name").schema),
+      ),
+      op("/buckets/{bucket_id}/assets", "put").requestBody.content["application/json"].schema.properties.name,
+    ];
+    expect(names).toHaveLength(4);
+    for (const name of names) {
+      expect(name).toMatchObject({ type: "string", minLength: 1, maxLength: 256 });
+      const pattern = new RegExp(name.pattern, "u");
+      expect(["dir/file.txt", "a", ".hidden/x..y"].map((n) => pattern.test(n))).toEqual([true, true, true]);
+      expect(["../x", "a/../b", "/a", "a\\b", "a\u0000"].map((n) => pattern.test(n))).toEqual([false, false, false, false, false]);
+    }
+    expect(op("/buckets/{bucket_id}/assets/{name}", "get").parameters.find((p: any) => p.name === "include_contents")).toMatchObject({ in: "query", required: false, schema: { type: "boolean" } });
+    const url = op("/buckets/{bucket_id}/asset-urls/{name}", "post");
+    expect(url.requestBody.required).toBe(false);
+    expect(url.requestBody.content["application/json"].schema.anyOf[0].properties.operation.anyOf[0]).toMatchObject({ enum: ["PUT", "GET"] });
+    expect(url.responses["200"].content["application/json"].schema.required).toEqual(["url", "headers", "expires_at"]);
   });
 
   it("lists every error answer with the error body on every operation", () => {

@@ -1,3 +1,9 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { z } from "zod";
+import { blobPathPrefix } from "@loom/kit/blob-exchange";
+import { blobHttpHandler, remoteBlobs } from "@loom/kit/blob-http";
 import { createHttpServer } from "@loom/kit/http-server";
 import { openBus } from "@loom/kit/bus-open";
 import type { Bus } from "@loom/kit/bus";
@@ -10,6 +16,8 @@ import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns, type RunSettings } from "@loom/runs/wiring";
 import type { RunWorker } from "@loom/runs/worker";
 import type { Model } from "@loom/runs/models/port";
+import { storageSettings, type StorageSettings } from "@loom/storage/config";
+import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { dropDatabase, freshDatabaseName, testServers } from "@loom/testing/servers";
 import { testTokenSecret } from "@loom/testing/tokens";
 import { buildApp } from "../src/app.ts";
@@ -29,6 +37,8 @@ export interface TestStack {
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
   restartIdentity(): Promise<void>;
+  /** Where the storage service keeps blob bytes (local disk). */
+  blobDir: string;
   /** Stops the assistants service for good (a backing service that is down). */
   stopAssistants(): Promise<void>;
   close(): Promise<void>;
@@ -60,6 +70,8 @@ export async function startStack(
     memoryBus?: boolean;
     /** the gateway's per-credential limits, over the production defaults */
     limits?: Partial<LimitSettings>;
+    /** storage settings over the defaults (blobs on local disk in a fresh temporary directory) */
+    storage?: Partial<StorageSettings>;
   } = {},
 ): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -98,6 +110,19 @@ export async function startStack(
     model: options.model,
   });
   const runs = await startRpcServer({ services: [runsWiring.service], serviceToken, logger });
+  // Storage as its own process would run it: RPCs and the blob data plane on one port.
+  const blobDir = await mkdtemp(join(tmpdir(), "loom-test-blobs-"));
+  const storageConfig: StorageSettings = { ...z.object(storageSettings).parse({}), BLOB_DIR: blobDir, BLOB_SIGNING_KEY: "test-blob-signing-key-0123456789abcdef", ...options.storage };
+  let publicUrl = "";
+  const storageWiring = await wireStorage(await openStorageStore({ url: mongo.url, db: `${db}_storage` }), openBlobStore(storageConfig), storageConfig, {
+    logger,
+    publicUrl: () => publicUrl,
+  });
+  const storage = await startRpcServer({
+    services: [{ ...storageWiring.service, http: { prefix: blobPathPrefix, handle: blobHttpHandler(storageWiring.serveBlob, serviceToken, logger) } }],
+    serviceToken,
+    logger,
+  });
   const gateways: RunningServer[] = [];
   const startGateway = async () => {
     // Each replica its own bus connection, as separate processes would have.
@@ -107,8 +132,10 @@ export async function startStack(
       assistants: httpTransport(assistants.url, serviceToken),
       runs: httpTransport(runs.url, serviceToken),
       events: httpTransport(events.url, serviceToken),
+      storage: httpTransport(storage.url, serviceToken),
     });
-    const { app } = buildApp({ clients, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url }) }) });
+    const blobs = remoteBlobs(storage.url, serviceToken);
+    const { app } = buildApp({ clients, blobs, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url, storage: storage.url }) }) });
     const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });
@@ -116,6 +143,8 @@ export async function startStack(
     return gateway;
   };
   const gateway = await startGateway();
+  // Signed URLs point at the (first) gateway, which forwards them to storage.
+  publicUrl = gateway.url;
 
   return {
     gatewayUrl: gateway.url,
@@ -124,6 +153,7 @@ export async function startStack(
     addGateway: async () => (await startGateway()).url,
     identityUrl: identity.url,
     bootstrapKey,
+    blobDir,
     stopAssistants: () => assistants.close(),
     async restartIdentity() {
       await identity.close();
@@ -132,10 +162,11 @@ export async function startStack(
     async close() {
       await Promise.all(gateways.map((g) => g.close()));
       await runs.close();
-      await Promise.all([identity.close(), assistants.close(), events.close()]);
+      await Promise.all([identity.close(), assistants.close(), events.close(), storage.close()]);
       await bus.close();
+      await rm(blobDir, { recursive: true, force: true });
       if (mongo.url) {
-        for (const name of [db, `${db}_assistants`, `${db}_events`, `${db}_runs`]) await dropDatabase(mongo.url, name);
+        for (const name of [db, `${db}_assistants`, `${db}_events`, `${db}_runs`, `${db}_storage`]) await dropDatabase(mongo.url, name);
       }
     },
   };

@@ -119,6 +119,21 @@ function readSome(res: IncomingMessage, limit: number): Promise<Uint8Array> {
 }
 
 /**
+ * The ConnectError of a Connect JSON error answer; from the status alone when
+ * its body says nothing (an answer to HEAD has none).
+ */
+function connectErrorOf(status: number, headers: IncomingHttpHeaders, bytes: Uint8Array): ConnectError {
+  const metadata = new Headers();
+  for (const [name, value] of endToEnd(headers)) metadata.set(name, Array.isArray(value) ? value.join(", ") : value);
+  const fallback = new ConnectError(`the storage service answered ${status}`, codeFromHttpStatus(status), metadata);
+  try {
+    return errorFromJsonBytes(bytes, metadata, fallback);
+  } catch {
+    return fallback; // errorFromJsonBytes throws the fallback when the body is not a Connect error
+  }
+}
+
+/**
  * The gateway's `ServeBlob` over HTTP to the storage service at `baseUrl`:
  * the request's end-to-end headers and body go there as a stream (the
  * caller's credentials and Loom's own `x-loom-*` headers stay behind), the
@@ -172,9 +187,7 @@ export function remoteBlobs(baseUrl: string, serviceToken: string): ServeBlob {
           readSome(res, maxErrorBytes).then(
             (bytes) => {
               req.destroy();
-              const metadata = new Headers();
-              for (const [name, value] of endToEnd(res.headers)) metadata.set(name, String(value));
-              settle(() => reject(errorFromJsonBytes(bytes, metadata, new ConnectError(`the storage service answered ${status}`, codeFromHttpStatus(status)))));
+              settle(() => reject(connectErrorOf(status, res.headers, bytes)));
             },
             (error: unknown) => settle(() => reject(error)),
           );

@@ -28,3 +28,18 @@ export const namePatternSource = `^[^${controlCharacters}]*$`;
 export function nameProblem(value: string, min: number, max: number): string | undefined {
   return lengthProblem(value, min, max) ?? (controlCharacter.test(value) ? "must not contain control characters" : undefined);
 }
+
+/** A character of an asset name's segment: not `/`, not a backslash, not a control character. */
+const segmentCharacter = `[^/\\\\${controlCharacters}]`;
+/** The same, not `.` either. */
+const segmentStart = `[^./\\\\${controlCharacters}]`;
+/** A segment that is not empty and not `..`: `.`, `.x…`, `..x…` or anything not starting with `.`. */
+const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.(?:${segmentStart}${segmentCharacter}*)?|\\.\\.${segmentCharacter}+)`;
+
+/**
+ * The asset name rules of semantics.md §7 but the length (no `..` segment,
+ * backslash, control character or leading `/`) as a JSON Schema pattern, for
+ * /openapi.json only: the storage service checks names (asset-names.ts), and
+ * a gateway test holds this pattern to that check.
+ */
+export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment}?)*$`;

@@ -129,6 +129,11 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
     expect([error.code, error.rawMessage]).toEqual([code, message]);
   });
 
+  it("gives back an error to HEAD, which has no body, from Connect's status", async () => {
+    const error = await rejection(call("HEAD", "denied"));
+    expect(error.code).toBe(Code.PermissionDenied);
+  });
+
   it("keeps an error's details and metadata", async () => {
     const invalid = await rejection(call("GET", "bad-name"));
     expect(invalid.code).toBe(Code.InvalidArgument);

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { assetNamePatternSource } from "@loom/kit/text";
 import { AssetUrlOperation, type Asset } from "@loom/proto/storage/v1/storage_pb";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
@@ -9,11 +10,13 @@ import { booleanParam, pageQuery, uuid } from "../validation.ts";
 /**
  * An asset name. Its rules (semantics.md §7) are the storage service's to
  * check, in one place: it answers INVALID_ARGUMENT at `path.name` or
- * `body.name`. Here they are only documented.
+ * `body.name`. Here they are only documented (so a schema fuzzer knows
+ * which names are good).
  */
 const assetName = z.string().meta({
   minLength: 1,
   maxLength: 256,
+  pattern: assetNamePatternSource,
   description: "1 to 256 characters; may contain `/`; no `..` segment, backslash, control character or leading `/`",
 });
 
