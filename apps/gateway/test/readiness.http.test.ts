@@ -20,14 +20,14 @@ describe("readiness when a backing service is down", () => {
     const admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     expect((await anonymous.get("/readyz")).body).toEqual({
       status: "ready",
-      services: { identity: "ready", assistants: "ready", runs: "ready", events: "ready" },
+      services: { identity: "ready", assistants: "ready", runs: "ready", events: "ready", storage: "ready" },
     });
 
     await stack.stopAssistants();
 
     const readyz = await anonymous.get("/readyz");
     expect(readyz.status).toBe(200);
-    expect(readyz.body.services).toEqual({ identity: "ready", assistants: "unavailable", runs: "ready", events: "ready" });
+    expect(readyz.body.services).toEqual({ identity: "ready", assistants: "unavailable", runs: "ready", events: "ready", storage: "ready" });
     const down = await admin.get("/assistants");
     expectError(down, 503, "Unavailable");
     expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
