@@ -148,6 +148,16 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
     expect(await store.stat(key)).toMatchObject({ size: 5 });
   });
 
+  it("downloads held open by slow readers (60, more than the SDK's 50 sockets) do not hold up other calls", async () => {
+    const key = blobKey();
+    await store.write(key, Readable.from([Buffer.from("bytes")]), { contentType: "text/plain", maxBytes: 10 });
+    const held = await Promise.all(Array.from({ length: 60 }, () => store.read(key)));
+    const started = Date.now();
+    expect(await store.stat(key)).toMatchObject({ size: 5 });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    for (const stream of held) stream!.destroy();
+  });
+
   it("refuses to start on a bucket that does not exist, and says which", async () => {
     const missing = createS3BlobStore({ ...bucket.settings, S3_BUCKET: `${bucket.bucket}-missing` });
     const error = await failureOf(missing.init());

@@ -42,6 +42,9 @@ function s3Failure(error: unknown): unknown {
   return isS3Down(error) ? new DependencyDown("S3", { cause: error }) : error;
 }
 
+/** Connections to S3 one process may open (downloads in flight, uploads' parts, other calls). */
+const maxConnections = 1024;
+
 /** Counts bytes as they pass and fails past the limit, before the rest arrives. */
 function byteLimit(maxBytes: number): Transform {
   let bytes = 0;
@@ -81,7 +84,15 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
     // answers, fails the call (503) instead of holding it for minutes or for
     // ever. The request timeout runs until S3's answer begins (an uploaded part
     // included), never over a download's body: a slow reader is not an outage.
-    requestHandler: { connectionTimeout: 5_000, requestTimeout: options.requestTimeoutMs ?? 60_000, throwOnRequestTimeout: true },
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: options.requestTimeoutMs ?? 60_000,
+      throwOnRequestTimeout: true,
+      // A download holds its connection as long as its reader takes: with the
+      // SDK's 50 sockets, 50 slow readers would make every other call wait.
+      httpAgent: { keepAlive: true, maxSockets: maxConnections },
+      httpsAgent: { keepAlive: true, maxSockets: maxConnections },
+    },
   });
 
   async function send<T>(call: () => Promise<T>): Promise<T> {
