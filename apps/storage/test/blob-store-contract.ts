@@ -37,6 +37,7 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
     beforeAll(async () => {
       subject = await make();
       store = subject.store;
+      await store.init();
     });
     afterAll(async () => {
       await subject?.store.close();
@@ -82,6 +83,15 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       expect(second.etag).not.toBe(first.etag);
       expect(await store.stat(key)).toMatchObject({ size: 14, contentType: "application/json", etag: second.etag });
       expect(await contents(store, key)).toBe("second, longer");
+    });
+
+    it("reads with an ETag only the blob that ETag names: undefined once another upload replaced it", async () => {
+      const key = blobKey();
+      const first = await store.write(key, body("first"), { contentType: "text/plain", maxBytes: 100 });
+      const second = await store.write(key, body("second"), { contentType: "text/plain", maxBytes: 100 });
+      expect(await store.read(key, undefined, first.etag)).toBeUndefined();
+      const stream = await store.read(key, { start: 0, end: 2 }, second.etag);
+      expect(stream && (await text(stream))).toBe("sec");
     });
 
     it("refuses more than maxBytes as they arrive (the body never ends) and keeps the old bytes", async () => {

@@ -172,15 +172,16 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       return stored;
     },
 
-    async read(key, range) {
+    async read(key, range, etag) {
       try {
         const object = await client.send(
-          new GetObjectCommand({ Bucket: bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined }),
+          new GetObjectCommand({ Bucket: bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined, IfMatch: etag }),
         );
         // In Node the SDK's body is the HTTP response itself: a Readable.
         return object.Body as Readable;
       } catch (error) {
-        if (error instanceof NoSuchKey) return undefined;
+        // Gone, or (If-Match) replaced since the caller's stat.
+        if (error instanceof NoSuchKey || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) return undefined;
         throw s3Failure(error);
       }
     },
