@@ -7,6 +7,8 @@ import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import autocannon from "autocannon";
 import { apiClient } from "@loom/testing/http";
+import { freshS3Bucket } from "@loom/testing/s3";
+import { testServers } from "@loom/testing/servers";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { printTable } from "./load.ts";
 
@@ -53,20 +55,6 @@ async function transfer(putUrl: string, getUrl: string, size: number, putHeaders
 }
 
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
-/** Where the S3 rows' MinIO is (the test servers' variables; .ci/run starts one). */
-function s3Target(): Record<string, string> | undefined {
-  const endpoint = process.env.S3_TEST_ENDPOINT;
-  if (!endpoint) return undefined;
-  return {
-    S3_BUCKET: `loom-bench-${randomBytes(4).toString("hex")}`,
-    S3_ENDPOINT: endpoint,
-    S3_REGION: "us-east-1",
-    S3_ACCESS_KEY_ID: process.env.S3_TEST_ACCESS_KEY_ID ?? "",
-    S3_SECRET_ACCESS_KEY: process.env.S3_TEST_SECRET_ACCESS_KEY ?? "",
-    S3_FORCE_PATH_STYLE: "true",
-  };
-}
 
 async function startLoom(key: string, env: Record<string, string>) {
   const port = await freePort();
@@ -129,13 +117,13 @@ export async function benchStorage(options: { sizeMiB: number; rounds: number; s
   await rm(dir, { recursive: true, force: true });
 
   // S3 (MinIO).
-  const s3 = s3Target();
-  if (!s3) console.log("\n(S3 rows skipped: S3_TEST_ENDPOINT is not set — .ci/run starts MinIO and sets it)");
+  if (!testServers.s3) console.log("\n(S3 rows skipped: S3_TEST_ENDPOINT is not set — .ci/run starts MinIO and sets it; README, \"Test servers\")");
   else {
-    const onS3 = await startLoom(key, s3);
+    const s3 = await freshS3Bucket("loom-bench");
+    const onS3 = await startLoom(key, s3.env);
     const proxied = await onS3.assetUrl("big.bin");
     const direct = { put: await onS3.assetUrl("direct.bin", "PUT"), get: await onS3.assetUrl("direct.bin", "GET") };
-    if (!direct.put.url.startsWith(s3.S3_ENDPOINT!)) throw new Error(`expected a presigned MinIO URL, got ${direct.put.url}`);
+    if (!direct.put.url.startsWith(s3.settings.S3_ENDPOINT)) throw new Error(`expected a presigned MinIO URL, got ${direct.put.url}`);
     const loomS3: Array<{ up: number; down: number }> = [];
     const minio: Array<{ up: number; down: number }> = [];
     await transfer(proxied.url, proxied.url, 16 * MiB);
@@ -146,6 +134,7 @@ export async function benchStorage(options: { sizeMiB: number; rounds: number; s
     row("S3 (MinIO)", "upload", loomS3.map((r) => r.up), minio.map((r) => r.up), "presigned PUT/GET to MinIO");
     row("S3 (MinIO)", "download", loomS3.map((r) => r.down), minio.map((r) => r.down), "presigned PUT/GET to MinIO");
     await onS3.stop();
+    await s3.cleanup();
   }
 
   printTable(`Storage: ${options.sizeMiB} MiB through a signed URL (all-in-one process), median of ${options.rounds}`, rows);
