@@ -1,6 +1,8 @@
 import { defineConfig } from "vitest/config";
 
 const faults = "apps/loom/test/faults/**/*.test.ts";
+/** Tests that move a gigabyte through the disk: after the others too, for the same reason as the fault tests. */
+const large = "apps/loom/test/large/**/*.test.ts";
 
 export default defineConfig({
   test: {
@@ -13,11 +15,11 @@ export default defineConfig({
       ? { reporters: ["default", "json"], outputFile: { json: process.env.LOOM_TEST_REPORT } }
       : {}),
     projects: [
-      { extends: true, test: { name: "suites", include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"], exclude: [faults] } },
+      { extends: true, test: { name: "suites", include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts"], exclude: [faults, large] } },
       // The fault tests start 7 processes and 2 servers each and stop them on
       // purpose: they run after every other suite, so their load cannot make
       // the timing of another suite's test, nor theirs, a matter of luck.
-      { extends: true, test: { name: "faults", include: [faults], sequence: { groupOrder: 1 } } },
+      { extends: true, test: { name: "faults", include: [faults, large], sequence: { groupOrder: 1 } } },
     ],
   },
 });

@@ -3,6 +3,7 @@ import { benchGetApiKey } from "./get-api-key.ts";
 import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
+import { benchStorage } from "./storage.ts";
 
 /**
  * `pnpm bench`: every benchmark, each comparing against a baseline measured
@@ -19,7 +20,7 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" 
 process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events" or "replays": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events", "replays" or "storage": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -29,3 +30,6 @@ if (!only || only === "api-keys") {
 if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });
+if (!only || only === "storage") {
+  await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 3), seconds, connections });
+}

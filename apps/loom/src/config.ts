@@ -3,12 +3,14 @@ import { env } from "@loom/kit/config";
 import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
+import { storageSettings } from "@loom/storage/config";
 
 /** The all-in-one process: embedded defaults, every setting optional. */
 export const loomConfigSchema = z.object({
   ...identitySettings,
   ...runSettings,
   ...limitSettings,
+  ...storageSettings,
   PORT: env.port(8080),
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),

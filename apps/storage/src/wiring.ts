@@ -6,6 +6,7 @@ import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import { createAssetAccess } from "./assets.ts";
 import { createDiskBlobStore } from "./blobs/disk.ts";
 import type { BlobStore } from "./blobs/port.ts";
+import { createS3BlobStore } from "./blobs/s3.ts";
 import type { StorageSettings } from "./config.ts";
 import { createServeBlob } from "./serve-blob.ts";
 import { createStorageService } from "./service.ts";
@@ -21,7 +22,8 @@ export const openStorageStore = (settings: StoreSettings): Promise<StorageStore>
 
 /** S3 when S3_BUCKET is set, else local disk under BLOB_DIR. */
 export function openBlobStore(settings: StorageSettings): BlobStore {
-  return createDiskBlobStore(settings.BLOB_DIR);
+  const { S3_BUCKET } = settings;
+  return S3_BUCKET ? createS3BlobStore({ ...settings, S3_BUCKET }) : createDiskBlobStore(settings.BLOB_DIR);
 }
 
 export interface WiredStorage {

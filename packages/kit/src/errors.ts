@@ -34,10 +34,24 @@ export function fieldViolationsOf(error: ConnectError): FieldViolation[] {
 }
 
 /**
+ * A dependency that cannot be reached or answers that it cannot serve now,
+ * as an adapter reports it when its SDK has no error class of its own for
+ * that (the AWS SDK's timeouts are plain Errors named "TimeoutError"; a 5xx
+ * is a service exception like any other): the adapter, which knows its SDK,
+ * decides, and the original is the cause.
+ */
+export class DependencyDown extends Error {
+  override name = "DependencyDown";
+  constructor(dependency: string, options: { cause: unknown }) {
+    super(`${dependency} is unavailable`, options);
+  }
+}
+
+/**
  * The drivers' own classes for "the server cannot be reached": the MongoDB
  * driver's network, selection, pool and topology errors (a network timeout
  * is a network error), and the NATS client's closed, draining and lost
- * connections and timeouts.
+ * connections and timeouts; and what adapters report as `DependencyDown`.
  */
 const dependencyDownClasses = [
   MongoNetworkError,
@@ -48,6 +62,7 @@ const dependencyDownClasses = [
   natsErrors.DrainingConnectionError,
   natsErrors.ConnectionError,
   natsErrors.TimeoutError,
+  DependencyDown,
 ];
 
 /**

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { errors as natsErrors } from "@nats-io/nats-core";
 import { MongoBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, MongoServerSelectionError } from "mongodb";
-import { isDependencyDown } from "../src/errors.ts";
+import { DependencyDown, isDependencyDown } from "../src/errors.ts";
 
 describe("isDependencyDown", () => {
   it("knows a database that cannot be reached, also when the driver wraps it (insertMany as the connection drops)", () => {
@@ -18,6 +18,13 @@ describe("isDependencyDown", () => {
     expect(isDependencyDown(new natsErrors.ClosedConnectionError())).toBe(true);
     expect(isDependencyDown(new natsErrors.DrainingConnectionError())).toBe(true);
     expect(isDependencyDown(new natsErrors.TimeoutError())).toBe(true);
+  });
+
+  it("knows what an adapter reports as DependencyDown (S3 unreachable, timing out or answering 5xx)", () => {
+    const timeout = Object.assign(new Error("the request socket timed out"), { name: "TimeoutError" });
+    expect(isDependencyDown(new DependencyDown("S3", { cause: timeout }))).toBe(true);
+    // A bare SDK timeout says nothing by class: the adapter decides, not the kit.
+    expect(isDependencyDown(timeout)).toBe(false);
   });
 
   it("goes by class, not by name: an error merely named like a driver's is not one", () => {

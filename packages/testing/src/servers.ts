@@ -5,16 +5,37 @@ import { MongoClient } from "mongodb";
 export const testServers = {
   mongoUrl: process.env.MONGODB_URL || undefined,
   natsUrl: process.env.NATS_URL || undefined,
+  /** An S3-compatible server (MinIO in CI) and its root credentials: tests make buckets of their own (`freshS3Bucket`). */
+  s3:
+    process.env.S3_TEST_ENDPOINT && process.env.S3_TEST_ACCESS_KEY_ID && process.env.S3_TEST_SECRET_ACCESS_KEY
+      ? {
+          endpoint: process.env.S3_TEST_ENDPOINT,
+          accessKeyId: process.env.S3_TEST_ACCESS_KEY_ID,
+          secretAccessKey: process.env.S3_TEST_SECRET_ACCESS_KEY,
+        }
+      : undefined,
+};
+
+type TestServerVariable = "MONGODB_URL" | "NATS_URL" | "S3_TEST_ENDPOINT";
+
+const present: Record<TestServerVariable, () => boolean> = {
+  MONGODB_URL: () => Boolean(testServers.mongoUrl),
+  NATS_URL: () => Boolean(testServers.natsUrl),
+  // The endpoint names the server; its two credentials come with it.
+  S3_TEST_ENDPOINT: () => Boolean(testServers.s3),
 };
 
 /**
  * Says out loud that a suite does not run, and why; use with
  * `describe.skipIf(!needs("MONGODB_URL", "identity store on MongoDB"))`.
  */
-export function needs(variable: "MONGODB_URL" | "NATS_URL", suite: string): boolean {
-  const present = variable === "MONGODB_URL" ? testServers.mongoUrl : testServers.natsUrl;
-  if (!present) console.warn(`SKIPPED: ${suite} — ${variable} is not set (see README, "Test servers")`);
-  return Boolean(present);
+export function needs(variable: TestServerVariable, suite: string): boolean {
+  const ok = present[variable]();
+  if (!ok) {
+    const what = variable === "S3_TEST_ENDPOINT" ? "S3_TEST_ENDPOINT (with S3_TEST_ACCESS_KEY_ID, S3_TEST_SECRET_ACCESS_KEY)" : variable;
+    console.warn(`SKIPPED: ${suite} — ${what} is not set (see README, "Test servers")`);
+  }
+  return ok;
 }
 
 /** Store kinds every store-backed suite runs against: memory always, MongoDB when there is one. */

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open, rename, rm, stat, type FileHandle } from "node:fs/promises";
+import { mkdir, open, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -94,19 +94,21 @@ export function createDiskBlobStore(directory: string): BlobStore {
     async write(key, body, { contentType, maxBytes }) {
       const target = pathOf(key);
       const temporary = join(incoming, randomBytes(12).toString("hex"));
-      const file = await open(temporary, "w+"); // read back for the answer
       try {
-        await file.write(encodeHeader({ contentType, etag: `"${randomBytes(12).toString("base64url")}"` }));
-        await pipeline(body, byteLimit(maxBytes), createWriteStream("", { fd: file, autoClose: false }));
-        await file.datasync(); // acknowledged only once stored
-        await mkdir(dirname(target), { recursive: true });
-        await rename(temporary, target);
-        return (await readHeader(file)).info;
+        await writeFile(temporary, encodeHeader({ contentType, etag: `"${randomBytes(12).toString("base64url")}"` }));
+        await pipeline(body, byteLimit(maxBytes), createWriteStream(temporary, { flags: "a" }));
+        const file = await open(temporary, "r");
+        try {
+          await file.datasync(); // acknowledged only once stored
+          await mkdir(dirname(target), { recursive: true });
+          await rename(temporary, target);
+          return (await readHeader(file)).info;
+        } finally {
+          await file.close();
+        }
       } catch (error) {
         await rm(temporary, { force: true });
         throw error;
-      } finally {
-        await file.close().catch(() => {});
       }
     },
 

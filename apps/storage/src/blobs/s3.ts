@@ -1,0 +1,218 @@
+import { Transform, pipeline, type Readable } from "node:stream";
+import {
+  DeleteObjectCommand,
+  DeleteObjectsCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  NoSuchKey,
+  NotFound,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+  paginateListObjectsV2,
+} from "@aws-sdk/client-s3";
+import { Upload } from "@aws-sdk/lib-storage";
+import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
+import { DependencyDown } from "@loom/kit/errors";
+import type { StorageSettings } from "../config.ts";
+import { BlobTooLarge, type BlobInfo, type BlobStore } from "./port.ts";
+
+/** What the S3 adapter reads of the storage settings (tests pass their own). */
+export type S3BlobSettings = Pick<StorageSettings, "S3_ENDPOINT" | "S3_REGION" | "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" | "S3_FORCE_PATH_STYLE"> & {
+  S3_BUCKET: string;
+};
+
+/** Node's codes for "no connection to that server" (ECONNRESET, EPIPE, ETIMEDOUT reach us renamed TimeoutError). */
+const unreachableCodes = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+
+/**
+ * S3 unreachable, timing out or failing on its side (5xx, SlowDown
+ * included): worth retrying later, so the service answers 503, not 500.
+ * The SDK has no class for a timeout (a plain Error named TimeoutError),
+ * hence the decision here, where the SDK is known, and `DependencyDown`.
+ */
+function isS3Down(error: unknown): boolean {
+  if (error instanceof S3ServiceException) return (error.$metadata.httpStatusCode ?? 0) >= 500;
+  if (!(error instanceof Error)) return false;
+  return error.name === "TimeoutError" || unreachableCodes.has(String((error as NodeJS.ErrnoException).code ?? ""));
+}
+
+function s3Failure(error: unknown): unknown {
+  return isS3Down(error) ? new DependencyDown("S3", { cause: error }) : error;
+}
+
+/** Connections to S3 one process may open (downloads in flight, uploads' parts, other calls). */
+const maxConnections = 1024;
+
+/** Counts bytes as they pass and fails past the limit, before the rest arrives. */
+function byteLimit(maxBytes: number): Transform {
+  let bytes = 0;
+  return new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      bytes += chunk.length;
+      done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
+    },
+  });
+}
+
+/**
+ * Asset bytes in one bucket of any S3-compatible store (AWS, MinIO, R2, ...).
+ * Uploads stream through `Upload` (lib-storage): parts of 5 MiB, at most 4 in
+ * flight, so an upload of any length holds about 20 MiB; a body under one
+ * part is a single PutObject sent once it has ended. Either way S3 replaces
+ * the object only when the upload completes: a refused or failed upload
+ * (the multipart upload is aborted) leaves the old bytes.
+ */
+export function createS3BlobStore(settings: S3BlobSettings, options: { requestTimeoutMs?: number } = {}): BlobStore {
+  const bucket = settings.S3_BUCKET;
+  const client = new S3Client({
+    region: settings.S3_REGION,
+    endpoint: settings.S3_ENDPOINT,
+    forcePathStyle: settings.S3_FORCE_PATH_STYLE,
+    // Unset: the SDK's own chain (environment, IAM role of the pod, ...).
+    credentials:
+      settings.S3_ACCESS_KEY_ID && settings.S3_SECRET_ACCESS_KEY
+        ? { accessKeyId: settings.S3_ACCESS_KEY_ID, secretAccessKey: settings.S3_SECRET_ACCESS_KEY }
+        : undefined,
+    // Checksums only where S3 demands them (DeleteObjects): the SDK's default
+    // adds CRC32 checksums to every upload, which not every S3-compatible store
+    // knows, and writes the checksum of an empty body into presigned PUT URLs.
+    requestChecksumCalculation: "WHEN_REQUIRED",
+    responseChecksumValidation: "WHEN_REQUIRED",
+    // A store that does not accept the connection, or accepts it and never
+    // answers, fails the call (503) instead of holding it for minutes or for
+    // ever. The request timeout runs until S3's answer begins (an uploaded part
+    // included), never over a download's body: a slow reader is not an outage.
+    requestHandler: {
+      connectionTimeout: 5_000,
+      requestTimeout: options.requestTimeoutMs ?? 60_000,
+      throwOnRequestTimeout: true,
+      // A download holds its connection as long as its reader takes: with the
+      // SDK's 50 sockets, 50 slow readers would make every other call wait.
+      httpAgent: { keepAlive: true, maxSockets: maxConnections },
+      httpsAgent: { keepAlive: true, maxSockets: maxConnections },
+    },
+  });
+
+  async function send<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      return await call();
+    } catch (error) {
+      throw s3Failure(error);
+    }
+  }
+
+  async function stat(key: string): Promise<BlobInfo | undefined> {
+    try {
+      const head = await client.send(new HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return {
+        size: head.ContentLength ?? 0,
+        contentType: head.ContentType ?? "application/octet-stream",
+        etag: head.ETag ?? "",
+        updatedAt: head.LastModified ?? new Date(0),
+      };
+    } catch (error) {
+      if (error instanceof NotFound || error instanceof NoSuchKey) return undefined;
+      throw s3Failure(error);
+    }
+  }
+
+  return {
+    kind: "s3",
+
+    /**
+     * Checks that the bucket exists and is reachable with these credentials;
+     * it never creates it. Whoever runs Loom owns the bucket (region,
+     * encryption, lifecycle, public access): Loom's credentials need no
+     * s3:CreateBucket, and a mistyped S3_BUCKET fails the start instead of
+     * quietly filling a new, empty bucket. The tests create a fresh bucket each.
+     */
+    async init() {
+      try {
+        await client.send(new HeadBucketCommand({ Bucket: bucket }));
+      } catch (error) {
+        if (error instanceof NotFound || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)) {
+          throw new Error(`S3 bucket ${JSON.stringify(bucket)} does not exist${settings.S3_ENDPOINT ? ` at ${settings.S3_ENDPOINT}` : ""}: create it first`);
+        }
+        throw s3Failure(error);
+      }
+    },
+    async ready() {
+      return client.send(new HeadBucketCommand({ Bucket: bucket })).then(
+        () => true,
+        () => false,
+      );
+    },
+    async close() {
+      client.destroy();
+    },
+
+    async write(key, body, { contentType, maxBytes }) {
+      const counted = byteLimit(maxBytes);
+      // The body's own failure (the caller went away) or the limit: not S3's.
+      let bodyFailure: unknown;
+      pipeline(body, counted, (error) => {
+        if (error) bodyFailure ??= error;
+      });
+      const upload = new Upload({ client, params: { Bucket: bucket, Key: key, Body: counted, ContentType: contentType } });
+      try {
+        await upload.done();
+      } catch (error) {
+        // Upload aborts the multipart upload itself when a part or the body
+        // fails; abort() also stops parts still queued, and destroying the
+        // counter stops reading a body nobody will store.
+        const failure = bodyFailure ?? (error instanceof BlobTooLarge ? error : s3Failure(error));
+        await upload.abort().catch(() => {});
+        counted.destroy();
+        throw failure;
+      }
+      const stored = await stat(key);
+      if (!stored) throw new Error(`S3 lost ${key} right after storing it`);
+      return stored;
+    },
+
+    async read(key, range, etag) {
+      try {
+        const object = await client.send(
+          new GetObjectCommand({ Bucket: bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined, IfMatch: etag }),
+        );
+        // In Node the SDK's body is the HTTP response itself: a Readable.
+        return object.Body as Readable;
+      } catch (error) {
+        // Gone, or (If-Match) replaced since the caller's stat.
+        if (error instanceof NoSuchKey || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) return undefined;
+        throw s3Failure(error);
+      }
+    },
+    stat,
+    async delete(key) {
+      await send(() => client.send(new DeleteObjectCommand({ Bucket: bucket, Key: key })));
+    },
+    async deletePrefix(prefix) {
+      await send(async () => {
+        // A page holds at most 1,000 keys, as many as one DeleteObjects takes.
+        for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket, Prefix: prefix })) {
+          const objects = (page.Contents ?? []).flatMap((object) => (object.Key ? [{ Key: object.Key }] : []));
+          if (!objects.length) continue;
+          const result = await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
+          const failed = result.Errors ?? [];
+          if (failed.length) throw new Error(`S3 kept ${failed.length} object(s) under ${prefix}: ${failed[0]?.Code} ${failed[0]?.Message}`);
+        }
+      });
+    },
+
+    /**
+     * Signs only `host`: at URL time the length and type of the upload are
+     * unknown, so S3 cannot enforce the size limit of a presigned PUT (nor
+     * its type). The storage service checks the size when it reconciles the
+     * asset with the stored object (its next read).
+     */
+    async presign(key, operation, expiresInSeconds) {
+      const command =
+        operation === "PUT" ? new PutObjectCommand({ Bucket: bucket, Key: key }) : new GetObjectCommand({ Bucket: bucket, Key: key });
+      const url = await send(() => getSignedUrl(client, command, { expiresIn: expiresInSeconds }));
+      return { url, headers: {} };
+    },
+  };
+}

@@ -1,0 +1,212 @@
+import { createHash, randomBytes } from "node:crypto";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Readable } from "node:stream";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import type { BlobRequest, ServeBlob } from "@loom/kit/blob-exchange";
+import { newId } from "@loom/kit/ids";
+import { createLogger } from "@loom/kit/logger";
+import { headersFor } from "@loom/kit/principal";
+import { clientFor, inProcessTransport } from "@loom/kit/transports";
+import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { storageConfigSchema } from "../src/config.ts";
+import { createDiskBlobStore } from "../src/blobs/disk.ts";
+import type { StorageStore } from "../src/store/port.ts";
+import { openStorageStore, wireStorage, type WiredStorage } from "../src/wiring.ts";
+
+/** Files under a directory, recursively (the bytes the disk store keeps). */
+async function filesUnder(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
+
+async function collect(stream: Readable | undefined): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream ?? []) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+describe.each(storeKinds("storage data plane"))("storage data plane on local disk (%s store)", (kind) => {
+  const logger = createLogger("storage-test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const db = freshDatabaseName();
+  const principal = { userId: newId(), organizationId: newId() };
+  const call = { headers: headersFor(principal) };
+  let dir: string;
+  let store: StorageStore;
+  let wired: WiredStorage;
+  let storage: Client<typeof StorageService>;
+  let serve: ServeBlob;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "loom-blobs-"));
+    store = await openStorageStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    const settings = storageConfigSchema.parse({
+      SERVICE_TOKEN: "x".repeat(16),
+      PUBLIC_URL: "http://loom.test",
+      BLOB_DIR: dir,
+      BLOB_SIGNING_KEY: "k".repeat(32),
+      ASSET_MAX_BYTES: String(4 * 1024 * 1024),
+      STORAGE_QUOTA_BYTES: String(6 * 1024 * 1024),
+    });
+    wired = await wireStorage(store, createDiskBlobStore(dir), settings, { logger, publicUrl: () => settings.PUBLIC_URL });
+    storage = clientFor(StorageService, inProcessTransport([wired.service], "t".repeat(24), logger));
+    serve = wired.serveBlob;
+  });
+  afterAll(async () => {
+    await wired.service.close();
+    await rm(dir, { recursive: true, force: true });
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const request = (method: BlobRequest["method"], token: string, headers: BlobRequest["headers"] = {}, body?: Buffer): BlobRequest => ({
+    method,
+    token,
+    headers: body ? { "content-length": String(body.length), ...headers } : headers,
+    body: body ? Readable.from([body]) : undefined,
+    signal: new AbortController().signal,
+  });
+  /** The same store for a second wiring (another process on the same data), which must not close it. */
+  const sharedStore = (): StorageStore => ({ ...store, close: async () => {} });
+  const tokenOf = (url: string) => url.slice("http://loom.test/blobs/".length);
+
+  async function assetWithUrl(name = `dir/${newId()}.bin`, as = call) {
+    const { bucket } = await storage.createBucket({ name: "b" }, as);
+    await storage.createAsset({ bucketId: bucket!.bucketId, name }, as);
+    const { url } = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name }, as);
+    expect(url.startsWith("http://loom.test/blobs/")).toBe(true);
+    return { bucketId: bucket!.bucketId, name, token: tokenOf(url) };
+  }
+
+  it("uploads and downloads through one bodiless URL, with the content type, and the asset reflects the upload", async () => {
+    const { bucketId, name, token } = await assetWithUrl();
+    const bytes = randomBytes(300_000);
+    const put = await serve(request("PUT", token, { "content-type": "image/png" }, bytes));
+    expect(put.status).toBe(200);
+    const got = await serve(request("GET", token));
+    expect(got.status).toBe(200);
+    expect(got.headers).toMatchObject({ "content-type": "image/png", "content-length": String(bytes.length), etag: put.headers.etag });
+    expect(sha(await collect(got.body))).toBe(sha(bytes));
+    const { asset } = await storage.getAsset({ bucketId, name }, call);
+    expect(asset!.size).toBe(BigInt(bytes.length));
+    expect(asset!.contentType).toBe("image/png");
+  });
+
+  it("answers ranges (206) and conditional GETs (304); HEAD sends headers only", async () => {
+    const { token } = await assetWithUrl();
+    const bytes = Buffer.from("0123456789");
+    await serve(request("PUT", token, {}, bytes));
+    const part = await serve(request("GET", token, { range: "bytes=2-5" }));
+    expect(part.status).toBe(206);
+    expect(part.headers).toMatchObject({ "content-range": "bytes 2-5/10", "content-length": "4", "content-type": "application/octet-stream" });
+    expect((await collect(part.body)).toString()).toBe("2345");
+    expect((await collect((await serve(request("GET", token, { range: "bytes=-3" }))).body)).toString()).toBe("789");
+    expect((await serve(request("GET", token, { range: "bytes=20-30" }))).status).toBe(416);
+    const whole = await serve(request("GET", token));
+    expect((await serve(request("GET", token, { "if-none-match": whole.headers.etag }))).status).toBe(304);
+    expect((await serve(request("GET", token, { "if-none-match": '"other"' }))).status).toBe(200);
+    const head = await serve(request("HEAD", token));
+    expect(head).toMatchObject({ status: 200, headers: { "content-length": "10" } });
+    expect(head.body).toBeUndefined();
+    whole.body?.destroy();
+  });
+
+  it("a GET before any upload is 404", async () => {
+    const { token } = await assetWithUrl();
+    await expect(serve(request("GET", token))).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("a URL for one operation refuses the other; a forged or altered token is refused the same way", async () => {
+    const { bucketId, name } = await assetWithUrl();
+    const getOnly = tokenOf((await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.GET }, call)).url);
+    const putOnly = tokenOf((await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.PUT }, call)).url);
+    await expect(serve(request("PUT", getOnly, {}, Buffer.from("x")))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    await expect(serve(request("GET", putOnly))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    const [header, payload, signature] = getOnly.split(".");
+    const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
+    for (const field of ["org", "bkt", "ast", "ops", "exp"]) {
+      const altered = { ...claims, [field]: field === "exp" ? claims.exp + 3600 : field === "ops" ? "PUT,GET" : newId() };
+      const forged = `${header}.${Buffer.from(JSON.stringify(altered)).toString("base64url")}.${signature}`;
+      await expect(serve(request("GET", forged))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    }
+    await expect(serve(request("GET", "not-a-token"))).rejects.toMatchObject({ code: Code.PermissionDenied });
+  });
+
+  it("refuses a body over the size limit with OUT_OF_RANGE (413), declared or streamed, and keeps the old bytes", async () => {
+    const { token } = await assetWithUrl();
+    await serve(request("PUT", token, {}, Buffer.from("old")));
+    const big = randomBytes(4 * 1024 * 1024 + 1);
+    await expect(serve(request("PUT", token, {}, big))).rejects.toMatchObject({ code: Code.OutOfRange });
+    const undeclared: BlobRequest = { method: "PUT", token, headers: {}, body: Readable.from([big.subarray(0, 3_000_000), big.subarray(3_000_000)]), signal: new AbortController().signal };
+    await expect(serve(undeclared)).rejects.toMatchObject({ code: Code.OutOfRange });
+    expect((await collect((await serve(request("GET", token))).body)).toString()).toBe("old");
+    expect(await filesUnder(join(dir, ".incoming"))).toEqual([]);
+  });
+
+  it("refuses an upload over the organization's quota, saying so", async () => {
+    const organization = { headers: headersFor({ userId: newId(), organizationId: newId() }) };
+    const { token } = await assetWithUrl(undefined, organization);
+    const { token: other } = await assetWithUrl(undefined, organization);
+    // 5 MiB of the 6 MiB quota.
+    await serve(request("PUT", token, {}, randomBytes(3 * 1024 * 1024)));
+    await serve(request("PUT", other, {}, randomBytes(2 * 1024 * 1024)));
+    const error = await serve(request("PUT", other, {}, randomBytes(4 * 1024 * 1024))).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ConnectError);
+    expect((error as ConnectError).code).toBe(Code.OutOfRange);
+    expect((error as ConnectError).rawMessage).toMatch(/quota/);
+    // Replacing an asset counts its old bytes as freed.
+    expect((await serve(request("PUT", other, {}, randomBytes(2 * 1024 * 1024 + 100)))).status).toBe(200);
+    // Another organization's quota is its own.
+    const { token: theirs } = await assetWithUrl();
+    expect((await serve(request("PUT", theirs, {}, randomBytes(3 * 1024 * 1024)))).status).toBe(200);
+  });
+
+  it("deleting an asset removes its bytes; an old URL of it is 404 and a re-created asset of the name starts empty", async () => {
+    const { bucketId, name, token } = await assetWithUrl();
+    await serve(request("PUT", token, {}, Buffer.from("bytes")));
+    const before = (await filesUnder(dir)).length;
+    await storage.deleteAsset({ bucketId, name }, call);
+    expect((await filesUnder(dir)).length).toBe(before - 1);
+    await expect(serve(request("GET", token))).rejects.toMatchObject({ code: Code.NotFound });
+    await storage.createAsset({ bucketId, name }, call);
+    await expect(serve(request("GET", token))).rejects.toMatchObject({ code: Code.NotFound });
+  });
+
+  it("deleting a bucket removes every asset's bytes at once; one left half-deleted by a crash is finished by the sweep", async () => {
+    const { bucketId, token } = await assetWithUrl();
+    await serve(request("PUT", token, {}, Buffer.from("a")));
+    const bucketDir = join(dir, principal.organizationId, bucketId);
+    expect(await filesUnder(bucketDir)).toHaveLength(1);
+    await storage.deleteBucket({ bucketId }, call);
+    expect(await filesUnder(bucketDir)).toEqual([]);
+    await expect(serve(request("GET", token))).rejects.toMatchObject({ code: Code.NotFound });
+    await expect(storage.getBucket({ bucketId }, call)).rejects.toMatchObject({ code: Code.NotFound });
+
+    // A crash right after the mark: the bucket is gone for the API, its bytes are still there.
+    const crashed = await assetWithUrl();
+    await serve(request("PUT", crashed.token, {}, Buffer.from("b")));
+    expect(await store.markBucketDeleting(principal.organizationId, crashed.bucketId, new Date(Date.now() - 120_000))).toBe(true);
+    await expect(storage.getBucket({ bucketId: crashed.bucketId }, call)).rejects.toMatchObject({ code: Code.NotFound });
+    expect(await filesUnder(join(dir, principal.organizationId, crashed.bucketId))).toHaveLength(1);
+    // A process starting (or the minute's sweep) finishes it.
+    const again = await wireStorage(sharedStore(), createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir }), { logger, publicUrl: () => "http://loom.test" });
+    await expect.poll(() => filesUnder(join(dir, principal.organizationId, crashed.bucketId)), { timeout: 5000 }).toEqual([]);
+    expect(await store.bucketsToSweep(new Date(Date.now() + 1000), 10)).toEqual([]);
+    await again.service.close();
+  });
+
+  it("an expired URL is refused", async () => {
+    const { bucketId, name } = await assetWithUrl();
+    const short = await wireStorage(sharedStore(), createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir, BLOB_SIGNING_KEY: "k".repeat(32), ASSET_URL_TTL_SECONDS: "1" }), { logger, publicUrl: () => "http://loom.test" });
+    const shortClient = clientFor(StorageService, inProcessTransport([short.service], "t".repeat(24), logger));
+    const { url, expiresAt } = await shortClient.createAssetUrl({ bucketId, name }, call);
+    expect(Number(expiresAt!.seconds) * 1000 - Date.now()).toBeLessThanOrEqual(1000);
+    await new Promise((resolve) => setTimeout(resolve, 2100));
+    await expect(serve(request("GET", tokenOf(url)))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    await short.service.close();
+  });
+});
