@@ -525,6 +525,13 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect((await admin.get(`/buckets/${otherBucket}/assets/a.txt?include_contents=true`)).body.contents).toBe("other bucket's A");
     });
 
+    it("refuses an upload on a bad token at once, and closes the connection rather than read the rest", async () => {
+      const big = Buffer.alloc(64 * 1024 * 1024, 3);
+      const refused = await blob("PUT", `${stack.gatewayUrl}/blobs/not-a-token`, { body: big, headers: { "content-length": String(big.length) } });
+      expectBlobError(refused, 403, "Forbidden");
+      expect(refused.headers.connection).toBe("close");
+    });
+
     it("a URL before any upload reads as 404", async () => {
       await newAsset(bucketId, "empty-yet.txt");
       expectBlobError(await blob("GET", await assetUrl(bucketId, "empty-yet.txt", "GET")), 404, "NotFound");

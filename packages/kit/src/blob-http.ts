@@ -78,23 +78,16 @@ export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: 
         return;
       }
       if (!(error instanceof ConnectError)) logger.error({ err: error }, "a blob request failed");
-      unreadBodyCloses(req, res);
+      // An upload refused before it was read whole keeps its connection: Node
+      // reads and drops the rest until the gateway, having read this answer,
+      // cuts it. Closing here would reset the connection under the gateway
+      // while it is still sending, before it could read why.
       writeConnectError(res, error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal));
     });
   };
 }
 
-/**
- * An answer given before the upload was read whole (a refused token, a body
- * over the limit) leaves the rest of it on the connection: close it after
- * answering rather than read gigabytes nobody wants.
- */
-function unreadBodyCloses(req: IncomingMessage, res: ServerResponse): void {
-  if (!req.complete) res.setHeader("connection", "close");
-}
-
 function writeAnswer(req: IncomingMessage, res: ServerResponse, answer: BlobResponse): void {
-  unreadBodyCloses(req, res);
   res.writeHead(answer.status, answer.headers);
   if (!answer.body || req.method === "HEAD") res.end();
 }

@@ -41,7 +41,12 @@ function endAll(): void {
   }
 }
 
-/** An HTTP/1.1 server whose responses leave in batches per event-loop turn. */
+/**
+ * An HTTP/1.1 server whose responses leave in batches per event-loop turn.
+ * With no limit on how long a request may take to arrive (Node's default is
+ * 5 minutes): an upload through a signed blob URL may be gigabytes on a slow
+ * link. Headers must still arrive within Node's `headersTimeout`.
+ */
 export function createHttpServer(handler: RequestListener): Server {
-  return createServer({ ServerResponse: TurnBatchedResponse }, handler);
+  return createServer({ ServerResponse: TurnBatchedResponse, requestTimeout: 0 }, handler);
 }

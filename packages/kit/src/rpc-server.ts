@@ -34,7 +34,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     interceptors: serverInterceptors(options.serviceToken, logger),
   });
   const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
-  const server = createServer((req, res) => {
+  // Plain routes may take uploads of any length (blobs): no limit on how long a request takes to arrive, as in createHttpServer.
+  const server = createServer({ requestTimeout: plainRoutes.length > 0 ? 0 : undefined }, (req, res) => {
     const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
     if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");

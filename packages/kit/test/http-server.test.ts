@@ -89,4 +89,8 @@ describe("the HTTP server with turn-batched responses", () => {
     // The process is still up and answering.
     expect(await get(`${server.url}/later`, agent)).toEqual({ status: 200, tag: undefined, body: "fine" });
   });
+
+  it("gives a request all the time it needs to arrive (an upload of gigabytes on a slow link), not Node's 5 minutes", () => {
+    expect(createHttpServer(() => {}).requestTimeout).toBe(0);
+  });
 });
