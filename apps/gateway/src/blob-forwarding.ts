@@ -1,6 +1,6 @@
 import { pipeline } from "node:stream/promises";
 import type { Context, Next } from "koa";
-import { blobPathPrefix, type BlobRequest, type ServeBlob } from "@loom/kit/blob-exchange";
+import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "@loom/kit/blob-exchange";
 import { clientGoneSignal } from "@loom/kit/client-gone";
 import type { Logger } from "@loom/kit/logger";
 
@@ -35,7 +35,7 @@ export function forwardBlobs(serve: ServeBlob, logger: Logger) {
       if (method === "PUT" && !ctx.req.complete) ctx.set("Connection", "close");
     };
     const request: BlobRequest = { method, token: ctx.path.slice(blobPathPrefix.length), headers: ctx.req.headers, body: method === "PUT" ? ctx.req : undefined, signal };
-    let answer;
+    let answer: BlobResponse;
     try {
       answer = await serve(request);
     } catch (error) {

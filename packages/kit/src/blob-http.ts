@@ -157,7 +157,8 @@ export function remoteBlobs(baseUrl: string, serviceToken: string): ServeBlob {
         protocol: base.protocol,
         hostname: base.hostname,
         port: base.port,
-        path: `${base.pathname.replace(/\/$/, "")}${blobPathPrefix}${blob.token}`,
+        // Escaped where a request line cannot carry a character as it is (no token has one: it is refused there).
+        path: `${base.pathname.replace(/\/$/, "")}${blobPathPrefix}${blob.token.replace(/[^\x21-\x7e]/gu, encodeURIComponent)}`,
         method: blob.method,
         headers,
         agent,

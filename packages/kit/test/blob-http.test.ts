@@ -117,6 +117,8 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
     await call("GET", "download").then((a) => a.body?.destroy());
     await rejection(call("GET", "a.b%2Fc~d"));
     expect(seen.at(-1)!.token).toBe("a.b%2Fc~d");
+    await rejection(call("GET", "é x"));
+    expect(seen.at(-1)!.token).toBe("%C3%A9%20x");
   });
 
   it("answers HEAD and 304 without a body", async () => {
