@@ -1,8 +1,11 @@
 import { randomBytes } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { freePort, startProcess, stopProcess, type ProcessOptions } from "./processes.ts";
 
-export const splitServices = ["identity", "assistants", "events", "runs", "gateway"] as const;
+export const splitServices = ["identity", "assistants", "events", "runs", "storage", "gateway"] as const;
 export type SplitService = (typeof splitServices)[number];
 
 export interface SplitStack {
@@ -32,12 +35,15 @@ export async function startSplitStack(
   const serviceToken = randomBytes(24).toString("base64url");
   const ports = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
   const urls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<SplitService, string>;
-  const callees = { IDENTITY_URL: urls.identity, ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events, RUNS_URL: urls.runs };
+  const callees = { IDENTITY_URL: urls.identity, ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events, RUNS_URL: urls.runs, STORAGE_URL: urls.storage };
+  // Blob bytes in a directory of this stack's own; signed URLs point at the gateway, which forwards them.
+  const blobDir = await mkdtemp(join(tmpdir(), "loom-split-blobs-"));
   const wiring: Record<SplitService, Record<string, string>> = {
     identity: {},
     assistants: {},
     events: {},
     runs: { ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events },
+    storage: { BLOB_DIR: blobDir, PUBLIC_URL: urls.gateway, BLOB_SIGNING_KEY: randomBytes(32).toString("base64url") },
     gateway: callees,
   };
   const running = new Map<SplitService, ChildProcess>();
@@ -54,6 +60,7 @@ export async function startSplitStack(
   const stop = async () => {
     // The gateway first, the services it calls last.
     for (const name of [...splitServices].reverse()) await stopService(name);
+    await rm(blobDir, { recursive: true, force: true });
   };
   // No service calls another while it starts: all at once. Settled, so that none is left running after a failure.
   const starts = await Promise.allSettled(splitServices.map((name) => start(name)));
