@@ -114,7 +114,7 @@ export async function startStack(
   const blobDir = await mkdtemp(join(tmpdir(), "loom-test-blobs-"));
   const storageConfig: StorageSettings = { ...z.object(storageSettings).parse({}), BLOB_DIR: blobDir, BLOB_SIGNING_KEY: "test-blob-signing-key-0123456789abcdef", ...options.storage };
   let publicUrl = "";
-  const storageWiring = await wireStorage(await openStorageStore({ url: mongo.url, db: `${db}_storage` }), openBlobStore(storageConfig), storageConfig, {
+  const storageWiring = await wireStorage(await openStorageStore({ url: mongo.url, db: `${db}_storage` }), await openBlobStore(storageConfig), storageConfig, {
     logger,
     publicUrl: () => publicUrl,
   });

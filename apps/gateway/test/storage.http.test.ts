@@ -476,6 +476,8 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       const notModified = await blob("GET", url, { headers: { "if-none-match": etag } });
       expect([notModified.status, notModified.bytes.length, notModified.headers["etag"]]).toEqual([304, 0, etag]);
       expect((await blob("GET", url, { headers: { "if-none-match": '"something-else"' } })).status).toBe(200);
+      // fetch() sends Cache-Control: no-cache with every conditional request; If-None-Match still holds.
+      expect((await fetch(url, { headers: { "if-none-match": etag! } })).status).toBe(304);
 
       const head = await blob("HEAD", url);
       expect([head.status, head.bytes.length, head.headers["content-length"], head.headers["etag"]]).toEqual([200, 0, "10", etag]);

@@ -5,6 +5,7 @@ import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
+import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { openBus } from "@loom/kit/bus-open";
 import { createHttpServer } from "@loom/kit/http-server";
 import type { Logger } from "@loom/kit/logger";
@@ -38,13 +39,19 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
     bus,
     logger: logger.child({ service: "runs" }),
   });
-  const services = [identity.service, assistants, events, runs.service];
+  // Signed URLs point at PUBLIC_URL, or at this process's own address once it listens (PORT may be 0).
+  let listening: RunningServer | undefined;
+  const storage = await wireStorage(await openStorageStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}storage` }), await openBlobStore(config), config, {
+    logger: logger.child({ service: "storage" }),
+    publicUrl: () => config.PUBLIC_URL ?? listening!.url,
+  });
+  const services = [identity.service, assistants, events, runs.service, storage.service];
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
-  const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
+  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
+  const server = (listening = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
-  });
+  }));
   return { server, bootstrapKey: identity.bootstrapKey };
 }

@@ -1,11 +1,14 @@
+import { blobPathPrefix } from "@loom/kit/blob-exchange";
+import { blobHttpHandler } from "@loom/kit/blob-http";
 import { runService } from "@loom/kit/service-main";
 import { storageConfigSchema } from "./config.ts";
 import { openBlobStore, openStorageStore, wireStorage } from "./wiring.ts";
 
 await runService("storage", storageConfigSchema, { keeps: "buckets and assets" }, async (config, { logger }) => {
-  const { service } = await wireStorage(await openStorageStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), openBlobStore(config), config, {
+  const { service, serveBlob } = await wireStorage(await openStorageStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), await openBlobStore(config), config, {
     logger,
     publicUrl: () => config.PUBLIC_URL,
   });
-  return service;
+  // The data plane beside the RPCs, on the same port: the gateway forwards every /blobs/ request here.
+  return { ...service, http: { prefix: blobPathPrefix, handle: blobHttpHandler(serveBlob, config.SERVICE_TOKEN, logger) } };
 });

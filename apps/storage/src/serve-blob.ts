@@ -82,7 +82,10 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
         "cache-control": "private, no-cache",
         "content-type": info.contentType,
       };
-      if (fresh(request.headers, headers)) return { status: 304, headers };
+      // The origin evaluates If-None-Match / If-Modified-Since whatever the request's
+      // Cache-Control says (RFC 9110 §13.2.2); `fresh` would read no-cache (which
+      // fetch() adds to every conditional request) as "send it all".
+      if (fresh({ ...request.headers, "cache-control": undefined }, headers)) return { status: 304, headers };
       const range = parseRange(request.headers.range, info.size, request.headers["if-range"], info);
       if (range === "unsatisfiable") return { status: 416, headers: { ...headers, "content-range": `bytes */${info.size}`, "content-length": "0" } };
       const length = range ? range.end - range.start + 1 : info.size;

@@ -153,7 +153,8 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
       checkAssetName("path.name", req.name);
       const { asset } = await access.asset(requirePrincipal(ctx).organizationId, req.bucketId, req.name);
       const operations = operationsOf[req.operation] ?? operationsOf[AssetUrlOperation.UNSPECIFIED];
-      const expiresAt = new Date(now().getTime() + deps.urlTtlSeconds * 1000);
+      // Whole seconds, as the token carries it: the URL works until exactly `expires_at`.
+      const expiresAt = new Date(Math.floor(now().getTime() / 1000 + deps.urlTtlSeconds) * 1000);
       if (presignable(operations)) {
         const [operation] = operations as [BlobOperation];
         if (operation === "PUT") await store.notePresignedPut(asset.organizationId, asset.bucketId, asset.id, expiresAt);

@@ -6,7 +6,6 @@ import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import { createAssetAccess } from "./assets.ts";
 import { createDiskBlobStore } from "./blobs/disk.ts";
 import type { BlobStore } from "./blobs/port.ts";
-import { createS3BlobStore } from "./blobs/s3.ts";
 import type { StorageSettings } from "./config.ts";
 import { createServeBlob } from "./serve-blob.ts";
 import { createStorageService } from "./service.ts";
@@ -20,10 +19,15 @@ import { createBucketSweep } from "./sweep.ts";
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
   openStore(settings, { memory: createMemoryStorageStore, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
 
-/** S3 when S3_BUCKET is set, else local disk under BLOB_DIR. */
-export function openBlobStore(settings: StorageSettings): BlobStore {
+/**
+ * S3 when S3_BUCKET is set, else local disk under BLOB_DIR. The S3 adapter is
+ * loaded only then: the AWS SDK alone adds some 60 MB to a process's memory.
+ */
+export async function openBlobStore(settings: StorageSettings): Promise<BlobStore> {
   const { S3_BUCKET } = settings;
-  return S3_BUCKET ? createS3BlobStore({ ...settings, S3_BUCKET }) : createDiskBlobStore(settings.BLOB_DIR);
+  if (!S3_BUCKET) return createDiskBlobStore(settings.BLOB_DIR);
+  const { createS3BlobStore } = await import("./blobs/s3.ts");
+  return createS3BlobStore({ ...settings, S3_BUCKET });
 }
 
 export interface WiredStorage {

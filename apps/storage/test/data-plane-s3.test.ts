@@ -99,7 +99,7 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
   });
 
   it("with a quota or a size limit under S3's own, a PUT URL points at Loom, which enforces them", async () => {
-    for (const more of [{ STORAGE_QUOTA_BYTES: "1000000" }, { ASSET_MAX_BYTES: "1000" }]) {
+    for (const more of [{ STORAGE_QUOTA_BYTES: "1000000" }, { ASSET_MAX_BYTES: "1000" }] as Array<Record<string, string>>) {
       const { storage, serve } = await storageOn(more);
       const { bucket } = await storage.createBucket({ name: "b" }, call);
       await storage.createAsset({ bucketId: bucket!.bucketId, name: "limited" }, call);

@@ -25,9 +25,17 @@ export interface ProcessOptions {
   stderr?: "inherit" | "ignore";
 }
 
+/**
+ * The Node flags Loom's processes run with, as `pnpm start` and the image
+ * (infra/docker/Dockerfile) start them: 2 MB young-generation semi-spaces,
+ * so the garbage of streamed bytes is collected as it goes (docs/decisions.md,
+ * "Node flags"). Baselines started here get them too: same runtime, fair ratios.
+ */
+export const loomNodeFlags = ["--max-semi-space-size=2"];
+
 /** A Node process of ours, started and awaited until its /healthz answers. */
 export async function startProcess(script: string, env: Record<string, string>, healthUrl: string, options: ProcessOptions = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [script], {
+  const child = spawn(process.execPath, [...loomNodeFlags, script], {
     cwd: repoRoot,
     // Only what the caller says: an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
     // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).

@@ -61,7 +61,8 @@ describe("1 GiB through a signed URL on the all-in-one process (local disk)", ()
     await client.put(`/buckets/${bucket}/assets`, { name: "data/one.gib" });
     const { url } = (await client.post(`/buckets/${bucket}/asset-urls/data/one.gib`)).body;
 
-    let peak = 0;
+    const rest = await rssOf(loom.pid!);
+    let peak = rest;
     const sampler = setInterval(() => void rssOf(loom.pid!).then((rss) => (peak = Math.max(peak, rss)), () => {}), 50);
     try {
       const sent = createHash("sha256");
@@ -74,6 +75,8 @@ describe("1 GiB through a signed URL on the all-in-one process (local disk)", ()
         pipeline(pseudoRandom(GiB), hashing(sent), req).catch(reject);
       });
       expect(uploaded).toBe(200);
+      const uploadPeak = peak;
+      console.log(`peak RSS at rest ${(rest / 1024 / 1024).toFixed(0)} MB, while uploading ${(uploadPeak / 1024 / 1024).toFixed(0)} MB`);
 
       const asset = (await client.get(`/buckets/${bucket}/assets/data/one.gib`)).body;
       expect(asset.size).toBe(GiB);
