@@ -2,9 +2,10 @@ import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
 import { mkdir, open, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
-import { Readable, Transform } from "node:stream";
+import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { BlobTooLarge, type BlobInfo, type BlobStore } from "./port.ts";
+import type { BlobInfo, BlobStore } from "./port.ts";
+import { byteLimit } from "./byte-limit.ts";
 
 /** Keys are ids Loom makes (`<organization>/<bucket>/<asset>`, uuids): anything else never reaches the file system. */
 const keyPattern = /^[0-9a-f-]{36}\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/;
@@ -13,17 +14,6 @@ const prefixPattern = /^[0-9a-f-]{36}\/([0-9a-f-]{36}\/)?$/;
 function checked(pattern: RegExp, value: string): string {
   if (!pattern.test(value)) throw new Error(`not a blob key: ${JSON.stringify(value)}`);
   return value;
-}
-
-/** Counts bytes as they pass and fails the pipeline past the limit, before the rest arrives. */
-function byteLimit(maxBytes: number): Transform {
-  let bytes = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      bytes += chunk.length;
-      done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
-    },
-  });
 }
 
 /** What a blob file says about its bytes, in its header. */

@@ -1,4 +1,4 @@
-import { Transform, pipeline, type Readable } from "node:stream";
+import { pipeline, type Readable } from "node:stream";
 import {
   DeleteObjectCommand,
   DeleteObjectsCommand,
@@ -17,6 +17,7 @@ import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DependencyDown } from "@loom/kit/errors";
 import type { StorageSettings } from "../config.ts";
 import { BlobTooLarge, type BlobInfo, type BlobStore } from "./port.ts";
+import { byteLimit } from "./byte-limit.ts";
 
 /** What the S3 adapter reads of the storage settings (tests pass their own). */
 export type S3BlobSettings = Pick<StorageSettings, "S3_ENDPOINT" | "S3_REGION" | "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" | "S3_FORCE_PATH_STYLE"> & {
@@ -44,17 +45,6 @@ function s3Failure(error: unknown): unknown {
 
 /** Connections to S3 one process may open (downloads in flight, uploads' parts, other calls). */
 const maxConnections = 1024;
-
-/** Counts bytes as they pass and fails past the limit, before the rest arrives. */
-function byteLimit(maxBytes: number): Transform {
-  let bytes = 0;
-  return new Transform({
-    transform(chunk: Buffer, _encoding, done) {
-      bytes += chunk.length;
-      done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
-    },
-  });
-}
 
 /**
  * Asset bytes in one bucket of any S3-compatible store (AWS, MinIO, R2, ...).
