@@ -51,7 +51,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     const contentType = String(request.headers["content-type"] ?? "") || "application/octet-stream";
     let stored: BlobInfo;
     try {
-      stored = await blobs.write(blobKey(asset), request.body!, { contentType, maxBytes: limit.bytes });
+      stored = await blobs.write(blobKey(asset), request.body!, { contentType, maxBytes: limit.bytes, size: Number.isSafeInteger(declared) ? declared : undefined });
     } catch (error) {
       if (error instanceof BlobTooLarge) throw overLimit(limit);
       if (request.signal.aborted) throw new ConnectError("the upload was cut off", Code.Canceled);

@@ -1,3 +1,4 @@
+import { createSecretKey } from "node:crypto";
 import { jwtVerify, SignJWT } from "jose";
 import { permissionDenied } from "@loom/kit/errors";
 
@@ -23,7 +24,9 @@ const tokenType = "loom-blob+jwt";
  * only credential, so every failure is the same PERMISSION_DENIED: it never
  * tells a forged token from an expired one, or whether the asset exists.
  */
-export function createBlobTokens(signingKey: Uint8Array) {
+export function createBlobTokens(secret: Uint8Array) {
+  // A KeyObject made once: from raw bytes, jose would import the key again on every call.
+  const signingKey = createSecretKey(secret);
   return {
     async sign(grant: BlobGrant): Promise<string> {
       return new SignJWT({ org: grant.organizationId, bkt: grant.bucketId, ast: grant.name, ops: grant.operations.join(",") })

@@ -85,6 +85,14 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       expect(await contents(store, key)).toBe("second, longer");
     });
 
+    it("takes a body of declared length in one go; one that ends short fails and keeps the old bytes", async () => {
+      const key = blobKey();
+      const bytes = Buffer.alloc(6 * 1024 * 1024 + 3, 7); // over one part, for stores that use parts
+      expect(await store.write(key, Readable.from([bytes]), { contentType: "x/y", maxBytes: bytes.length, size: bytes.length })).toMatchObject({ size: bytes.length });
+      await expect(store.write(key, body("short"), { contentType: "x/y", maxBytes: 100, size: 10 })).rejects.toThrow();
+      expect((await store.stat(key))?.size).toBe(bytes.length);
+    });
+
     it("reads with an ETag only the blob that ETag names: undefined once another upload replaced it", async () => {
       const key = blobKey();
       const first = await store.write(key, body("first"), { contentType: "text/plain", maxBytes: 100 });

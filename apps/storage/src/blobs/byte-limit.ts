@@ -1,13 +1,20 @@
 import { Transform } from "node:stream";
 import { BlobTooLarge } from "./port.ts";
 
-/** Counts bytes as they pass and fails the pipeline past the limit, before the rest arrives (both blob stores). */
-export function byteLimit(maxBytes: number): Transform {
+/**
+ * Counts bytes as they pass and fails the pipeline past the limit, before the
+ * rest arrives; with `expected`, also when the body ends at another length
+ * (an upload cut short). Both blob stores put every upload through it.
+ */
+export function byteLimit(maxBytes: number, expected?: number): Transform {
   let bytes = 0;
   return new Transform({
     transform(chunk: Buffer, _encoding, done) {
       bytes += chunk.length;
       done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
+    },
+    flush(done) {
+      done(expected !== undefined && bytes !== expected ? new Error(`the body ended after ${bytes} of its ${expected} bytes`) : null);
     },
   });
 }

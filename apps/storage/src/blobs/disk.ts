@@ -81,18 +81,19 @@ export function createDiskBlobStore(directory: string): BlobStore {
     ready: () => stat(incoming).then((s) => s.isDirectory(), () => false),
     async close() {},
 
-    async write(key, body, { contentType, maxBytes }) {
+    async write(key, body, { contentType, maxBytes, size }) {
       const target = pathOf(key);
       const temporary = join(incoming, randomBytes(12).toString("hex"));
       try {
         await writeFile(temporary, encodeHeader({ contentType, etag: `"${randomBytes(12).toString("base64url")}"` }));
-        await pipeline(body, byteLimit(maxBytes), createWriteStream(temporary, { flags: "a" }));
+        await pipeline(body, byteLimit(maxBytes, size), createWriteStream(temporary, { flags: "a" }));
         const file = await open(temporary, "r");
         try {
+          const stored = await readHeader(file);
           await file.datasync(); // acknowledged only once stored
           await mkdir(dirname(target), { recursive: true });
           await rename(temporary, target);
-          return (await readHeader(file)).info;
+          return stored.info;
         } finally {
           await file.close();
         }

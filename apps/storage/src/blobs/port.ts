@@ -35,8 +35,10 @@ export interface BlobStore {
    * Streams `body` into the blob at `key`, replacing what was there only once
    * every byte is stored (a failed or refused upload leaves the old bytes).
    * Rejects with `BlobTooLarge` as soon as more than `maxBytes` arrive.
+   * `size`: the body's length when the caller declared it (Content-Length),
+   * which lets a store take it in one request; a body that ends short fails.
    */
-  write(key: string, body: Readable, options: { contentType: string; maxBytes: number }): Promise<BlobInfo>;
+  write(key: string, body: Readable, options: { contentType: string; maxBytes: number; size?: number | undefined }): Promise<BlobInfo>;
   /**
    * The bytes (or the range of them); undefined when there is no blob at
    * `key`, or when `etag` is given and the blob is no longer that one (an

@@ -43,6 +43,9 @@ function s3Failure(error: unknown): unknown {
   return isS3Down(error) ? new DependencyDown("S3", { cause: error }) : error;
 }
 
+/** S3's limit on one PUT (5 GiB): a longer body must go in parts. */
+const maxSinglePutBytes = 5 * 1024 ** 3;
+
 /** Connections to S3 one process may open (downloads in flight, uploads' parts, other calls). */
 const maxConnections = 1024;
 
@@ -138,13 +141,31 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       client.destroy();
     },
 
-    async write(key, body, { contentType, maxBytes }) {
-      const counted = byteLimit(maxBytes);
+    async write(key, body, { contentType, maxBytes, size }) {
+      const counted = byteLimit(maxBytes, size);
       // The body's own failure (the caller went away) or the limit: not S3's.
       let bodyFailure: unknown;
+      // The SDK pipes the body without watching it fail: a failure aborts the request.
+      const abort = new AbortController();
       pipeline(body, counted, (error) => {
-        if (error) bodyFailure ??= error;
+        if (!error) return;
+        bodyFailure ??= error;
+        abort.abort(error);
       });
+      // A body of known length S3 takes in one PUT streams straight through,
+      // nothing held (and at S3's full speed: parts cost it half). Of unknown
+      // length, it goes in parts, each held in memory until sent.
+      if (size !== undefined && size <= maxSinglePutBytes) {
+        try {
+          await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: counted, ContentLength: size, ContentType: contentType }), { abortSignal: abort.signal });
+        } catch (error) {
+          counted.destroy();
+          throw bodyFailure ?? (error instanceof BlobTooLarge ? error : s3Failure(error));
+        }
+        const stored = await stat(key);
+        if (!stored) throw new Error(`S3 lost ${key} right after storing it`);
+        return stored;
+      }
       const upload = new Upload({ client, params: { Bucket: bucket, Key: key, Body: counted, ContentType: contentType } });
       try {
         await upload.done();
