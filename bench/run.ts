@@ -31,5 +31,5 @@ if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(proces
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });
 if (!only || only === "storage") {
-  await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 3), seconds, connections });
+  await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 5), seconds, connections });
 }

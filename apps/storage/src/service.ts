@@ -33,6 +33,8 @@ export interface StorageServiceDeps {
   publicUrl: () => string;
   /** Removes a bucket's bytes and assets, then the bucket itself. */
   sweepBucket: (bucket: BucketRecord) => Promise<void>;
+  /** The blob store presigns URLs that clients can reach (S3 with S3_PUBLIC_URLS). */
+  directUrls: boolean;
   logger: Logger;
   now: () => Date;
 }
@@ -58,7 +60,7 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
    * limit is S3's own (5 GiB) and there is no quota (docs/decisions.md, "Storage").
    */
   function presignable(operations: BlobOperation[]): boolean {
-    if (!blobs.presign || operations.length !== 1) return false;
+    if (!deps.directUrls || operations.length !== 1) return false;
     return operations[0] === "GET" || (limits.maxAssetBytes >= s3SinglePutBytes && limits.quotaBytes === undefined);
   }
 

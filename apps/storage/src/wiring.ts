@@ -51,6 +51,8 @@ export async function wireStorage(
   const access = createAssetAccess({ store, blobs, logger: deps.logger, now });
   const limits = { maxAssetBytes: settings.ASSET_MAX_BYTES, quotaBytes: settings.STORAGE_QUOTA_BYTES };
   const sweep = createBucketSweep({ store, blobs, logger: deps.logger, now });
+  // Presigned store URLs only when the store makes them and clients can reach it.
+  const directUrls = blobs.presign !== undefined && settings.S3_PUBLIC_URLS;
   const sweeping = sweep.start();
   const service = createStorageService({
     store,
@@ -61,10 +63,11 @@ export async function wireStorage(
     urlTtlSeconds: settings.ASSET_URL_TTL_SECONDS,
     publicUrl: deps.publicUrl,
     sweepBucket: sweep.sweepBucket,
+    directUrls,
     logger: deps.logger,
     now,
   });
-  const serveBlob = createServeBlob({ store, blobs, access, tokens, limits });
+  const serveBlob = createServeBlob({ store, blobs, access, tokens, limits, directUrls });
   return {
     service: { ...service, close: () => (sweeping.stop(), service.close()) },
     serveBlob,

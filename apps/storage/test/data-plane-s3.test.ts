@@ -56,8 +56,8 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
   });
   const objectsUnder = async (prefix: string) => (await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }))).KeyCount ?? 0;
 
-  it("a bodiless URL points at Loom and carries a multipart upload (larger than a part) to S3 and back", async () => {
-    const { storage, serve } = await storageOn();
+  it("with S3_PUBLIC_URLS=false every byte goes through Loom: uploads of known and unknown length (parts), downloads, ranges", async () => {
+    const { storage, serve } = await storageOn({ S3_PUBLIC_URLS: "false" });
     const { bucket } = await storage.createBucket({ name: "b" }, call);
     await storage.createAsset({ bucketId: bucket!.bucketId, name: "big/file.bin" }, call);
     const { url, headers } = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name: "big/file.bin" }, call);
@@ -74,6 +74,27 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
     expect(await collect(part.body)).toEqual(bytes.subarray(5242880, 5242890));
     const { asset } = await storage.getAsset({ bucketId: bucket!.bucketId, name: "big/file.bin" }, call);
     expect(asset!.size).toBe(BigInt(bytes.length));
+    // No Content-Length: the bytes go in parts.
+    const chunked: BlobRequest = { method: "PUT", token, headers: {}, body: Readable.from([bytes.subarray(0, 6_000_000), bytes.subarray(6_000_000)]), signal: new AbortController().signal };
+    expect((await serve(chunked)).status).toBe(200);
+    expect(sha(await collect((await serve(request("GET", token))).body))).toBe(sha(bytes));
+    const single = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name: "big/file.bin", operation: AssetUrlOperation.GET }, call);
+    expect(single.url.startsWith("http://loom.test/blobs/")).toBe(true);
+  });
+
+  it("a download on a Loom URL is redirected (307) to a presigned S3 URL, which answers ranges itself; a URL with no bytes yet is 404", async () => {
+    const { storage, serve } = await storageOn();
+    const { bucket } = await storage.createBucket({ name: "b" }, call);
+    await storage.createAsset({ bucketId: bucket!.bucketId, name: "r.txt" }, call);
+    const { url } = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name: "r.txt" }, call);
+    const token = url.slice("http://loom.test/blobs/".length);
+    await expect(serve(request("GET", token))).rejects.toMatchObject({ code: Code.NotFound });
+    expect((await serve(request("PUT", token, Buffer.from("0123456789"), { "content-type": "text/plain" }))).status).toBe(200);
+    const answer = await serve(request("GET", token));
+    expect(answer.status).toBe(307);
+    expect(answer.headers.location!.startsWith(s3.settings.S3_ENDPOINT)).toBe(true);
+    const followed = await fetch(answer.headers.location!, { headers: { range: "bytes=2-4" } });
+    expect([followed.status, await followed.text(), followed.headers.get("content-type")]).toEqual([206, "234", "text/plain"]);
   });
 
   it("one operation gets a presigned S3 URL; an upload through it shows in the asset's size and updated_at when next read", async () => {
