@@ -1,7 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { request, type IncomingMessage } from "node:http";
-import { tmpdir } from "node:os";
+import { spawnSync } from "node:child_process";
+import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -60,6 +61,18 @@ async function transfer(putUrl: string, getUrl: string, size: number, putHeaders
   return { up, down };
 }
 
+/**
+ * Pins a process (every thread) to CPUs. On a 2-core machine the scheduler
+ * otherwise sometimes puts a server on the client's core and sometimes not,
+ * and whole runs come out twice as slow or fast: the local-disk rows pin the
+ * client to CPU 0 and each server, Loom and baseline alike, to CPU 1.
+ */
+function pin(pid: number, cpus: string): void {
+  if (availableParallelism() < 2) return;
+  const result = spawnSync("taskset", ["-a", "-p", "-c", cpus, String(pid)], { stdio: "ignore" });
+  if (result.status !== 0) console.log(`(could not pin process ${pid} to CPU ${cpus}: taskset ${result.error ? "is missing" : `exited ${result.status}`})`);
+}
+
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 async function startLoom(key: string, env: Record<string, string>) {
@@ -74,7 +87,7 @@ async function startLoom(key: string, env: Record<string, string>) {
     if (answer.status !== 200) throw new Error(`CreateAssetUrl answered ${answer.status}: ${JSON.stringify(answer.body)}`);
     return answer.body as { url: string; headers: Record<string, string> };
   };
-  return { url, bucket, assetUrl, stop: () => stopProcess(proc) };
+  return { url, bucket, assetUrl, pid: proc.pid!, stop: () => stopProcess(proc) };
 }
 
 /**
@@ -97,36 +110,45 @@ export async function benchStorage(options: { sizeMiB: number; rounds: number; s
     rows.push({ store, direction, "Loom MiB/s": median(loom).toFixed(0), baseline, "baseline MiB/s": median(base).toFixed(0), ratio: `${(ratio * 100).toFixed(0)}%`, "goal ≥ 80%": verdict });
   };
 
-  // Local disk.
-  const dir = await mkdtemp(join(tmpdir(), "loom-bench-blobs-"));
-  const loom = await startLoom(key, { BLOB_DIR: join(dir, "loom") });
-  const barePort = await freePort();
-  const bare = await startProcess("bench/bare-blobs.ts", { PORT: String(barePort), BLOB_DIR: dir }, `http://127.0.0.1:${barePort}/healthz`);
-  const { url } = await loom.assetUrl("big.bin");
-  const loomRuns: Array<{ up: number; down: number }> = [];
-  const bareRuns: Array<{ up: number; down: number }> = [];
-  await transfer(url, url, 16 * MiB); // warm-up
-  for (let i = 0; i < options.rounds; i++) {
-    loomRuns.push(await transfer(url, url, size));
-    bareRuns.push(await transfer(`http://127.0.0.1:${barePort}/blob`, `http://127.0.0.1:${barePort}/blob`, size));
-  }
-  row("local disk", "upload", loomRuns.map((r) => r.up), bareRuns.map((r) => r.up), "bare node:http ↔ file");
-  row("local disk", "download", loomRuns.map((r) => r.down), bareRuns.map((r) => r.down), "bare node:http ↔ file");
+  const only = process.env.BENCH_STORAGE_ONLY; // "disk" or "s3": one store's rows
+  let createUrl: autocannon.Result | undefined;
+  if (only !== "s3") {
+    // Local disk.
+    const dir = await mkdtemp(join(tmpdir(), "loom-bench-blobs-"));
+    const loom = await startLoom(key, { BLOB_DIR: join(dir, "loom") });
+    const barePort = await freePort();
+    const bare = await startProcess("bench/bare-blobs.ts", { PORT: String(barePort), BLOB_DIR: dir }, `http://127.0.0.1:${barePort}/healthz`);
+    pin(process.pid, "0");
+    pin(loom.pid, "1");
+    pin(bare.pid!, "1");
+    const { url } = await loom.assetUrl("big.bin");
+    const loomRuns: Array<{ up: number; down: number }> = [];
+    const bareRuns: Array<{ up: number; down: number }> = [];
+    await transfer(url, url, 16 * MiB); // warm-up
+    for (let i = 0; i < options.rounds; i++) {
+      loomRuns.push(await transfer(url, url, size));
+      bareRuns.push(await transfer(`http://127.0.0.1:${barePort}/blob`, `http://127.0.0.1:${barePort}/blob`, size));
+    }
+    row("local disk", "upload", loomRuns.map((r) => r.up), bareRuns.map((r) => r.up), "bare node:http ↔ file");
+    row("local disk", "download", loomRuns.map((r) => r.down), bareRuns.map((r) => r.down), "bare node:http ↔ file");
 
-  // CreateAssetUrl requests/s on the all-in-one process.
-  const createUrl = await autocannon({
-    url: `${loom.url}/buckets/${loom.bucket}/asset-urls/big.bin`,
-    method: "POST",
-    headers: { authorization: `Bearer ${key}` },
-    connections: options.connections,
-    duration: options.seconds,
-  });
-  await stopProcess(bare);
-  await loom.stop();
-  await rm(dir, { recursive: true, force: true });
+    // CreateAssetUrl requests/s on the all-in-one process.
+    createUrl = await autocannon({
+      url: `${loom.url}/buckets/${loom.bucket}/asset-urls/big.bin`,
+      method: "POST",
+      headers: { authorization: `Bearer ${key}` },
+      connections: options.connections,
+      duration: options.seconds,
+    });
+    await stopProcess(bare);
+    await loom.stop();
+    await rm(dir, { recursive: true, force: true });
+    pin(process.pid, `0-${availableParallelism() - 1}`);
+  }
 
   // S3 (MinIO).
-  if (!testServers.s3) console.log("\n(S3 rows skipped: S3_TEST_ENDPOINT is not set — .ci/run starts MinIO and sets it; README, \"Test servers\")");
+  if (only === "disk") console.log("\n(S3 rows skipped: BENCH_STORAGE_ONLY=disk)");
+  else if (!testServers.s3) console.log("\n(S3 rows skipped: S3_TEST_ENDPOINT is not set — .ci/run starts MinIO and sets it; README, \"Test servers\")");
   else {
     const s3 = await freshS3Bucket("loom-bench");
     const onS3 = await startLoom(key, s3.env);
@@ -160,7 +182,9 @@ export async function benchStorage(options: { sizeMiB: number; rounds: number; s
   }
 
   printTable(`Storage: ${options.sizeMiB} MiB through a signed URL (all-in-one process), median of ${options.rounds} rounds`, rows);
-  printTable("CreateAssetUrl (all-in-one process, in-memory stores)", [
-    { "requests/s": createUrl.requests.average.toFixed(0), "p50 ms": createUrl.latency.p50, "p99 ms": createUrl.latency.p99, non2xx: createUrl.non2xx, errors: createUrl.errors },
-  ]);
+  if (createUrl) {
+    printTable("CreateAssetUrl (all-in-one process, in-memory stores)", [
+      { "requests/s": createUrl.requests.average.toFixed(0), "p50 ms": createUrl.latency.p50, "p99 ms": createUrl.latency.p99, non2xx: createUrl.non2xx, errors: createUrl.errors },
+    ]);
+  }
 }
