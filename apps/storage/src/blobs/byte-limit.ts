@@ -9,8 +9,6 @@ import { BlobTooLarge } from "./port.ts";
 export function byteLimit(maxBytes: number, expected?: number): Transform {
   let bytes = 0;
   return new Transform({
-    // A buffer of 1 MiB each side: the upload keeps arriving while the store takes what came before.
-    highWaterMark: 1024 * 1024,
     transform(chunk: Buffer, _encoding, done) {
       bytes += chunk.length;
       done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
