@@ -21,7 +21,7 @@ export interface FaultStack {
 export const faultLeaseMs = 2_000;
 
 /**
- * The split deployment (five Node processes) on NATS and FerretDB of its
+ * The split deployment (six Node processes) on NATS and FerretDB of its
  * own, with a fake OpenAI-compatible model the test controls. Process logs
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */

@@ -1,0 +1,49 @@
+import { spawnSync } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { apiClient } from "@loom/testing/http";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { freshS3Bucket } from "@loom/testing/s3";
+import { testServers } from "@loom/testing/servers";
+
+/**
+ * The published griptape client (PyPI) against the all-in-one process, on
+ * local disk and on S3 (MinIO, when .ci/run started one): its file manager
+ * driver saves, loads and lists through buckets, assets and signed URLs.
+ * Usage: node .ci/griptape-compat.ts <python with griptape installed>.
+ */
+const python = process.argv[2]!;
+const stores: Array<{ name: string; env: () => Promise<{ env: Record<string, string>; cleanup(): Promise<void> }> }> = [
+  {
+    name: "local disk",
+    env: async () => {
+      const dir = await mkdtemp(join(tmpdir(), "loom-compat-"));
+      return { env: { BLOB_DIR: dir }, cleanup: () => rm(dir, { recursive: true, force: true }) };
+    },
+  },
+];
+if (testServers.s3) stores.push({ name: "S3 (MinIO)", env: async () => freshS3Bucket("loom-compat") });
+else console.log("(S3 run skipped: S3_TEST_ENDPOINT is not set)");
+
+let failed = false;
+for (const store of stores) {
+  const { env, cleanup } = await store.env();
+  const key = `loom_compat-${randomBytes(24).toString("base64url")}`;
+  const port = await freePort();
+  const url = `http://127.0.0.1:${port}`;
+  const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...env }, `${url}/healthz`);
+  try {
+    const bucket = (await apiClient(url, key).post("/buckets", { name: "griptape" })).body.bucket_id as string;
+    const run = spawnSync(python, [".ci/compat/file_manager.py"], {
+      env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_BUCKET: bucket, LOOM_STORE: store.name },
+      stdio: "inherit",
+    });
+    if (run.status !== 0) failed = true;
+  } finally {
+    await stopProcess(loom);
+    await cleanup();
+  }
+}
+process.exit(failed ? 1 : 0);
