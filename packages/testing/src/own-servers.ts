@@ -53,8 +53,19 @@ const listening = (port: number) => () =>
     socket.once("error", () => resolve(false));
   });
 
+/**
+ * Starts a server on a free port; if it dies while starting (another process
+ * took the port between the look and the bind), once more on another.
+ */
 async function ownServer(url: (port: number) => string, command: string, args: (port: number) => Promise<string[]>, dataDir?: string): Promise<OwnServer> {
-  const port = await freePort();
+  try {
+    return await ownServerOn(await freePort(), url, command, args, dataDir);
+  } catch {
+    return ownServerOn(await freePort(), url, command, args, dataDir);
+  }
+}
+
+async function ownServerOn(port: number, url: (port: number) => string, command: string, args: (port: number) => Promise<string[]>, dataDir?: string): Promise<OwnServer> {
   let child: ChildProcess | undefined;
   const server: OwnServer = {
     url: url(port),
