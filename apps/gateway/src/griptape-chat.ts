@@ -27,6 +27,7 @@ import { jsonValue } from "./validation.ts";
  * `input`. Optional fields accept null, as griptape writes None.
  */
 const jsonObject = z.record(z.string(), jsonValue);
+const int32Max = 2 ** 31 - 1;
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((value) => value ?? undefined);
 
 const toolActionSchema = z.object({
@@ -49,8 +50,8 @@ const imageArtifactSchema = z.object({
   type: z.literal("ImageArtifact"),
   value: z.base64("must be base64"),
   format: z.string(),
-  width: z.number().int(),
-  height: z.number().int(),
+  width: z.number().int().min(0).max(int32Max),
+  height: z.number().int().min(0).max(int32Max),
 });
 const actionArtifactSchema = z.object({ ...artifactBase, type: z.literal("ActionArtifact"), value: toolActionSchema });
 /** A tool's result: any artifact; a string value is text, anything else JSON. */
@@ -85,7 +86,7 @@ const toolSchema = z.object({
 
 const driverConfigurationSchema = z.object({
   model: optional(z.string()),
-  max_tokens: optional(z.number().int()),
+  max_tokens: optional(z.number().int().min(1).max(int32Max)),
   temperature: optional(z.number()),
   use_native_tools: optional(z.boolean()),
   structured_output_strategy: optional(z.string()),
@@ -100,7 +101,7 @@ const driverConfigurationSchema = z.object({
  */
 export const chatRequestSchema = z.object({
   driver_configuration: driverConfigurationSchema,
-  messages: z.array(messageSchema),
+  messages: z.array(messageSchema).min(1, "must hold at least one message"),
   output_schema: optional(jsonObject),
   tools: z.array(toolSchema),
 });

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { generateText, jsonSchema, Output, streamText, type LanguageModel, type LanguageModelUsage } from "ai";
+import { generateText, InvalidPromptError, jsonSchema, Output, streamText, type LanguageModel, type LanguageModelUsage } from "ai";
 import { ModelFailure } from "../models/port.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
 import type { ChatBackend, ChatCall, ChatUsage, ReplyDelta, ReplyPart } from "./port.ts";
@@ -32,6 +32,8 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
     } catch (error) {
       if (call.signal.aborted) throw call.signal.reason;
       if (error instanceof ModelFailure || error instanceof DeltaConsumerError) throw error instanceof DeltaConsumerError ? error.cause : error;
+      // A conversation the SDK cannot turn into a prompt (an empty message…) is the request's fault.
+      if (InvalidPromptError.isInstance(error)) throw new ModelFailure("failed", "InvalidPrompt", `the conversation cannot be sent to the model: ${error.message}`, { cause: error });
       throw classifyProviderError(error);
     }
   }

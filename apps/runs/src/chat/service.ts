@@ -37,6 +37,7 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
     const modelName = config?.model;
     const backend = modelName === undefined ? defaultBackend : backends.get(modelName);
     if (!backend) problems.push({ path: "body.driver_configuration.model", message: `unknown model "${modelName}"; allowed: ${[...backends.keys()].join(", ")}` });
+    if (req.messages.length === 0) problems.push({ path: "body.messages", message: "must hold at least one message" });
     req.messages.forEach((message, i) => {
       if (!roles.includes(message.role)) problems.push({ path: `body.messages[${i}].role`, message: `must be one of ${roles.join(", ")}` });
     });
