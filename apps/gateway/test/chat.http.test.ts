@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { answer, callTools, cutAfter, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
+import { anthropicAnswer, anthropicError, anthropicToolUse } from "@loom/testing/fake-anthropic";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
 import { startStack, type TestStack } from "./stack.ts";
@@ -49,14 +50,23 @@ const body = (over: Record<string, unknown> = {}) => ({
 describe("chat messages over HTTP", () => {
   let stack: TestStack;
   let fake: FakeOpenAI;
+  /** The same scripted server, answering in the Anthropic Messages protocol. */
+  let anthropic: FakeOpenAI;
   let admin: ApiClient;
   let auth: Record<string, string>;
 
   beforeAll(async () => {
     fake = await startFakeOpenAI();
+    anthropic = await startFakeOpenAI();
     stack = await startStack("memory", {
       memoryBus: true,
-      runs: { DEFAULT_MODEL: "openai-compatible:fake-model", OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl, CHAT_MODELS: "loom:echo" },
+      runs: {
+        DEFAULT_MODEL: "openai-compatible:fake-model",
+        OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+        CHAT_MODELS: "loom:echo, anthropic:claude-haiku-4-5",
+        ANTHROPIC_API_KEY: "test-anthropic-key",
+        ANTHROPIC_BASE_URL: anthropic.baseUrl,
+      },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     auth = { authorization: `Bearer ${stack.bootstrapKey}` };
@@ -64,6 +74,7 @@ describe("chat messages over HTTP", () => {
   afterAll(async () => {
     await stack?.close();
     await fake?.close();
+    await anthropic?.close();
   });
   beforeEach(() => fake.reply(answer("Hello there, world!")));
 
@@ -167,7 +178,7 @@ describe("chat messages over HTTP", () => {
     const unknownModel = await admin.post("/chat/messages", body({ driver_configuration: { model: "openai-compatible:other" } }));
     expect(unknownModel.status).toBe(400);
     expect(unknownModel.body.errors[0]).toMatchObject({ path: "body.driver_configuration.model" });
-    expect(unknownModel.body.errors[0].message).toContain("openai-compatible:fake-model, loom:echo");
+    expect(unknownModel.body.errors[0].message).toContain("openai-compatible:fake-model, loom:echo, anthropic:claude-haiku-4-5");
     const extra = await admin.post("/chat/messages", body({ driver_configuration: { extra_params: { logit_bias: {} } } }));
     expect(extra.status).toBe(400);
     expect(extra.body.errors[0].path).toBe("body.driver_configuration.extra_params.logit_bias");
@@ -282,6 +293,67 @@ describe("chat messages over HTTP", () => {
       expectDeltaFrames(frames);
       expect(frames.slice(0, -1).map((f) => f.content.text).join("")).toBe("Echo: Hi there");
       expect(frames.at(-1).content).toBeNull();
+    });
+  });
+
+  describe("the Anthropic protocol", () => {
+    const claude = (over: Record<string, unknown> = {}) => body({ driver_configuration: { ...body().driver_configuration, model: "anthropic:claude-haiku-4-5" }, ...over });
+
+    it("answers text with usage, system as the system prompt, settings passed", async () => {
+      anthropic.reply(anthropicAnswer("Bonjour."));
+      const res = await admin.post("/chat/messages", claude());
+      expect(res.status, JSON.stringify(res.body)).toBe(201);
+      expectGriptapeMessage(res.body);
+      expect(res.body.content[0].artifact.value).toBe("Bonjour.");
+      expect(res.body.usage).toEqual({ type: "Message.Usage", input_tokens: 13, output_tokens: 5 });
+      const sent = anthropic.requests.at(-1)!;
+      expect(sent.path).toBe("/v1/messages");
+      expect(sent.headers["x-api-key"]).toBe("test-anthropic-key");
+      expect(sent.body).toMatchObject({ model: "claude-haiku-4-5", max_tokens: 50, temperature: 0.2 });
+      expect(JSON.stringify(sent.body.system)).toContain("You are terse.");
+    });
+
+    it("runs the agent loop: tool_use comes back as ActionCallMessageContent, the result goes back as tool_result", async () => {
+      anthropic.reply(anthropicToolUse([{ id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } }]));
+      const first = await admin.post("/chat/messages", claude({ tools: [calculator] }));
+      expect(first.status, JSON.stringify(first.body)).toBe(201);
+      expectGriptapeMessage(first.body);
+      expect(anthropic.requests.at(-1)!.body.tools[0]).toMatchObject({ name: "Calculator_calculate", description: "Calculates an expression" });
+      const action = first.body.content[0].artifact.value;
+      expect(action).toEqual({ type: "ToolAction", tag: "toolu_1", name: "Calculator", path: "calculate", input: { values: { expression: "6*7" } } });
+      anthropic.reply(anthropicAnswer("42."));
+      const result = { ...userText("ignored"), content: [{ type: "ActionResultMessageContent", artifact: textArtifact("42"), action }] };
+      const second = await admin.post("/chat/messages", claude({ tools: [calculator], messages: [...claude().messages, first.body, result] }));
+      expect(second.status).toBe(201);
+      expect(second.body.content[0].artifact.value).toBe("42.");
+      const sent = anthropic.requests.at(-1)!.body.messages;
+      expect(sent.at(-2)).toMatchObject({ role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } }] });
+      expect(sent.at(-1)).toMatchObject({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1" }] });
+      expect(JSON.stringify(sent.at(-1).content[0].content)).toContain("42");
+    });
+
+    it("streams text and tool-call deltas, then the usage", async () => {
+      anthropic.reply(anthropicAnswer("one two three"));
+      const text = await openSse(`${stack.gatewayUrl}/chat/messages/stream`, auth, claude());
+      await text.ended;
+      const frames = text.events.map((e) => JSON.parse(e.data));
+      expect(frames.slice(0, -1).map((f) => f.content.text).join("")).toBe("one two three");
+      expect(frames.at(-1)).toEqual({ type: "DeltaMessage", role: "assistant", content: null, usage: { type: "Message.Usage", input_tokens: 13, output_tokens: 5 } });
+
+      anthropic.reply(anthropicToolUse([{ id: "toolu_2", name: "Calculator_calculate", input: { values: { expression: "1+2" } } }]));
+      const call = await openSse(`${stack.gatewayUrl}/chat/messages/stream`, auth, claude({ tools: [calculator] }));
+      await call.ended;
+      const deltas = call.events.map((e) => JSON.parse(e.data)).slice(0, -1).map((f) => f.content);
+      for (const d of deltas) expect(keysOf(d)).toEqual(keys.actionCallDelta);
+      expect(deltas[0]).toMatchObject({ tag: "toolu_2", name: "Calculator", path: "calculate" });
+      expect(JSON.parse(deltas.map((d) => d.partial_input ?? "").join(""))).toEqual({ values: { expression: "1+2" } });
+    });
+
+    it("answers the provider's rejection with 400", async () => {
+      anthropic.reply(anthropicError(400, "prompt is too long"));
+      const res = await admin.post("/chat/messages", claude());
+      expect(res.status).toBe(400);
+      expect(res.body.errors[0].message).toContain("prompt is too long");
     });
   });
 });
