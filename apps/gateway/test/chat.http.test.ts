@@ -157,6 +157,10 @@ describe("chat messages over HTTP", () => {
     expect(JSON.parse(native.body.content[0].artifact.value)).toEqual({ answer: "yes" });
     expect(fake.requests.at(-1)!.body.response_format).toMatchObject({ type: "json_schema", json_schema: { schema } });
 
+    fake.reply(answer('{"answer":42}'));
+    const invalid = await admin.post("/chat/messages", body({ output_schema: schema }));
+    expect(invalid.status).toBe(503);
+
     fake.reply(callTools([{ id: "call_so", name: "StructuredOutputTool_provide_output", arguments: { answer: "yes" } }]));
     const viaTool = await admin.post("/chat/messages", body({ output_schema: schema, driver_configuration: { ...body().driver_configuration, structured_output_strategy: "tool" } }));
     expect(viaTool.status).toBe(201);
