@@ -138,6 +138,17 @@ describe("chat messages over HTTP", () => {
     expect(sent.at(-1)).toEqual({ role: "tool", tool_call_id: "call_abc", content: "42" });
   });
 
+  it("sends a JSON tool result as JSON, and loom:echo answers a tool result with its text", async () => {
+    const action = { type: "ToolAction", tag: "call_j", name: "Calculator", path: "calculate", input: {} };
+    const call = { type: "Message", role: "assistant", content: [{ type: "ActionCallMessageContent", artifact: { type: "ActionArtifact", id: "c1", reference: null, meta: {}, name: "c1", value: action } }], usage: { type: "Message.Usage", input_tokens: 1, output_tokens: 1 } };
+    const result = { ...userText(""), content: [{ type: "ActionResultMessageContent", artifact: { type: "JsonArtifact", id: "j1", reference: null, meta: {}, name: "j1", value: { result: 42 } }, action }] };
+    const res = await admin.post("/chat/messages", body({ tools: [calculator], messages: [userText("6*7?"), call, result] }));
+    expect(res.status, JSON.stringify(res.body)).toBe(201);
+    expect(fake.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: "tool", tool_call_id: "call_j", content: '{"result":42}' });
+    const echoed = await admin.post("/chat/messages", body({ tools: [calculator], messages: [userText("6*7?"), call, result], driver_configuration: { model: "loom:echo" } }));
+    expect(echoed.body.content[0].artifact.value).toBe('Echo: {"result":42}');
+  });
+
   it("sends images as base64 image parts", async () => {
     const png = Buffer.from("fake png bytes").toString("base64");
     const image = { type: "ImageArtifact", id: "i1", reference: null, meta: {}, name: "i1.png", value: png, format: "png", width: 1, height: 1 };
