@@ -77,15 +77,28 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
     async *streamChatMessage(req, ctx) {
       const { backend, call } = prepare(req, ctx);
       // The backend pushes deltas through a callback; this hands them to the
-      // generator one by one, each push waiting until the frame is taken.
-      type Item = { delta: ReplyDelta } | { usage: ChatUsage } | { error: unknown };
+      // generator one by one, each push waiting until its frame is taken, so
+      // a slow client slows the reading of the provider's stream.
+      type Item = { delta: ReplyDelta; taken: () => void } | { usage: ChatUsage } | { error: unknown };
       const queue: Item[] = [];
       let wake: (() => void) | undefined;
       const push = (item: Item) => {
         queue.push(item);
         wake?.();
       };
-      void backend.stream(call, async (delta) => push({ delta })).then(
+      // A cancel releases a push nobody will take, so the backend's call ends too.
+      const handOver = (delta: ReplyDelta) =>
+        new Promise<void>((resolve, reject) => {
+          ctx.signal.throwIfAborted();
+          const onAbort = () => reject(ctx.signal.reason);
+          ctx.signal.addEventListener("abort", onAbort, { once: true });
+          const taken = () => {
+            ctx.signal.removeEventListener("abort", onAbort);
+            resolve();
+          };
+          push({ delta, taken });
+        });
+      void backend.stream(call, handOver).then(
         (usage) => push({ usage }),
         (error: unknown) => push({ error }),
       );
@@ -98,6 +111,7 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
           yield create(StreamChatMessageResponseSchema, { kind: { case: "usage", value: usageOf(item.usage) } });
           return;
         }
+        item.taken();
         yield deltaOf(item.delta);
       }
     },
