@@ -34,7 +34,7 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
         if (item.kind.case === "actionResult") return [];
         if (item.kind.case === "image" && item.kind.value.value.case === "image") {
           const image = item.kind.value.value.value;
-          return [{ type: "image", image: image.data, mediaType: `image/${image.format}` }];
+          return [{ type: "file", data: image.data, mediaType: `image/${image.format}` }];
         }
         return [{ type: "text", text: textOf(item) }];
       });
