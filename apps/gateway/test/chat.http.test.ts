@@ -149,6 +149,12 @@ describe("chat messages over HTTP", () => {
     expect(echoed.body.content[0].artifact.value).toBe('Echo: {"result":42}');
   });
 
+  it("sends no tools with use_native_tools false (griptape then prompts for them)", async () => {
+    const res = await admin.post("/chat/messages", body({ tools: [calculator], driver_configuration: { use_native_tools: false } }));
+    expect(res.status).toBe(201);
+    expect(fake.requests.at(-1)!.body.tools).toBeUndefined();
+  });
+
   it("sends images as base64 image parts", async () => {
     const png = Buffer.from("fake png bytes").toString("base64");
     const image = { type: "ImageArtifact", id: "i1", reference: null, meta: {}, name: "i1.png", value: png, format: "png", width: 1, height: 1 };
