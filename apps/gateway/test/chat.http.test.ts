@@ -66,6 +66,7 @@ describe("chat messages over HTTP", () => {
         CHAT_MODELS: "loom:echo, anthropic:claude-haiku-4-5",
         ANTHROPIC_API_KEY: "test-anthropic-key",
         ANTHROPIC_BASE_URL: anthropic.baseUrl,
+        CHAT_TIMEOUT_MS: 2_000,
       },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
@@ -223,6 +224,15 @@ describe("chat messages over HTTP", () => {
     fake.reply(failWith(500));
     const down = await admin.post("/chat/messages", body());
     expect(down.status).toBe(503);
+  });
+
+  it("a provider that does not answer within CHAT_TIMEOUT_MS is 503, and its request is aborted", async () => {
+    fake.reply(hang());
+    const arrived = fake.nextRequest();
+    const res = await admin.post("/chat/messages", body());
+    expect(res.status).toBe(503);
+    expect(res.body.errors[0].message).toBe("the model did not answer within 2 s");
+    await (await arrived).closedEarly;
   });
 
   it("loom:echo answers offline, and calls a tool when asked", async () => {

@@ -27,6 +27,7 @@ export interface RunSettings extends ModelConfig {
   RUN_WORKER_CONCURRENCY: number;
   RUN_MAX_PER_ORGANIZATION: number;
   RUN_MAX_QUEUED_PER_ORGANIZATION: number;
+  CHAT_TIMEOUT_MS: number;
 }
 
 /** MongoDB when a URL is given, else the in-memory store. */
@@ -44,7 +45,7 @@ export async function wireRuns(
 ): Promise<{ service: RpcService; worker: RunWorker }> {
   await store.init();
   const model = peers.model ?? resolveModel(settings);
-  const chat = createChatService({ backends: chatBackends(settings) });
+  const chat = createChatService({ backends: chatBackends(settings), timeoutMs: settings.CHAT_TIMEOUT_MS });
   const log = createRunLog(clientFor(EventsService, peers.events));
   const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
   const worker = createRunWorker({

@@ -26,7 +26,7 @@ const roles = ["user", "assistant", "system"];
  * one of `backends` by `driver_configuration.model` (absent: the first, which
  * is DEFAULT_MODEL).
  */
-export function createChatService({ backends }: { backends: Map<string, ChatBackend> }): ServiceImpl<typeof ChatService> {
+export function createChatService({ backends, timeoutMs }: { backends: Map<string, ChatBackend>; timeoutMs: number }): ServiceImpl<typeof ChatService> {
   const defaultBackend = [...backends.values()][0];
   if (!defaultBackend) throw new Error("chat needs at least one model");
 
@@ -60,7 +60,8 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
         useNativeTools: config?.useNativeTools ?? true,
         structuredOutputStrategy: strategy as StructuredOutputStrategy,
         settings: extra.settings,
-        signal: ctx.signal,
+        // The client going away or the time running out aborts the provider request.
+        signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(timeoutMs)]),
       },
     };
   }
@@ -68,7 +69,7 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
   return {
     async createChatMessage(req, ctx) {
       const { backend, call } = prepare(req, ctx);
-      const reply = await backend.reply(call).catch((error: unknown) => rethrow(error, ctx));
+      const reply = await backend.reply(call).catch((error: unknown) => rethrow(error, call.signal, timeoutMs));
       return {
         message: create(ChatMessageSchema, { role: "assistant", content: reply.parts.map(contentOf), usage: usageOf(reply.usage) }),
       };
@@ -89,11 +90,11 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
       // A cancel releases a push nobody will take, so the backend's call ends too.
       const handOver = (delta: ReplyDelta) =>
         new Promise<void>((resolve, reject) => {
-          ctx.signal.throwIfAborted();
-          const onAbort = () => reject(ctx.signal.reason);
-          ctx.signal.addEventListener("abort", onAbort, { once: true });
+          call.signal.throwIfAborted();
+          const onAbort = () => reject(call.signal.reason);
+          call.signal.addEventListener("abort", onAbort, { once: true });
           const taken = () => {
-            ctx.signal.removeEventListener("abort", onAbort);
+            call.signal.removeEventListener("abort", onAbort);
             resolve();
           };
           push({ delta, taken });
@@ -106,7 +107,7 @@ export function createChatService({ backends }: { backends: Map<string, ChatBack
         if (queue.length === 0) await new Promise<void>((resolve) => (wake = resolve));
         wake = undefined;
         const item = queue.shift()!;
-        if ("error" in item) rethrow(item.error, ctx);
+        if ("error" in item) rethrow(item.error, call.signal, timeoutMs);
         if ("usage" in item) {
           yield create(StreamChatMessageResponseSchema, { kind: { case: "usage", value: usageOf(item.usage) } });
           return;
@@ -137,8 +138,12 @@ function deltaOf(delta: ReplyDelta): StreamChatMessageResponse {
 const usageOf = (usage: ChatUsage) => create(UsageSchema, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 
 /** A provider refusal is the request's fault (400), anything else the platform's (503); a cancel stays a cancel. */
-function rethrow(error: unknown, ctx: HandlerContext): never {
-  if (ctx.signal.aborted) throw new ConnectError("the chat call was cancelled", Code.Canceled);
+function rethrow(error: unknown, signal: AbortSignal, timeoutMs: number): never {
+  if (signal.aborted) {
+    const timedOut = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError";
+    if (timedOut) throw new ConnectError(`the model did not answer within ${timeoutMs / 1000} s`, Code.DeadlineExceeded);
+    throw new ConnectError("the chat call was cancelled", Code.Canceled);
+  }
   if (error instanceof ModelFailure) throw new ConnectError(error.message, error.kind === "failed" ? Code.InvalidArgument : Code.Unavailable);
   throw error;
 }
