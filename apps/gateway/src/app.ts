@@ -1,4 +1,5 @@
 import Koa from "koa";
+import { chatOperations } from "./routes/chat.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Router } from "@koa/router";
 import type { ServeBlob } from "@loom/kit/blob-exchange";
@@ -61,6 +62,7 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, pri
     ...streamOperations(clients, feeds),
     ...bucketOperations(clients),
     ...assetOperations(clients),
+    ...chatOperations(clients),
   ];
 }
 

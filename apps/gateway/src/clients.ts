@@ -3,6 +3,7 @@ import { clientFor } from "@loom/kit/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
 
@@ -11,17 +12,20 @@ export interface ServiceClients {
   identity: Client<typeof IdentityService>;
   assistants: Client<typeof AssistantsService>;
   runs: Client<typeof RunsService>;
+  /** Served by the runs service, which owns model access. */
+  chat: Client<typeof ChatService>;
   events: Client<typeof EventsService>;
   storage: Client<typeof StorageService>;
 }
 
-export type ServiceTransports = Record<keyof ServiceClients, Transport>;
+export type ServiceTransports = Record<Exclude<keyof ServiceClients, "chat">, Transport>;
 
 export function serviceClients(transports: ServiceTransports): ServiceClients {
   return {
     identity: clientFor(IdentityService, transports.identity),
     assistants: clientFor(AssistantsService, transports.assistants),
     runs: clientFor(RunsService, transports.runs),
+    chat: clientFor(ChatService, transports.runs),
     events: clientFor(EventsService, transports.events),
     storage: clientFor(StorageService, transports.storage),
   };

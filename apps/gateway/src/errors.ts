@@ -92,3 +92,12 @@ export function errorHandler(logger: Logger) {
     }
   };
 }
+
+/**
+ * What a client may read of an error written into a stream already under way
+ * (the chat stream's `data: {"error": "..."}`): the service's message for a
+ * code of the table, "internal error" for anything else.
+ */
+export function publicMessage(error: unknown): string {
+  return error instanceof ConnectError && httpOf[error.code] ? error.rawMessage : "internal error";
+}

@@ -59,6 +59,7 @@ export const testRunSettings: RunSettings = {
   RUN_WORKER_CONCURRENCY: 16,
   RUN_MAX_PER_ORGANIZATION: 8,
   RUN_MAX_QUEUED_PER_ORGANIZATION: 1000,
+  CHAT_TIMEOUT_MS: 30_000,
 };
 
 export async function startStack(

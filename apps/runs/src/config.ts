@@ -16,6 +16,8 @@ export const runSettings = {
   RUN_MAX_PER_ORGANIZATION: z.coerce.number().int().min(1).default(8),
   /** Runs one organization may have queued; a create past it is refused (429) rather than growing the queue. */
   RUN_MAX_QUEUED_PER_ORGANIZATION: z.coerce.number().int().min(1).default(1000),
+  /** A chat call (streamed or not) still going after this long is 503 (DEADLINE_EXCEEDED); the provider request is aborted. */
+  CHAT_TIMEOUT_MS: env.duration(5 * 60 * 1000),
 };
 
 /** The runs service run on its own (one Deployment in production). */

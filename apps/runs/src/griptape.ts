@@ -6,7 +6,7 @@ import { randomBytes } from "node:crypto";
  * `from_dict`, which rejects any extra or missing key, so these builders are
  * the only place payloads are made, and a test pins every key set.
  */
-const griptapeId = () => randomBytes(16).toString("hex");
+export const griptapeId = () => randomBytes(16).toString("hex");
 const seconds = (at: Date) => at.getTime() / 1000;
 
 export interface TextArtifact {

@@ -7,7 +7,12 @@ import { clientFor } from "@loom/kit/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import type { Model } from "./models/port.ts";
-import { resolveModel, type ModelConfig } from "./models/resolve.ts";
+import { resolveChatModels, resolveModel, type ModelConfig } from "./models/resolve.ts";
+import { ChatService } from "@loom/proto/runs/v1/chat_pb";
+import { createAiSdkChat } from "./chat/ai-sdk-chat.ts";
+import { createEchoChat } from "./chat/echo-chat.ts";
+import type { ChatBackend } from "./chat/port.ts";
+import { createChatService } from "./chat/service.ts";
 import { createRunLog } from "./run-log.ts";
 import { createRunsService } from "./service.ts";
 import { createMemoryRunsStore } from "./store/memory.ts";
@@ -22,6 +27,7 @@ export interface RunSettings extends ModelConfig {
   RUN_WORKER_CONCURRENCY: number;
   RUN_MAX_PER_ORGANIZATION: number;
   RUN_MAX_QUEUED_PER_ORGANIZATION: number;
+  CHAT_TIMEOUT_MS: number;
 }
 
 /** MongoDB when a URL is given, else the in-memory store. */
@@ -39,6 +45,7 @@ export async function wireRuns(
 ): Promise<{ service: RpcService; worker: RunWorker }> {
   await store.init();
   const model = peers.model ?? resolveModel(settings);
+  const chat = createChatService({ backends: chatBackends(settings), timeoutMs: settings.CHAT_TIMEOUT_MS });
   const log = createRunLog(clientFor(EventsService, peers.events));
   const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
   const worker = createRunWorker({
@@ -59,10 +66,21 @@ export async function wireRuns(
     worker,
     service: {
       ...service,
+      routes: (router) => {
+        service.routes(router);
+        router.service(ChatService, chat);
+      },
       close: async () => {
         await worker.stop();
         await service.close();
       },
     },
   };
+}
+
+/** The chat models by name, DEFAULT_MODEL first. */
+function chatBackends(settings: ModelConfig): Map<string, ChatBackend> {
+  const backends = new Map<string, ChatBackend>();
+  for (const [id, entry] of resolveChatModels(settings)) backends.set(id, entry.echo ? createEchoChat() : createAiSdkChat({ id, model: entry.model }));
+  return backends;
 }

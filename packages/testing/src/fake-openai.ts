@@ -79,6 +79,55 @@ export function answer(text: string, usage = { prompt_tokens: 11, completion_tok
   };
 }
 
+/** A model's tool call as the fake answers it. */
+export interface FakeToolCall {
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+/**
+ * A completion that calls tools (finish_reason "tool_calls"): JSON, or SSE
+ * chunks when streaming, the arguments cut in two pieces as OpenAI streams them.
+ */
+export function callTools(calls: FakeToolCall[], usage = { prompt_tokens: 20, completion_tokens: 9 }): Reply {
+  const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+  return (request, res) => {
+    const base = { id: "chatcmpl-2", created: 1_700_000_000, model: request.body.model };
+    if (!request.body.stream) {
+      const toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
+      json(res, 200, { ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: toolCalls }, finish_reason: "tool_calls" }], usage: totals });
+      return;
+    }
+    const chunk = (choices: unknown[], extra: object = {}) => ({ ...base, object: "chat.completion.chunk", choices, ...extra });
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    calls.forEach((c, index) => {
+      const args = JSON.stringify(c.arguments);
+      const half = Math.floor(args.length / 2);
+      sse(res, chunk([{ index: 0, delta: { role: "assistant", tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: args.slice(0, half) } }] }, finish_reason: null }]));
+      sse(res, chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(half) } }] }, finish_reason: null }]));
+    });
+    sse(res, chunk([{ index: 0, delta: {}, finish_reason: "tool_calls" }]));
+    if (request.body.stream_options?.include_usage) sse(res, chunk([], { usage: totals }));
+    res.end("data: [DONE]\n\n");
+  };
+}
+
+/** Streams `firstPiece`, then cuts the connection: a provider failing mid-answer. */
+export function cutAfter(firstPiece: string): Reply {
+  return (request, res) => {
+    res.writeHead(200, { "content-type": "text/event-stream" });
+    sse(res, {
+      id: "chatcmpl-1",
+      created: 1_700_000_000,
+      model: request.body.model,
+      object: "chat.completion.chunk",
+      choices: [{ index: 0, delta: { role: "assistant", content: firstPiece }, finish_reason: null }],
+    });
+    setTimeout(() => res.destroy(), 20);
+  };
+}
+
 /** A slow model: streams `text` one piece every `intervalMs`, then ends as `answer` does. */
 export function trickle(text: string, intervalMs: number): Reply {
   return (request, res) => {

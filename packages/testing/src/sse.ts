@@ -22,9 +22,11 @@ export interface SseConnection {
   errorBody?: unknown;
 }
 
-export async function openSse(url: string, headers: Record<string, string> = {}): Promise<SseConnection> {
+/** `post`: a JSON body to POST instead of a GET (the chat stream). */
+export async function openSse(url: string, headers: Record<string, string> = {}, post?: unknown): Promise<SseConnection> {
   const controller = new AbortController();
-  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal });
+  const init = post === undefined ? {} : { method: "POST", body: JSON.stringify(post), headers: { accept: "text/event-stream", "content-type": "application/json", ...headers } };
+  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal, ...init });
   const events: EventSourceMessage[] = [];
   const comments: string[] = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];

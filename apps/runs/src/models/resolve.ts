@@ -30,6 +30,19 @@ export const modelSettings = {
   /** Any endpoint that speaks OpenAI chat completions: Ollama, vLLM, LiteLLM… */
   OPENAI_COMPATIBLE_BASE_URL: env.url().optional(),
   OPENAI_COMPATIBLE_API_KEY: z.string().optional(),
+  /**
+   * Models CreateChatMessage may pick with `driver_configuration.model`, besides
+   * DEFAULT_MODEL: comma-separated `provider:model` names.
+   */
+  CHAT_MODELS: z
+    .string()
+    .superRefine((value, ctx) => {
+      for (const name of listed(value)) {
+        const parsed = parseModelName(name);
+        if ("problem" in parsed) ctx.addIssue({ code: "custom", message: parsed.problem });
+      }
+    })
+    .optional(),
 };
 
 export type ModelConfig = { [K in keyof typeof modelSettings]?: string | undefined };
@@ -65,6 +78,34 @@ export function resolveModel(config: ModelConfig, options: { maxRetries?: number
   return createAiSdkModel({ id: `${parsed.provider}:${parsed.model}`, model: languageModel(parsed.provider, parsed.model, config), ...options });
 }
 
+/** A model chat may use: loom:echo, or an AI SDK model. */
+export type ChatModelEntry = { id: string; echo: true } | { id: string; echo: false; model: LanguageModel };
+
+/**
+ * The models chat may pick, by name: DEFAULT_MODEL (as resolveModel settles it)
+ * first, then CHAT_MODELS. Each is built at start, so a missing key fails the
+ * service at start rather than a request later.
+ */
+export function resolveChatModels(config: ModelConfig): Map<string, ChatModelEntry> {
+  const defaultId = resolveModel(config).id;
+  const models = new Map<string, ChatModelEntry>();
+  for (const name of [defaultId, ...listed(config.CHAT_MODELS ?? "")]) {
+    const parsed = parseModelName(name);
+    if ("problem" in parsed) throw new ConfigError(`CHAT_MODELS: ${parsed.problem}`);
+    const id = `${parsed.provider}:${parsed.model}`;
+    if (models.has(id)) continue;
+    models.set(id, parsed.provider === "loom" ? { id, echo: true } : { id, echo: false, model: languageModel(parsed.provider, parsed.model, config) });
+  }
+  return models;
+}
+
+function listed(value: string): string[] {
+  return value
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
+}
+
 function languageModel(provider: Exclude<Provider, "loom">, model: string, config: ModelConfig): LanguageModel {
   // Keys are passed explicitly: the SDK would otherwise read process.env
   // behind the config's back.
@@ -81,6 +122,10 @@ function languageModel(provider: Exclude<Provider, "loom">, model: string, confi
         // Asks for the final usage chunk of a stream (`stream_options.include_usage`);
         // without it a streamed run would report 0 tokens.
         includeUsage: true,
+        // Chat's structured output ("native" strategy) sends the output schema
+        // as `response_format: json_schema`, which vLLM, Ollama and LiteLLM
+        // understand; without it the SDK sends only `json_object`.
+        supportsStructuredOutputs: true,
       })(model);
   }
 }
@@ -97,7 +142,7 @@ function parseModelName(name: string): { provider: Provider; model: string } | {
 
 function required(config: ModelConfig, key: keyof ModelConfig, provider: Provider): string {
   const value = given(config[key]);
-  if (value === undefined) throw new ConfigError(`${key}: must be set for DEFAULT_MODEL ${provider}:…`);
+  if (value === undefined) throw new ConfigError(`${key}: must be set for a model ${provider}:… (DEFAULT_MODEL or CHAT_MODELS)`);
   return value;
 }
 
