@@ -89,7 +89,7 @@ const driverConfigurationSchema = z.object({
   max_tokens: optional(z.number().int().min(1).max(int32Max)),
   temperature: optional(z.number()),
   use_native_tools: optional(z.boolean()),
-  structured_output_strategy: optional(z.string()),
+  structured_output_strategy: optional(z.enum(["native", "tool", "rule"])),
   extra_params: optional(jsonObject),
 });
 

@@ -60,14 +60,15 @@ function parameters(op: Operation) {
 
 /**
  * One event of a stream, as SSE parsers (and schema fuzzers) see it: `id` the
- * offset, `data` the event's JSON. Keep-alives are comments, not events.
+ * offset (resumable streams only), `data` the event's JSON. Keep-alives are
+ * comments, not events.
  */
-function serverSentEvent(data: z.ZodType | undefined): JsonSchemaObject {
+function serverSentEvent(data: z.ZodType | undefined, eventIds: boolean): JsonSchemaObject {
   return {
     type: "object",
-    required: ["id", "data"],
+    required: eventIds ? ["id", "data"] : ["data"],
     properties: {
-      id: { type: "string", pattern: "^[0-9]+$" },
+      ...(eventIds ? { id: { type: "string", pattern: "^[0-9]+$" } } : {}),
       event: { type: "string", const: "message", description: "no `event:` field is sent, so parsers report the default" },
       data: { type: "string", contentMediaType: "application/json", ...(data ? { contentSchema: jsonSchema(data, "output") } : {}) },
     },
@@ -89,7 +90,7 @@ export function openApiDocument(operations: Operation[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
     const success = op.response.stream
-      ? { description: op.response.description, content: { "text/event-stream": { schema: serverSentEvent(op.response.schema) } } }
+      ? { description: op.response.description, content: { "text/event-stream": { schema: serverSentEvent(op.response.schema, op.response.eventIds === true) } } }
       : op.response.schema
         ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
         : { description: op.response.description };

@@ -42,8 +42,8 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   query?: Q;
   /** `documented`: the shape /openapi.json shows, when the handler parses the body itself (several accepted forms). */
   body?: { schema: B; required: boolean; limit?: number; documented?: z.ZodType };
-  /** `stream`: the handler returns SSE frames instead of JSON (a Readable, or a Buffer of a whole finished stream); `schema` is then one event's `data`. */
-  response: { status: number; description: string; schema?: z.ZodType; stream?: boolean };
+  /** `stream`: the handler returns SSE frames instead of JSON (a Readable, or a Buffer of a whole finished stream); `schema` is then one event's `data`; `eventIds`: every event has an `id:` (a resumable stream). */
+  response: { status: number; description: string; schema?: z.ZodType; stream?: boolean; eventIds?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
 

@@ -1,4 +1,5 @@
 import { Readable } from "node:stream";
+import { z } from "zod";
 import type { StreamChatMessageResponse } from "@loom/proto/runs/v1/chat_pb";
 import type { ServiceClients } from "../clients.ts";
 import { publicMessage } from "../errors.ts";
@@ -9,6 +10,9 @@ import { defineOperation } from "../operation.ts";
  * Chat messages (semantics.md §8), in griptape's serialization: what
  * griptape's GriptapeCloudPromptDriver posts and rebuilds.
  */
+/** A frame of the chat stream: a DeltaMessage, or the error that ended it. */
+const chatFrameSchema = z.union([deltaMessageSchema, z.object({ error: z.string() })]);
+
 export function chatOperations({ chat }: ServiceClients) {
   return [
     defineOperation({
@@ -26,7 +30,7 @@ export function chatOperations({ chat }: ServiceClients) {
       path: "/chat/messages/stream",
       summary: "The same, streamed: `data: <DeltaMessage>` frames, then one with the usage, then the stream closes",
       body: { schema: chatRequestSchema, required: true },
-      response: { status: 200, description: "Server-sent griptape DeltaMessages; an error mid-stream is `data: {\"error\": \"...\"}`", schema: deltaMessageSchema, stream: true },
+      response: { status: 200, description: "Server-sent griptape DeltaMessages; an error mid-stream is `data: {\"error\": \"...\"}`", schema: chatFrameSchema, stream: true },
       async handle({ body, call }) {
         // The call's signal aborts when the client goes away, which cancels the
         // RPC and, in the runs service, the provider request.

@@ -36,7 +36,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The run's events as server-sent events: the log so far, then live, ending after the terminal event",
       params: z.object({ assistant_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: assistantEventSchema },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, eventIds: true, schema: assistantEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
@@ -51,7 +51,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The structure run's events as server-sent events, ending after StructureRunCompleted or StructureRunError",
       params: z.object({ structure_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, schema: structureEventSchema },
+      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, eventIds: true, schema: structureEventSchema },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         const runId = params.structure_run_id;
