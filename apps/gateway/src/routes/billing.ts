@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { defineOperation } from "../operation.ts";
 import { billingManagementUrlSchema, checkoutSessionSchema } from "../schemas.ts";
+import { boundedName } from "../validation.ts";
 
 /** Billing through Stripe (semantics.md §8); the webhook Stripe calls is stripe-webhook.ts. */
 export function billingOperations({ billing }: ServiceClients) {
@@ -11,7 +12,8 @@ export function billingOperations({ billing }: ServiceClients) {
       method: "POST",
       path: "/billing/checkout-session",
       summary: "A Stripe Checkout session for the price with the given lookup key",
-      body: { schema: z.object({ price_lookup_key: z.string() }), required: true },
+      // Stripe's lookup keys are at most 200 characters.
+      body: { schema: z.object({ price_lookup_key: boundedName(200) }), required: true },
       response: { status: 201, description: "Where to send the user to pay", schema: checkoutSessionSchema },
       async handle({ body, call }) {
         const res = await billing.createCheckoutSession({ priceLookupKey: body.price_lookup_key }, call);

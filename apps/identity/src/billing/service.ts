@@ -74,7 +74,7 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
     async createCheckoutSession(req, ctx) {
       const principal = requirePrincipal(ctx);
       const stripe = configured();
-      const lookupKey = req.priceLookupKey.trim();
+      const lookupKey = req.priceLookupKey;
       if (lookupKey === "") throw invalidArgument([{ path: lookupKeyPath, message: "must not be empty" }]);
       const prices = await callStripe(() => stripe.prices.list({ lookup_keys: [lookupKey], active: true, limit: 1 }));
       const price = prices.data[0];
