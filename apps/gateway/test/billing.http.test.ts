@@ -80,6 +80,11 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     }
   });
 
+  it("runs need no subscription unless BILLING_REQUIRED is on", async () => {
+    const assistantId = (await admin.post("/assistants", { name: "free" })).body.assistant_id as string;
+    expect((await admin.post(`/assistants/${assistantId}/runs`, {})).status).toBe(201);
+  });
+
   it("the webhook accepts event types it does not use", async () => {
     const payload = eventPayload("invoice.paid", { object: "invoice", id: "in_1", customer: "cus_x" });
     expect((await deliver(stack.gatewayUrl, payload, sign(payload))).status).toBe(200);
@@ -93,6 +98,41 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     expectError(tampered, 400, "ValidationError");
     const unsigned = await deliver(stack.gatewayUrl, payload);
     expect(expectError(unsigned, 400, "ValidationError").errors).toEqual([{ path: "headers.stripe-signature", message: "is required" }]);
+  });
+});
+
+describe("BILLING_REQUIRED=true", () => {
+  let fake: FakeStripe;
+  let stack: TestStack;
+  let admin: ApiClient;
+  beforeAll(async () => {
+    fake = await startFakeStripe({ prices: {} });
+    stack = await startStack("memory", {
+      memoryBus: true,
+      billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
+    });
+    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await fake?.close();
+  });
+
+  it("refuses runs with 402 and the management URL until the organization's subscription is active, and again once it is canceled", async () => {
+    const organization = (await admin.get("/users")).body.users[0].organizations[0] as string;
+    const assistantId = (await admin.post("/assistants", { name: "paid" })).body.assistant_id as string;
+    const createRun = () => admin.post(`/assistants/${assistantId}/runs`, {});
+    const subscriptionEvent = (status: string, created: number) => {
+      const payload = JSON.stringify({ id: `evt_${newId()}`, object: "event", type: "customer.subscription.updated", created, data: { object: { object: "subscription", id: "sub_1", customer: "cus_elsewhere", status, metadata: { organization_id: organization }, items: { data: [] } } } });
+      return deliver(stack.gatewayUrl, payload, sign(payload));
+    };
+
+    const unpaid = await createRun();
+    expect(expectError(unpaid, 402, "PaymentRequired").errors[0]!.message).toMatch(/no active subscription .*https:\/\/billing\.stripe\.test\/p\/session\//);
+    expect((await subscriptionEvent("active", 1_700_000_100)).status).toBe(200);
+    expect((await createRun()).status).toBe(201);
+    expect((await subscriptionEvent("canceled", 1_700_000_200)).status).toBe(200);
+    expectError(await createRun(), 402, "PaymentRequired");
   });
 });
 

@@ -27,6 +27,8 @@ export const identitySettings = {
   BILLING_SUCCESS_URL: env.url().optional(),
   /** Where Checkout sends the user who gives up; default BILLING_RETURN_URL. */
   BILLING_CANCEL_URL: env.url().optional(),
+  /** On: an organization without an active subscription gets 402 on paid operations (runs). */
+  BILLING_REQUIRED: env.flag().default(false),
 };
 
 /**
@@ -34,7 +36,10 @@ export const identitySettings = {
  * URL is required (success and cancel default to it). Applied to every
  * schema that takes identitySettings.
  */
-export function requireBillingUrls(config: { STRIPE_SECRET_KEY?: string; BILLING_RETURN_URL?: string }, ctx: z.RefinementCtx): void {
+export function requireBillingUrls(config: { STRIPE_SECRET_KEY?: string; BILLING_RETURN_URL?: string; BILLING_REQUIRED?: boolean }, ctx: z.RefinementCtx): void {
+  if (config.BILLING_REQUIRED && !config.STRIPE_SECRET_KEY) {
+    ctx.addIssue({ code: "custom", path: ["BILLING_REQUIRED"], message: "needs STRIPE_SECRET_KEY: nobody could pay" });
+  }
   if (config.STRIPE_SECRET_KEY && !config.BILLING_RETURN_URL) {
     ctx.addIssue({ code: "custom", path: ["BILLING_RETURN_URL"], message: "is required when STRIPE_SECRET_KEY is set" });
   }

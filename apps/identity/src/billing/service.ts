@@ -1,5 +1,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type Stripe from "stripe";
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { PaymentRequiredSchema } from "@loom/proto/common/v1/common_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { invalidArgument, unavailable } from "@loom/kit/errors";
 import type { Logger } from "@loom/kit/logger";
@@ -14,6 +17,7 @@ export interface BillingSettings {
   BILLING_RETURN_URL?: string | undefined;
   BILLING_SUCCESS_URL?: string | undefined;
   BILLING_CANCEL_URL?: string | undefined;
+  BILLING_REQUIRED?: boolean | undefined;
 }
 
 export interface BillingDeps {
@@ -23,6 +27,8 @@ export interface BillingDeps {
   now?: () => Date;
 }
 
+/** Subscription statuses that let an organization use paid operations. */
+const inGoodStanding = new Set(["active", "trialing"]);
 const lookupKeyPath = "body.price_lookup_key";
 const signaturePath = "headers.stripe-signature";
 
@@ -50,6 +56,12 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
       stripe.customers.create({ metadata: { organization_id: organizationId } }, { idempotencyKey: `loom-organization-customer-${organizationId}` }),
     );
     return store.setStripeCustomer(organizationId, customer.id);
+  }
+
+  async function managementUrl(stripe: Stripe, organizationId: string): Promise<string> {
+    const customer = await customerOf(stripe, organizationId);
+    const session = await callStripe(() => stripe.billingPortal.sessions.create({ customer, return_url: returnUrl }));
+    return session.url;
   }
 
   async function recordSubscription(event: Stripe.Event): Promise<boolean> {
@@ -99,10 +111,21 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
 
     async createBillingManagementUrl(_req, ctx) {
       const principal = requirePrincipal(ctx);
-      const stripe = configured();
-      const customer = await customerOf(stripe, principal.organizationId);
-      const session = await callStripe(() => stripe.billingPortal.sessions.create({ customer, return_url: returnUrl }));
-      return { billingManagementUrl: session.url };
+      return { billingManagementUrl: await managementUrl(configured(), principal.organizationId) };
+    },
+
+    async checkBillingStanding(_req, ctx) {
+      const principal = requirePrincipal(ctx);
+      if (!settings.BILLING_REQUIRED) return {};
+      const status = (await store.getBilling(principal.organizationId))?.subscription?.status;
+      if (status && inGoodStanding.has(status)) return {};
+      const url = await managementUrl(configured(), principal.organizationId);
+      throw new ConnectError(
+        `this organization has no active subscription (${status ?? "none"}): manage billing at ${url}`,
+        Code.FailedPrecondition,
+        undefined,
+        [{ desc: PaymentRequiredSchema, value: create(PaymentRequiredSchema, { billingManagementUrl: url }) }],
+      );
     },
 
     async handleStripeWebhook(req) {
