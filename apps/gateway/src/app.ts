@@ -23,6 +23,7 @@ import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assetOperations } from "./routes/assets.ts";
 import { assistantOperations } from "./routes/assistants.ts";
 import { bucketOperations } from "./routes/buckets.ts";
+import { billingOperations } from "./routes/billing.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
@@ -30,6 +31,7 @@ import { structureEventOperations } from "./routes/structure-events.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 import { streamCap } from "./stream-cap.ts";
+import { stripeWebhook } from "./stripe-webhook.ts";
 
 export interface GatewayDeps {
   clients: ServiceClients;
@@ -63,6 +65,7 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, pri
     ...bucketOperations(clients),
     ...assetOperations(clients),
     ...chatOperations(clients),
+    ...billingOperations(clients),
   ];
 }
 
@@ -88,6 +91,8 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   });
   // Unauthenticated, and no JSON body: signed blob URLs carry their own credential and any number of bytes.
   app.use(forwardBlobs(deps.blobs, deps.logger));
+  // Unauthenticated, raw bytes: Stripe's signature is the credential (identity verifies it).
+  app.use(stripeWebhook(deps.clients.billing));
   // Unauthenticated: probes and the API description.
   app.use(async (ctx, next) => {
     if (ctx.method !== "GET") return next();

@@ -9,16 +9,12 @@ export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as c
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
 /**
- * Reads and parses a JSON body, whatever its Content-Type says (see
- * docs/decisions.md, "HTTP surface"). An empty body is `undefined`; over the
- * limit is 413; bytes that are not UTF-8 and malformed JSON are 400. `null`
- * fields at the top level mean "absent" (semantics.md §1), so they are
- * dropped here once for every route.
+ * Reads a whole body as bytes: over the limit is 413, a body that cannot be
+ * read is 400.
  */
-export async function readJsonBody(ctx: Context, limit: number = bodyLimits.default): Promise<unknown> {
-  let bytes: Buffer;
+export async function readRawBody(ctx: Context, limit: number = bodyLimits.default): Promise<Buffer> {
   try {
-    bytes = await getRawBody(ctx.req, { limit, length: ctx.get("Content-Length") || undefined });
+    return await getRawBody(ctx.req, { limit, length: ctx.get("Content-Length") || undefined });
   } catch (error) {
     // The rest of the body is still on the connection, unread: close it after
     // answering, or the next request on it would be read from the middle of this one.
@@ -28,6 +24,17 @@ export async function readJsonBody(ctx: Context, limit: number = bodyLimits.defa
     }
     throw invalidArgument([{ path: "body", message: "could not read the request body" }]);
   }
+}
+
+/**
+ * Reads and parses a JSON body, whatever its Content-Type says (see
+ * docs/decisions.md, "HTTP surface"). An empty body is `undefined`; over the
+ * limit is 413; bytes that are not UTF-8 and malformed JSON are 400. `null`
+ * fields at the top level mean "absent" (semantics.md §1), so they are
+ * dropped here once for every route.
+ */
+export async function readJsonBody(ctx: Context, limit: number = bodyLimits.default): Promise<unknown> {
+  const bytes = await readRawBody(ctx, limit);
   let text: string;
   try {
     text = utf8.decode(bytes);

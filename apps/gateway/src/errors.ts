@@ -1,5 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { fieldViolationsOf } from "@loom/kit/errors";
+import { PaymentRequiredSchema } from "@loom/proto/common/v1/common_pb";
 import type { Logger } from "@loom/kit/logger";
 import type { Context, Next } from "koa";
 
@@ -24,6 +25,14 @@ const httpOf: Partial<Record<Code, { status: number; type: string; retryAfter?: 
   [Code.DeadlineExceeded]: { status: 503, type: "Unavailable", retryAfter: 5 },
 };
 const serviceError = { status: 500, type: "ServiceError" };
+/** A FAILED_PRECONDITION that only paying lifts (it carries a PaymentRequired detail; BILLING_REQUIRED). */
+const paymentRequired = { status: 402, type: "PaymentRequired" };
+
+function httpOfError(error: unknown) {
+  if (!(error instanceof ConnectError)) return undefined;
+  if (error.code === Code.FailedPrecondition && error.findDetails(PaymentRequiredSchema).length > 0) return paymentRequired;
+  return httpOf[error.code];
+}
 
 /** Koa's own HTTP errors (unknown path, wrong method) in the same body shape. */
 const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotAllowed" };
@@ -73,7 +82,7 @@ export function errorHandler(logger: Logger) {
         ctx.body = errorBody(typeOfStatus[koaStatus]!, [{ message: (error as Error).message }], requestId);
         return;
       }
-      const known = error instanceof ConnectError ? httpOf[error.code] : undefined;
+      const known: { status: number; type: string; retryAfter?: number } | undefined = httpOfError(error);
       if (!known) {
         logger.error({ err: error, request_id: requestId, method: ctx.method, path: ctx.path }, "request failed");
         ctx.status = serviceError.status;

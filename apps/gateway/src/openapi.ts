@@ -6,6 +6,7 @@ import { errorBodySchema } from "./schemas.ts";
 const errorResponses = {
   "400": "ValidationError: malformed JSON, wrong type or a bound violated",
   "401": "Unauthorized: missing, malformed, unknown, expired or revoked credential",
+  "402": "PaymentRequired: billing is required and the organization has no active subscription; the message carries the billing management URL",
   "403": "Forbidden: the operation is not allowed for this principal",
   "404": "NotFound: unknown id, or another organization's resource",
   "409": "Conflict: e.g. an Idempotency-Key reused with another body",

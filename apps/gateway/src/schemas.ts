@@ -167,3 +167,7 @@ export const assetUrlSchema = z.strictObject({
   headers: z.record(z.string(), z.string()),
   expires_at: timestamp,
 });
+
+export const checkoutSessionSchema = z.strictObject({ redirect_url: z.url() });
+
+export const billingManagementUrlSchema = z.strictObject({ billing_management_url: z.url() });

@@ -35,6 +35,8 @@ describe("/openapi.json", () => {
     ) as unknown as Record<string, { responses: Record<string, unknown> }>;
     const expected = {
       ListUsers: "200",
+      CreateCheckoutSession: "201",
+      CreateBillingManagementUrl: "201",
       GetApiKey: "200",
       UpdateApiKey: "200",
       DeleteApiKey: "204",

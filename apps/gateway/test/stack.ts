@@ -12,6 +12,7 @@ import { listen, startRpcServer, type RunningServer } from "@loom/kit/rpc-server
 import { httpTransport } from "@loom/kit/transports";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
+import type { BillingSettings } from "@loom/identity/billing/service";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns, type RunSettings } from "@loom/runs/wiring";
 import type { RunWorker } from "@loom/runs/worker";
@@ -73,6 +74,8 @@ export async function startStack(
     limits?: Partial<LimitSettings>;
     /** storage settings over the defaults (blobs on local disk in a fresh temporary directory) */
     storage?: Partial<StorageSettings>;
+    /** identity's billing settings (Stripe); none: billing is not configured */
+    billing?: BillingSettings;
   } = {},
 ): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -85,7 +88,7 @@ export async function startStack(
     const identityStore = await openIdentityStore(mongo);
     const { service } = await wireIdentity(
       identityStore,
-      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret },
+      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing },
       logger,
       bus,
     );

@@ -15,7 +15,35 @@ export const identitySettings = {
   OIDC_JWKS_URL: env.url().optional(),
   OIDC_ISSUER: z.string().optional(),
   OIDC_AUDIENCE: z.string().optional(),
+  /** Billing (semantics.md §8): without a key, the billing operations answer 503. */
+  STRIPE_SECRET_KEY: z.string().min(1).optional(),
+  /** Verifies webhook deliveries; without it, the webhook answers 503. */
+  STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),
+  /** Where the Stripe SDK sends requests instead of https://api.stripe.com (stripe-mock, a fake). */
+  STRIPE_API_BASE: env.url().optional(),
+  /** Where the customer portal sends the user back; required with STRIPE_SECRET_KEY. */
+  BILLING_RETURN_URL: env.url().optional(),
+  /** Where Checkout sends the user after paying; default BILLING_RETURN_URL. */
+  BILLING_SUCCESS_URL: env.url().optional(),
+  /** Where Checkout sends the user who gives up; default BILLING_RETURN_URL. */
+  BILLING_CANCEL_URL: env.url().optional(),
+  /** On: an organization without an active subscription gets 402 on paid operations (runs). */
+  BILLING_REQUIRED: env.flag().default(false),
 };
+
+/**
+ * Stripe needs somewhere to send the user back to: with a key, the return
+ * URL is required (success and cancel default to it). Applied to every
+ * schema that takes identitySettings.
+ */
+export function requireBillingUrls(config: { STRIPE_SECRET_KEY?: string; BILLING_RETURN_URL?: string; BILLING_REQUIRED?: boolean }, ctx: z.RefinementCtx): void {
+  if (config.BILLING_REQUIRED && !config.STRIPE_SECRET_KEY) {
+    ctx.addIssue({ code: "custom", path: ["BILLING_REQUIRED"], message: "needs STRIPE_SECRET_KEY: nobody could pay" });
+  }
+  if (config.STRIPE_SECRET_KEY && !config.BILLING_RETURN_URL) {
+    ctx.addIssue({ code: "custom", path: ["BILLING_RETURN_URL"], message: "is required when STRIPE_SECRET_KEY is set" });
+  }
+}
 
 /**
  * With a JWKS URL, the issuer and audience are required: without them any
@@ -36,4 +64,4 @@ export const identityConfigSchema = z.object({
   ...identitySettings,
   /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
   NATS_URL: env.url().optional(),
-}).superRefine(requireOidcClaims);
+}).superRefine(requireOidcClaims).superRefine(requireBillingUrls);

@@ -2,14 +2,16 @@ import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import type { RpcService } from "@loom/kit/rpc-service";
+import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
+import { createBillingService, type BillingSettings } from "./billing/service.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { createIdentityService } from "./service.ts";
 import { createMemoryIdentityStore } from "./store/memory.ts";
 import { createMongoIdentityStore } from "./store/mongo.ts";
 import type { IdentityStore } from "./store/port.ts";
 
-export interface IdentitySettings {
+export interface IdentitySettings extends BillingSettings {
   BOOTSTRAP_EMAIL: string;
   BOOTSTRAP_API_KEY?: string | undefined;
   ACCESS_TOKEN_SECRET?: string | undefined;
@@ -40,5 +42,15 @@ export async function wireIdentity(
     issuer: settings.OIDC_ISSUER,
     audience: settings.OIDC_AUDIENCE,
   });
-  return { service: createIdentityService({ store, accessTokens, logger, bus }), bootstrapKey };
+  const identity = createIdentityService({ store, accessTokens, logger, bus });
+  const billing = createBillingService({ store, settings, logger });
+  // Billing is identity's: it owns organizations. One service, two contracts.
+  const service: RpcService = {
+    ...identity,
+    routes(router) {
+      identity.routes(router);
+      router.service(BillingService, billing);
+    },
+  };
+  return { service, bootstrapKey };
 }

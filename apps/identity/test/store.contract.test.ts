@@ -84,4 +84,40 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
     const orgKeys = await store.listApiKeys({ organizationId: owner, organizationKeysOnly: true }, 0, 10);
     expect(orgKeys.items.map((k) => k.id)).toEqual([orgKey.id]);
   });
+
+  it("keeps the first Stripe customer of an organization and finds the organization by it", async () => {
+    const organization = newId();
+    expect(await store.getBilling(organization)).toBeUndefined();
+    const kept = await Promise.all([store.setStripeCustomer(organization, "cus_a"), store.setStripeCustomer(organization, "cus_b")]);
+    expect(new Set(kept).size).toBe(1);
+    expect(await store.setStripeCustomer(organization, "cus_c")).toBe(kept[0]);
+    expect((await store.getBilling(organization))?.stripeCustomerId).toBe(kept[0]);
+    expect(await store.findOrganizationByStripeCustomer(kept[0]!)).toBe(organization);
+    expect(await store.findOrganizationByStripeCustomer("cus_nobody")).toBeUndefined();
+  });
+
+  it("records a subscription unless a newer event recorded one", async () => {
+    const organization = newId();
+    await store.setStripeCustomer(organization, `cus_${organization}`);
+    const sub = { status: "active", plan: "pro", subscriptionId: "sub_1", eventCreatedAt: new Date("2026-03-03T00:00:10.000Z") };
+    expect(await store.recordSubscription(organization, sub)).toBe(true);
+    const older = { ...sub, status: "incomplete", eventCreatedAt: new Date("2026-03-03T00:00:05.000Z") };
+    expect(await store.recordSubscription(organization, older)).toBe(false);
+    expect(await store.getBilling(organization)).toEqual({ organizationId: organization, stripeCustomerId: `cus_${organization}`, subscription: sub });
+    const newer = { ...sub, status: "canceled", eventCreatedAt: new Date("2026-03-03T00:00:20.000Z") };
+    expect(await store.recordSubscription(organization, newer)).toBe(true);
+    expect((await store.getBilling(organization))?.subscription).toEqual(newer);
+    // An organization with no customer recorded yet still gets its subscription.
+    const other = newId();
+    expect(await store.recordSubscription(other, sub)).toBe(true);
+    expect(await store.getBilling(other)).toEqual({ organizationId: other, subscription: sub });
+  });
+
+  it("remembers which Stripe events were handled", async () => {
+    const id = `evt_${newId()}`;
+    expect(await store.stripeEventSeen(id)).toBe(false);
+    await store.markStripeEventSeen(id, new Date());
+    await store.markStripeEventSeen(id, new Date());
+    expect(await store.stripeEventSeen(id)).toBe(true);
+  });
 });

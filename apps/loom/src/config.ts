@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { env } from "@loom/kit/config";
 import { limitSettings } from "@loom/gateway/config";
-import { identitySettings, requireOidcClaims } from "@loom/identity/config";
+import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
 import { storageSettings } from "@loom/storage/config";
 
@@ -20,6 +20,6 @@ export const loomConfigSchema = z.object({
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
-}).superRefine(requireOidcClaims);
+}).superRefine(requireOidcClaims).superRefine(requireBillingUrls);
 
 export type LoomConfig = z.infer<typeof loomConfigSchema>;

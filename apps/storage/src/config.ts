@@ -1,8 +1,6 @@
 import { z } from "zod";
 import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
 
-const flag = () => z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1");
-
 /** Storage settings, shared by the storage service and the all-in-one process. */
 export const storageSettings = {
   /** Where the local-disk blob store keeps bytes (used when S3_BUCKET is unset). */
@@ -15,14 +13,14 @@ export const storageSettings = {
   S3_ACCESS_KEY_ID: z.string().optional(),
   S3_SECRET_ACCESS_KEY: z.string().optional(),
   /** Path-style addressing (`<endpoint>/<bucket>/<key>`), as MinIO needs. */
-  S3_FORCE_PATH_STYLE: flag().default(false),
+  S3_FORCE_PATH_STYLE: env.flag().default(false),
   /**
    * Clients can reach the S3 endpoint: a single-operation asset URL is a
    * presigned S3 URL, and a download on a Loom URL is redirected (307) to
    * one, so the bytes skip Loom. `false` (an endpoint only Loom reaches):
    * every byte goes through Loom.
    */
-  S3_PUBLIC_URLS: flag().default(true),
+  S3_PUBLIC_URLS: env.flag().default(true),
   /** The address clients reach Loom at, for signed URLs; unset: the listen address. */
   PUBLIC_URL: env.url().optional(),
   /** HMAC key of signed URLs (at least 32 characters); unset: a random one per start (URLs die with the process). */

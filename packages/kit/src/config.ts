@@ -38,4 +38,6 @@ export const env = {
   url: () => z.url(),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   duration: (fallbackMs: number) => z.coerce.number().int().positive().default(fallbackMs),
+  /** `true`/`1` or `false`/`0`. */
+  flag: () => z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1"),
 };

@@ -14,15 +14,18 @@ export const testServers = {
           secretAccessKey: process.env.S3_TEST_SECRET_ACCESS_KEY,
         }
       : undefined,
+  /** stripe-mock (stateless: any id retrieves, list filters are ignored), for billing against the real SDK and API shapes. */
+  stripeMockUrl: process.env.STRIPE_MOCK_URL || undefined,
 };
 
-type TestServerVariable = "MONGODB_URL" | "NATS_URL" | "S3_TEST_ENDPOINT";
+type TestServerVariable = "MONGODB_URL" | "NATS_URL" | "S3_TEST_ENDPOINT" | "STRIPE_MOCK_URL";
 
 const present: Record<TestServerVariable, () => boolean> = {
   MONGODB_URL: () => Boolean(testServers.mongoUrl),
   NATS_URL: () => Boolean(testServers.natsUrl),
   // The endpoint names the server; its two credentials come with it.
   S3_TEST_ENDPOINT: () => Boolean(testServers.s3),
+  STRIPE_MOCK_URL: () => Boolean(testServers.stripeMockUrl),
 };
 
 /**

@@ -13,7 +13,7 @@ import { defineOperation } from "../operation.ts";
 /** A frame of the chat stream: a DeltaMessage, or the error that ended it. */
 const chatFrameSchema = z.union([deltaMessageSchema, z.object({ error: z.string() })]);
 
-export function chatOperations({ chat }: ServiceClients) {
+export function chatOperations({ chat, billing }: ServiceClients) {
   return [
     defineOperation({
       id: "CreateChatMessage",
@@ -22,7 +22,11 @@ export function chatOperations({ chat }: ServiceClients) {
       summary: "Sends a conversation, tools and an output schema to the model; answers its one reply",
       body: { schema: chatRequestSchema, required: true },
       response: { status: 201, description: "The model's reply, a griptape Message", schema: chatMessageResponseSchema },
-      handle: async ({ body, call }) => messageJson((await chat.createChatMessage(chatRequest(body), call)).message),
+      async handle({ body, call }) {
+        // 402 when billing is required and not paid (identity decides), as for runs.
+        await billing.checkBillingStanding({}, call);
+        return messageJson((await chat.createChatMessage(chatRequest(body), call)).message);
+      },
     }),
     defineOperation({
       id: "CreateChatMessageStream",
@@ -34,6 +38,7 @@ export function chatOperations({ chat }: ServiceClients) {
       async handle({ body, call }) {
         // The call's signal aborts when the client goes away, which cancels the
         // RPC and, in the runs service, the provider request.
+        await billing.checkBillingStanding({}, call);
         const responses = chat.streamChatMessage(chatRequest(body), call)[Symbol.asyncIterator]();
         // Waiting for the first message lets an error before it be an ordinary JSON error.
         const first = await responses.next();

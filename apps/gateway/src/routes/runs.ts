@@ -87,7 +87,7 @@ export function runJson(run: AssistantRun | undefined) {
   };
 }
 
-export function runOperations({ runs }: ServiceClients) {
+export function runOperations({ runs, billing }: ServiceClients) {
   const runPath = z.object({ assistant_run_id: uuid });
   return [
     defineOperation({
@@ -118,6 +118,8 @@ export function runOperations({ runs }: ServiceClients) {
         const key = idempotencyKey.safeParse(ctx.get("Idempotency-Key") || undefined);
         if (!key.success) throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
         const b = body ?? {};
+        // 402 when billing is required and not paid (identity decides; it answers at once when billing is not required).
+        await billing.checkBillingStanding({}, call);
         const res = await runs.createAssistantRun(
           {
             assistantId: params.assistant_id,

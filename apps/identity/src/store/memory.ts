@@ -1,6 +1,6 @@
 import { inMemoryLifecycle } from "@loom/kit/in-memory-store";
 import { plainCopy } from "@loom/kit/plain-copy";
-import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 import { newestFirst } from "@loom/kit/paging";
 
 /** The embedded default and the fast test double. Copies on the way in and out, like a database would. */
@@ -8,6 +8,8 @@ export function createMemoryIdentityStore(): IdentityStore {
   const users = new Map<string, UserRecord>();
   const organizations = new Map<string, OrganizationRecord>();
   const keys = new Map<string, ApiKeyRecord>();
+  const billing = new Map<string, BillingRecord>();
+  const stripeEvents = new Set<string>();
   let bootstrapped = false;
   const copy = plainCopy;
   const matches = (key: ApiKeyRecord, filter: ApiKeyFilter) =>
@@ -33,6 +35,27 @@ export function createMemoryIdentityStore(): IdentityStore {
       if (bootstrapped) return false;
       bootstrapped = true;
       return true;
+    },
+
+    getBilling: async (organizationId) => copy(billing.get(organizationId)),
+    async setStripeCustomer(organizationId, customerId) {
+      const record = billing.get(organizationId) ?? { organizationId };
+      record.stripeCustomerId ??= customerId;
+      billing.set(organizationId, record);
+      return record.stripeCustomerId;
+    },
+    findOrganizationByStripeCustomer: async (customerId) =>
+      [...billing.values()].find((b) => b.stripeCustomerId === customerId)?.organizationId,
+    async recordSubscription(organizationId, subscription) {
+      const record = billing.get(organizationId) ?? { organizationId };
+      if (record.subscription && record.subscription.eventCreatedAt > subscription.eventCreatedAt) return false;
+      record.subscription = copy(subscription);
+      billing.set(organizationId, record);
+      return true;
+    },
+    stripeEventSeen: async (eventId) => stripeEvents.has(eventId),
+    async markStripeEventSeen(eventId) {
+      stripeEvents.add(eventId);
     },
 
     async insertApiKey(key) {

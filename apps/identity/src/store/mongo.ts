@@ -1,6 +1,8 @@
 import type { Collection, Db } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
-import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+
+type BillingDoc = Omit<BillingRecord, "organizationId"> & { _id: string };
 
 /** MongoDB adapter: the public UUID is `_id`; indexes are created at start. */
 export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): IdentityStore {
@@ -8,6 +10,14 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
   const organizations: Collection<Doc<OrganizationRecord>> = db.collection("organizations");
   const keys: Collection<Doc<ApiKeyRecord>> = db.collection("api_keys");
   const meta: Collection<{ _id: string; at: Date }> = db.collection("meta");
+  /** `_id` is the organization id. */
+  const billing: Collection<BillingDoc> = db.collection("billing");
+  const stripeEvents: Collection<{ _id: string; at: Date }> = db.collection("stripe_events");
+  const billingOf = (doc: BillingDoc | null): BillingRecord | undefined => {
+    if (!doc) return undefined;
+    const { _id, ...rest } = doc;
+    return { organizationId: _id, ...rest };
+  };
 
   const keyQuery = (filter: ApiKeyFilter) =>
     "userId" in filter
@@ -20,6 +30,7 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
       await users.createIndex({ organizations: 1 });
       await keys.createIndex({ secretHash: 1 }, { unique: true });
       await keys.createIndex({ organizationId: 1, userId: 1, createdAt: -1, _id: -1 });
+      await billing.createIndex({ stripeCustomerId: 1 });
     },
     ready: ping,
     close,
@@ -51,6 +62,33 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
         if (isDuplicateKey(error)) return false;
         throw error;
       }
+    },
+
+    getBilling: async (organizationId) => billingOf(await billing.findOne({ _id: organizationId })),
+    async setStripeCustomer(organizationId, customerId) {
+      // An upsert on _id: when the document has a customer already, the filter misses and the insert fails on _id.
+      try {
+        await billing.updateOne({ _id: organizationId, stripeCustomerId: { $exists: false } }, { $set: { stripeCustomerId: customerId } }, { upsert: true });
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error; // the document exists with a customer already
+      }
+      const doc = await billing.findOne({ _id: organizationId });
+      return doc!.stripeCustomerId!;
+    },
+    findOrganizationByStripeCustomer: async (customerId) => (await billing.findOne({ stripeCustomerId: customerId }))?._id,
+    async recordSubscription(organizationId, subscription) {
+      const olderOrNone = { $or: [{ subscription: { $exists: false } }, { "subscription.eventCreatedAt": { $lte: subscription.eventCreatedAt } }] };
+      try {
+        await billing.updateOne({ _id: organizationId, ...olderOrNone }, { $set: { subscription } }, { upsert: true });
+        return true;
+      } catch (error) {
+        if (isDuplicateKey(error)) return false; // the document exists with a newer subscription
+        throw error;
+      }
+    },
+    stripeEventSeen: async (eventId) => (await stripeEvents.countDocuments({ _id: eventId }, { limit: 1 })) > 0,
+    async markStripeEventSeen(eventId, at) {
+      await stripeEvents.updateOne({ _id: eventId }, { $setOnInsert: { at } }, { upsert: true });
     },
 
     async insertApiKey(key) {

@@ -35,6 +35,23 @@ export interface ApiKeyRecord {
   lastUsed: Date;
 }
 
+/** An organization's billing state, as Stripe's webhooks reported it. */
+export interface SubscriptionRecord {
+  /** Stripe's subscription status (`active`, `trialing`, `past_due`, `canceled`, ...). */
+  status: string;
+  /** The lookup key of the subscribed price, else its id; empty when unknown. */
+  plan: string;
+  subscriptionId: string;
+  /** When Stripe created the event that said so: an older event never overwrites a newer one. */
+  eventCreatedAt: Date;
+}
+
+export interface BillingRecord {
+  organizationId: string;
+  stripeCustomerId?: string;
+  subscription?: SubscriptionRecord;
+}
+
 export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { organizationKeysOnly: true });
 
 
@@ -52,6 +69,19 @@ export interface IdentityStore extends StoreLifecycle {
    * concurrent first starts of several replicas bootstrap once.
    */
   claimBootstrap(at: Date): Promise<boolean>;
+
+  getBilling(organizationId: string): Promise<BillingRecord | undefined>;
+  /**
+   * Keeps `customerId` as the organization's Stripe customer unless it has
+   * one already; resolves the one kept (the first writer wins).
+   */
+  setStripeCustomer(organizationId: string, customerId: string): Promise<string>;
+  findOrganizationByStripeCustomer(customerId: string): Promise<string | undefined>;
+  /** Records the subscription unless the stored one came from a newer event; resolves whether it wrote. */
+  recordSubscription(organizationId: string, subscription: SubscriptionRecord): Promise<boolean>;
+  /** Whether a Stripe event with this id was handled already. */
+  stripeEventSeen(eventId: string): Promise<boolean>;
+  markStripeEventSeen(eventId: string, at: Date): Promise<void>;
 
   insertApiKey(key: ApiKeyRecord): Promise<void>;
   getApiKey(id: string): Promise<ApiKeyRecord | undefined>;
