@@ -11,7 +11,9 @@ import { testServers } from "@loom/testing/servers";
 /**
  * The published griptape client (PyPI) against the all-in-one process, on
  * local disk and on S3 (MinIO, when .ci/run started one): its file manager
- * driver saves, loads and lists through buckets, assets and signed URLs.
+ * driver saves, loads and lists through buckets, assets and signed URLs; and
+ * (once) its prompt driver chats with loom:echo, plain, streamed, and in an
+ * agent loop whose tool runs on the client.
  * Usage: node .ci/griptape-compat.ts <python with griptape installed>.
  */
 const python = process.argv[2]!;
@@ -36,11 +38,14 @@ for (const store of stores) {
   const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...env }, `${url}/healthz`);
   try {
     const bucket = (await apiClient(url, key).post("/buckets", { name: "griptape" })).body.bucket_id as string;
-    const run = spawnSync(python, [".ci/compat/file_manager.py"], {
-      env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_BUCKET: bucket, LOOM_STORE: store.name },
-      stdio: "inherit",
-    });
-    if (run.status !== 0) failed = true;
+    const scripts = [".ci/compat/file_manager.py", ...(store === stores[0] ? [".ci/compat/prompt_driver.py"] : [])];
+    for (const script of scripts) {
+      const run = spawnSync(python, [script], {
+        env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_BUCKET: bucket, LOOM_STORE: store.name },
+        stdio: "inherit",
+      });
+      if (run.status !== 0) failed = true;
+    }
   } finally {
     await stopProcess(loom);
     await cleanup();
