@@ -4,6 +4,7 @@ import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchStorage } from "./storage.ts";
+import { benchStreaming } from "./streaming.ts";
 
 /**
  * `pnpm bench`: every benchmark, each comparing against a baseline measured
@@ -20,7 +21,7 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" 
 process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events", "replays" or "storage": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events", "replays", "storage" or "streaming": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -33,3 +34,4 @@ if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });
 if (!only || only === "storage") {
   await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 5), seconds, connections });
 }
+if (!only || only === "streaming") await benchStreaming({ requests: Number(process.env.BENCH_STREAM_REQUESTS ?? 30) });

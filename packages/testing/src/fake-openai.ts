@@ -128,20 +128,26 @@ export function cutAfter(firstPiece: string): Reply {
   };
 }
 
-/** A slow model: streams `text` one piece every `intervalMs`, then ends as `answer` does. */
-export function trickle(text: string, intervalMs: number): Reply {
+/**
+ * A slow model: streams `text` one piece every `intervalMs`, then ends as
+ * `answer` does. `firstPieceMs` (default `intervalMs`) is when the first piece
+ * comes: a model's time to first token, which the streaming benchmark fixes.
+ */
+export function trickle(text: string, intervalMs: number, firstPieceMs = intervalMs): Reply {
   return (request, res) => {
     const base = { id: "chatcmpl-1", created: 1_700_000_000, model: request.body.model, object: "chat.completion.chunk" };
     const queue: unknown[] = pieces(text).map((piece) => ({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] }));
     queue.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    const timer = setInterval(() => {
-      const next = queue.shift();
-      if (next) return sse(res, next);
-      clearInterval(timer);
-      res.end("data: [DONE]\n\n");
-    }, intervalMs);
-    res.on("close", () => clearInterval(timer));
+    let timer: NodeJS.Timeout | undefined;
+    const next = () => {
+      const chunk = queue.shift();
+      if (!chunk) return res.end("data: [DONE]\n\n");
+      sse(res, chunk);
+      timer = setTimeout(next, intervalMs);
+    };
+    timer = setTimeout(next, firstPieceMs);
+    res.on("close", () => clearTimeout(timer));
   };
 }
 
