@@ -380,6 +380,29 @@ describe("chat messages over HTTP", () => {
       expect(JSON.parse(deltas.map((d) => d.partial_input ?? "").join(""))).toEqual({ values: { expression: "1+2" } });
     });
 
+    it("structured output: native and tool", async () => {
+      const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"], additionalProperties: false };
+      anthropic.reply(anthropicAnswer('{"answer":"oui"}'));
+      const native = await admin.post("/chat/messages", claude({ output_schema: schema }));
+      expect(native.status, JSON.stringify(native.body)).toBe(201);
+      expectGriptapeMessage(native.body);
+      expect(JSON.parse(native.body.content[0].artifact.value)).toEqual({ answer: "oui" });
+      // Anthropic's structured outputs: the schema travels as output_config.format.
+      expect(anthropic.requests.at(-1)!.body.output_config).toEqual({ format: { type: "json_schema", schema } });
+
+      anthropic.reply(anthropicAnswer('{"answer":42}'));
+      expect((await admin.post("/chat/messages", claude({ output_schema: schema }))).status).toBe(503);
+
+      anthropic.reply(anthropicToolUse([{ id: "toolu_so", name: "StructuredOutputTool_provide_output", input: { answer: "oui" } }]));
+      const viaTool = await admin.post("/chat/messages", claude({ output_schema: schema, driver_configuration: { ...claude().driver_configuration, structured_output_strategy: "tool" } }));
+      expect(viaTool.status, JSON.stringify(viaTool.body)).toBe(201);
+      expectGriptapeMessage(viaTool.body);
+      const sent = anthropic.requests.at(-1)!.body;
+      expect(sent.tool_choice).toMatchObject({ type: "tool", name: "StructuredOutputTool_provide_output" });
+      expect(sent.tools.map((t: { name: string }) => t.name)).toContain("StructuredOutputTool_provide_output");
+      expect(viaTool.body.content[0].artifact.value).toEqual({ type: "ToolAction", tag: "toolu_so", name: "StructuredOutputTool", path: "provide_output", input: { answer: "oui" } });
+    });
+
     it("answers the provider's rejection with 400", async () => {
       anthropic.reply(anthropicError(400, "prompt is too long"));
       const res = await admin.post("/chat/messages", claude());
