@@ -287,6 +287,38 @@ describe("chat messages over HTTP", () => {
       expect(frames.at(-1).usage).toEqual({ type: "Message.Usage", input_tokens: 20, output_tokens: 9 });
     });
 
+    it("streams text and then two tool calls in one reply: text at index 0, each call at an index of its own; the plain reply carries all three", async () => {
+      const twoCalls = [
+        { id: "call_t1", name: "Calculator_calculate", arguments: { values: { expression: "1+1" } } },
+        { id: "call_t2", name: "Calculator_calculate", arguments: { values: { expression: "2+2" } } },
+      ];
+      fake.reply(callTools(twoCalls, undefined, "Let me compute."));
+      const sse = await openSse(url(), auth, body({ tools: [calculator] }));
+      await sse.ended;
+      const frames = sse.events.map((e) => JSON.parse(e.data));
+      expectDeltaFrames(frames);
+      const deltas = frames.slice(0, -1).map((f) => f.content);
+      const texts = deltas.filter((d) => d.type === "TextDeltaMessageContent");
+      const calls = deltas.filter((d) => d.type === "ActionCallDeltaMessageContent");
+      expect(texts.map((d) => d.text).join("")).toBe("Let me compute.");
+      expect(new Set(texts.map((d) => d.index))).toEqual(new Set([0]));
+      type CallDelta = { index: number; tag?: string; partial_input?: string };
+      const byIndex = Map.groupBy(calls as CallDelta[], (d) => d.index);
+      expect([...byIndex.keys()].sort()).toEqual([1, 2]);
+      expect([...byIndex.values()].map((group) => [group[0]!.tag, JSON.parse(group.map((d) => d.partial_input ?? "").join(""))])).toEqual([
+        ["call_t1", { values: { expression: "1+1" } }],
+        ["call_t2", { values: { expression: "2+2" } }],
+      ]);
+
+      fake.reply(callTools(twoCalls, undefined, "Let me compute."));
+      const plain = await admin.post("/chat/messages", body({ tools: [calculator] }));
+      expect(plain.status).toBe(201);
+      expectGriptapeMessage(plain.body);
+      expect(plain.body.content.map((c: { type: string }) => c.type)).toEqual(["TextMessageContent", "ActionCallMessageContent", "ActionCallMessageContent"]);
+      expect(plain.body.content[0].artifact.value).toBe("Let me compute.");
+      expect(plain.body.content.slice(1).map((c: { artifact: { value: { tag: string } } }) => c.artifact.value.tag)).toEqual(["call_t1", "call_t2"]);
+    });
+
     it("answers an error before the first frame as plain JSON", async () => {
       fake.reply(failWith(400, "nope"));
       const sse = await openSse(url(), auth, body());

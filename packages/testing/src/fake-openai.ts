@@ -90,17 +90,18 @@ export interface FakeToolCall {
  * A completion that calls tools (finish_reason "tool_calls"): JSON, or SSE
  * chunks when streaming, the arguments cut in two pieces as OpenAI streams them.
  */
-export function callTools(calls: FakeToolCall[], usage = { prompt_tokens: 20, completion_tokens: 9 }): Reply {
+export function callTools(calls: FakeToolCall[], usage = { prompt_tokens: 20, completion_tokens: 9 }, text?: string): Reply {
   const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
   return (request, res) => {
     const base = { id: "chatcmpl-2", created: 1_700_000_000, model: request.body.model };
     if (!request.body.stream) {
       const toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
-      json(res, 200, { ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: toolCalls }, finish_reason: "tool_calls" }], usage: totals });
+      json(res, 200, { ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text ?? null, tool_calls: toolCalls }, finish_reason: "tool_calls" }], usage: totals });
       return;
     }
     const chunk = (choices: unknown[], extra: object = {}) => ({ ...base, object: "chat.completion.chunk", choices, ...extra });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+    for (const piece of text === undefined ? [] : pieces(text)) sse(res, chunk([{ index: 0, delta: { role: "assistant", content: piece }, finish_reason: null }]));
     calls.forEach((c, index) => {
       const args = JSON.stringify(c.arguments);
       const half = Math.floor(args.length / 2);
@@ -116,16 +117,21 @@ export function callTools(calls: FakeToolCall[], usage = { prompt_tokens: 20, co
 /** Streams `firstPiece`, then cuts the connection: a provider failing mid-answer. */
 export function cutAfter(firstPiece: string): Reply {
   return (request, res) => {
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    sse(res, {
-      id: "chatcmpl-1",
-      created: 1_700_000_000,
-      model: request.body.model,
-      object: "chat.completion.chunk",
-      choices: [{ index: 0, delta: { role: "assistant", content: firstPiece }, finish_reason: null }],
-    });
+    streamFirstPiece(request, res, firstPiece);
     setTimeout(() => res.destroy(), 20);
   };
+}
+
+/** Opens a streamed answer with one piece of text (and says nothing more). */
+function streamFirstPiece(request: { body: { model?: unknown } }, res: ServerResponse, piece: string): void {
+  res.writeHead(200, { "content-type": "text/event-stream" });
+  sse(res, {
+    id: "chatcmpl-1",
+    created: 1_700_000_000,
+    model: request.body.model,
+    object: "chat.completion.chunk",
+    choices: [{ index: 0, delta: { role: "assistant", content: piece }, finish_reason: null }],
+  });
 }
 
 /**
@@ -160,14 +166,7 @@ export function failWith(status: number, message = "something is wrong"): Reply 
 export function hang(firstPiece = "Partial"): Reply {
   return (request, res) => {
     if (!request.body.stream) return;
-    res.writeHead(200, { "content-type": "text/event-stream" });
-    sse(res, {
-      id: "chatcmpl-1",
-      created: 1_700_000_000,
-      model: request.body.model,
-      object: "chat.completion.chunk",
-      choices: [{ index: 0, delta: { role: "assistant", content: firstPiece }, finish_reason: null }],
-    });
+    streamFirstPiece(request, res, firstPiece);
   };
 }
 
