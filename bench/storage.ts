@@ -11,7 +11,7 @@ import { apiClient } from "@loom/testing/http";
 import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { printTable } from "./load.ts";
+import { percentile, printTable } from "./load.ts";
 
 const MiB = 1024 * 1024;
 
@@ -73,7 +73,7 @@ function pin(pid: number, cpus: string): void {
   if (result.status !== 0) console.log(`(could not pin process ${pid} to CPU ${cpus}: taskset ${result.error ? "is missing" : `exited ${result.status}`})`);
 }
 
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
 
 async function startLoom(key: string, env: Record<string, string>) {
   const port = await freePort();

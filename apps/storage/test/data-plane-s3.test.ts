@@ -1,5 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ListObjectsV2Command } from "@aws-sdk/client-s3";
 import { Code, type Client } from "@connectrpc/connect";
@@ -17,12 +18,6 @@ import { createMemoryStorageStore } from "../src/store/memory.ts";
 import { wireStorage, type WiredStorage } from "../src/wiring.ts";
 
 const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-
-async function collect(stream: Readable | undefined): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream ?? []) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))("storage data plane on S3 (MinIO)", () => {
   const logger = createLogger("storage-test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -68,16 +63,16 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
     expect((await serve(request("PUT", token, bytes, { "content-type": "application/x-big" }))).status).toBe(200);
     const got = await serve(request("GET", token));
     expect(got.headers).toMatchObject({ "content-length": String(bytes.length), "content-type": "application/x-big" });
-    expect(sha(await collect(got.body))).toBe(sha(bytes));
+    expect(sha(await buffer(got.body!))).toBe(sha(bytes));
     const part = await serve(request("GET", token, undefined, { range: "bytes=5242880-5242889" }));
     expect(part.status).toBe(206);
-    expect(await collect(part.body)).toEqual(bytes.subarray(5242880, 5242890));
+    expect(await buffer(part.body!)).toEqual(bytes.subarray(5242880, 5242890));
     const { asset } = await storage.getAsset({ bucketId: bucket!.bucketId, name: "big/file.bin" }, call);
     expect(asset!.size).toBe(BigInt(bytes.length));
     // No Content-Length: the bytes go in parts.
     const chunked: BlobRequest = { method: "PUT", token, headers: {}, body: Readable.from([bytes.subarray(0, 6_000_000), bytes.subarray(6_000_000)]), signal: new AbortController().signal };
     expect((await serve(chunked)).status).toBe(200);
-    expect(sha(await collect((await serve(request("GET", token))).body))).toBe(sha(bytes));
+    expect(sha(await buffer((await serve(request("GET", token))).body!))).toBe(sha(bytes));
     const single = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name: "big/file.bin", operation: AssetUrlOperation.GET }, call);
     expect(single.url.startsWith("http://loom.test/blobs/")).toBe(true);
   });

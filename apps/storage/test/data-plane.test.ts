@@ -3,6 +3,7 @@ import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
+import { buffer } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 import type { BlobRequest, ServeBlob } from "@loom/kit/blob-exchange";
@@ -24,12 +25,6 @@ async function filesUnder(dir: string): Promise<string[]> {
 }
 
 const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
-
-async function collect(stream: Readable | undefined): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream ?? []) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
 
 describe.each(storeKinds("storage data plane"))("storage data plane on local disk (%s store)", (kind) => {
   const logger = createLogger("storage-test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -90,7 +85,7 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     const got = await serve(request("GET", token));
     expect(got.status).toBe(200);
     expect(got.headers).toMatchObject({ "content-type": "image/png", "content-length": String(bytes.length), etag: put.headers.etag });
-    expect(sha(await collect(got.body))).toBe(sha(bytes));
+    expect(sha(await buffer(got.body!))).toBe(sha(bytes));
     const { asset } = await storage.getAsset({ bucketId, name }, call);
     expect(asset!.size).toBe(BigInt(bytes.length));
     expect(asset!.contentType).toBe("image/png");
@@ -103,8 +98,8 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     const part = await serve(request("GET", token, { range: "bytes=2-5" }));
     expect(part.status).toBe(206);
     expect(part.headers).toMatchObject({ "content-range": "bytes 2-5/10", "content-length": "4", "content-type": "application/octet-stream" });
-    expect((await collect(part.body)).toString()).toBe("2345");
-    expect((await collect((await serve(request("GET", token, { range: "bytes=-3" }))).body)).toString()).toBe("789");
+    expect((await buffer(part.body!)).toString()).toBe("2345");
+    expect((await buffer((await serve(request("GET", token, { range: "bytes=-3" }))).body!)).toString()).toBe("789");
     expect((await serve(request("GET", token, { range: "bytes=20-30" }))).status).toBe(416);
     const whole = await serve(request("GET", token));
     expect((await serve(request("GET", token, { "if-none-match": whole.headers.etag }))).status).toBe(304);
@@ -143,7 +138,7 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     await expect(serve(request("PUT", token, {}, big))).rejects.toMatchObject({ code: Code.OutOfRange });
     const undeclared: BlobRequest = { method: "PUT", token, headers: {}, body: Readable.from([big.subarray(0, 3_000_000), big.subarray(3_000_000)]), signal: new AbortController().signal };
     await expect(serve(undeclared)).rejects.toMatchObject({ code: Code.OutOfRange });
-    expect((await collect((await serve(request("GET", token))).body)).toString()).toBe("old");
+    expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("old");
     expect(await filesUnder(join(dir, ".incoming"))).toEqual([]);
   });
 
