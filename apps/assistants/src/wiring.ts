@@ -7,7 +7,7 @@ import type { AssistantsStore } from "./store/port.ts";
 
 /** MongoDB when a URL is given, else the in-memory store. */
 export const openAssistantsStore = (settings: StoreSettings): Promise<AssistantsStore> =>
-  openStore(settings, { memory: createMemoryAssistantsStore, mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: () => createMemoryAssistantsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close) });
 
 /** Store → service: shared by main.ts, the all-in-one process and the tests. */
 export async function wireAssistants(store: AssistantsStore): Promise<RpcService> {

@@ -9,7 +9,7 @@ import type { EventsStore } from "./store/port.ts";
 
 /** MongoDB when a URL is given, else the in-memory store. */
 export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
-  openStore(settings, { memory: createMemoryEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: () => createMemoryEventsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.

@@ -405,7 +405,7 @@ describe("follow events: 1,000 cancelled follows", () => {
 });
 
 describe.skipIf(!needs("NATS_URL", "follow events across two replicas over NATS"))("follow events across two replicas", () => {
-  const kind = testServers.mongoUrl ? "mongo" : "memory";
+  const kind = testServers.mongoUrl ? "mongo" : "sqlite";
   const db = freshDatabaseName();
   const buses: Bus[] = [];
   const servers: RunningServer[] = [];
@@ -414,10 +414,10 @@ describe.skipIf(!needs("NATS_URL", "follow events across two replicas over NATS"
   let b: Client<typeof EventsService>;
 
   beforeAll(async () => {
-    if (kind === "memory") console.warn("follow events across two replicas: MONGODB_URL is not set, the replicas share one in-memory store");
+    if (kind === "sqlite") console.warn("follow events across two replicas: MONGODB_URL is not set, the replicas share one in-memory SQLite store");
     for (const name of ["a", "b"]) {
-      // In memory there is one process, so one store; on MongoDB each replica has its own connection.
-      const store = stores[0] && kind === "memory" ? stores[0] : await openEventsStore({ url: testServers.mongoUrl, db });
+      // Without MongoDB the replicas share one in-memory database; on MongoDB each replica has its own connection.
+      const store = stores[0] && kind === "sqlite" ? stores[0] : await openEventsStore({ url: testServers.mongoUrl, db });
       await store.init();
       stores.push(store);
       const bus = await createNatsBus(testServers.natsUrl!, `events-test-${name}`);

@@ -107,7 +107,7 @@ describe("BILLING_REQUIRED=true", () => {
   let admin: ApiClient;
   beforeAll(async () => {
     fake = await startFakeStripe({ prices: {} });
-    stack = await startStack("memory", {
+    stack = await startStack("sqlite", {
       memoryBus: true,
       billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
     });
@@ -145,7 +145,7 @@ describe("BILLING_REQUIRED=true", () => {
 describe("billing over HTTP, not configured", () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startStack("memory", { memoryBus: true });
+    stack = await startStack("sqlite", { memoryBus: true });
   });
   afterAll(() => stack?.close());
 
@@ -164,7 +164,7 @@ describe.skipIf(!needs("STRIPE_MOCK_URL", "billing against stripe-mock"))("billi
   let stack: TestStack;
   let admin: ApiClient;
   beforeAll(async () => {
-    stack = await startStack("memory", { memoryBus: true, billing: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
+    stack = await startStack("sqlite", { memoryBus: true, billing: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
   afterAll(() => stack?.close());

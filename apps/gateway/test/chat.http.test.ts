@@ -58,7 +58,7 @@ describe("chat messages over HTTP", () => {
   beforeAll(async () => {
     fake = await startFakeOpenAI();
     anthropic = await startFakeOpenAI();
-    stack = await startStack("memory", {
+    stack = await startStack("sqlite", {
       memoryBus: true,
       runs: {
         DEFAULT_MODEL: "openai-compatible:fake-model",

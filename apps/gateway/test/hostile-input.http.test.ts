@@ -47,7 +47,7 @@ describe("hostile input", () => {
   let me: string;
 
   beforeAll(async () => {
-    stack = await startStack("memory");
+    stack = await startStack("sqlite");
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     me = (await admin.get("/users")).body.users[0].user_id;
   });

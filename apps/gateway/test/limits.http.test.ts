@@ -20,7 +20,7 @@ function expectRateLimited(res: { status: number; headers: Headers }, body: unkn
 
 describe("rate limits are off by default", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("memory", { memoryBus: true })));
+  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true })));
   afterAll(() => stack?.close());
 
   it("a burst of 100 requests from one credential gets no 429 and no RateLimit headers", async () => {
@@ -33,7 +33,7 @@ describe("rate limits are off by default", () => {
 
 describe("rate limits per credential, when on", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("memory", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 } })));
+  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 } })));
   afterAll(() => stack?.close());
 
   it("every answer carries the draft-06 RateLimit headers, Remaining counting down", async () => {
@@ -90,7 +90,7 @@ describe("rate limits per credential, when on", () => {
 
 describe("a rate-limited credential", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("memory", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 } })));
+  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 } })));
   afterAll(() => stack?.close());
 
   it("is served again once the window has passed, no later than Retry-After said", async () => {
@@ -115,7 +115,7 @@ describe("concurrent event streams per credential", () => {
   let auth: Record<string, string>;
   const cap = 3;
   beforeAll(async () => {
-    stack = await startStack("memory", { memoryBus: true, limits: { STREAMS_PER_CREDENTIAL: cap } });
+    stack = await startStack("sqlite", { memoryBus: true, limits: { STREAMS_PER_CREDENTIAL: cap } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     auth = { authorization: `Bearer ${stack.bootstrapKey}` };
   });

@@ -11,7 +11,7 @@ import { startStack, type TestStack } from "./stack.ts";
 describe("readiness when a backing service is down", () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startStack("memory");
+    stack = await startStack("sqlite");
   });
   afterAll(() => stack?.close());
 

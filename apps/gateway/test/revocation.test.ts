@@ -6,7 +6,7 @@ import { startStack, type TestStack } from "./stack.ts";
 describe("revocation across gateway replicas", () => {
   let stack: TestStack;
   beforeAll(async () => {
-    stack = await startStack("memory");
+    stack = await startStack("sqlite");
   });
   afterAll(() => stack?.close());
 

@@ -64,7 +64,7 @@ export const testRunSettings: RunSettings = {
 };
 
 export async function startStack(
-  store: "memory" | "mongo",
+  store: "sqlite" | "mongo",
   options: {
     runs?: Partial<RunSettings>;
     model?: Model;

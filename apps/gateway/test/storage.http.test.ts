@@ -569,7 +569,7 @@ describe("signed URLs expire", () => {
   let admin: ApiClient;
   beforeAll(async () => {
     // Tokens count whole seconds: 2 s leaves at least one for the first use.
-    stack = await startStack("memory", { storage: { ASSET_URL_TTL_SECONDS: 2 } });
+    stack = await startStack("sqlite", { storage: { ASSET_URL_TTL_SECONDS: 2 } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
   afterAll(() => stack?.close());

@@ -7,8 +7,8 @@ import { createAccessTokenVerifier } from "./access-tokens.ts";
 import { createBillingService, type BillingSettings } from "./billing/service.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { createIdentityService } from "./service.ts";
-import { createMemoryIdentityStore } from "./store/memory.ts";
 import { createMongoIdentityStore } from "./store/mongo.ts";
+import { createSqliteIdentityStore } from "./store/sqlite.ts";
 import type { IdentityStore } from "./store/port.ts";
 
 export interface IdentitySettings extends BillingSettings {
@@ -20,9 +20,9 @@ export interface IdentitySettings extends BillingSettings {
   OIDC_AUDIENCE?: string | undefined;
 }
 
-/** MongoDB when a URL is given, else the in-memory store. */
+/** MongoDB when a URL is given, else SQLite. */
 export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStore> =>
-  openStore(settings, { memory: createMemoryIdentityStore, mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteIdentityStore, mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close) });
 
 /**
  * Store → bootstrap → service: shared by main.ts, the all-in-one process and

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { createLogger } from "@loom/kit/logger";
 import { bootstrapIdentity } from "../src/bootstrap.ts";
-import { createMemoryIdentityStore } from "../src/store/memory.ts";
+import { openSqlite } from "@loom/kit/sqlite";
+import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
+import type { IdentityStore } from "../src/store/port.ts";
 import { createIdentityService } from "../src/service.ts";
 import { createRouterTransport, createClient } from "@connectrpc/connect";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
@@ -10,14 +12,20 @@ import { createAccessTokenVerifier } from "../src/access-tokens.ts";
 
 const logger = createLogger("test", "silent");
 
-function identityClient(store = createMemoryIdentityStore()) {
+async function freshStore() {
+  const store = createSqliteIdentityStore(openSqlite(":memory:"));
+  await store.init();
+  return store;
+}
+
+function identityClient(store: IdentityStore) {
   const service = createIdentityService({ store, logger });
   return createClient(IdentityService, createRouterTransport((router) => service.routes(router)));
 }
 
 describe("bootstrap", () => {
   it("generates a key on an empty store, once, and the key authenticates", async () => {
-    const store = createMemoryIdentityStore();
+    const store = await freshStore();
     const value = await bootstrapIdentity(store, { email: "admin@localhost" }, logger);
     expect(value).toMatch(/^loom_[A-Za-z0-9_-]{43}$/);
     expect(await bootstrapIdentity(store, { email: "admin@localhost" }, logger)).toBeUndefined();
@@ -27,7 +35,7 @@ describe("bootstrap", () => {
   });
 
   it("seeds the exact BOOTSTRAP_API_KEY value and returns no key to print (apps/loom/test/start.test.ts reads the log)", async () => {
-    const store = createMemoryIdentityStore();
+    const store = await freshStore();
     const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
     expect(await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger)).toBeUndefined();
     const { principal } = await identityClient(store).authenticate({ credential: seeded });
@@ -36,7 +44,7 @@ describe("bootstrap", () => {
   });
 
   it("never bootstraps a store that has users", async () => {
-    const store = createMemoryIdentityStore();
+    const store = await freshStore();
     await store.insertUser({ id: "u", subject: "local:u", email: "x@y", organizations: [], createdAt: new Date(), updatedAt: new Date() });
     expect(await bootstrapIdentity(store, { email: "admin@localhost" }, logger)).toBeUndefined();
     expect(await store.countUsers()).toBe(1);
@@ -45,11 +53,11 @@ describe("bootstrap", () => {
 
 describe("the service trusts only what it should", () => {
   it("refuses principal-scoped RPCs without a principal", async () => {
-    await expect(identityClient().listUsers({})).rejects.toMatchObject({ code: 16 });
+    await expect(identityClient(await freshStore()).listUsers({})).rejects.toMatchObject({ code: 16 });
   });
 
   it("does not let a token whose subject looks local take over a local user", async () => {
-    const store = createMemoryIdentityStore();
+    const store = await freshStore();
     const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
     await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger);
     const service = createIdentityService({ store, logger, accessTokens: createAccessTokenVerifier({ secret: testTokenSecret }) });

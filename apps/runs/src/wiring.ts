@@ -32,7 +32,7 @@ export interface RunSettings extends ModelConfig {
 
 /** MongoDB when a URL is given, else the in-memory store. */
 export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
-  openStore(settings, { memory: createMemoryRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: () => createMemoryRunsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
 
 /**
  * Store, model, run log, service and a started worker: shared by main.ts, the

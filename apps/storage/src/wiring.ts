@@ -17,7 +17,7 @@ import { createBucketSweep } from "./sweep.ts";
 
 /** MongoDB when a URL is given, else the in-memory store. */
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
-  openStore(settings, { memory: createMemoryStorageStore, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: () => createMemoryStorageStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
 
 /**
  * S3 when S3_BUCKET is set, else local disk under BLOB_DIR. The S3 adapter is

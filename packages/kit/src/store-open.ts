@@ -1,9 +1,16 @@
 import { connectMongo, type MongoHandle } from "./mongo.ts";
+import { openSqlite, type SqliteHandle } from "./sqlite.ts";
 
-/** Where a service keeps its data: MongoDB when a URL is given, else the embedded adapter. */
+/** Where a service keeps its data: MongoDB when a URL is given, else SQLite. */
 export interface StoreSettings {
   url?: string | undefined;
   db: string;
+  /**
+   * The SQLite database to keep it in without a URL (the all-in-one process
+   * shares one file among its services: `sharedSqlite`); a private
+   * in-memory database when absent.
+   */
+  sqlite?: SqliteHandle | undefined;
 }
 
 /**
@@ -11,12 +18,12 @@ export interface StoreSettings {
  * service has the same two adapters behind its store port, so this is the
  * one place that chooses between them.
  */
-export async function openStore<S>(settings: StoreSettings, adapters: { memory: () => S; mongo: (handle: MongoHandle) => S }): Promise<S> {
-  if (!settings.url) return adapters.memory();
-  return adapters.mongo(await connectMongo(settings.url, settings.db));
+export async function openStore<S>(settings: StoreSettings, adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S }): Promise<S> {
+  if (settings.url) return adapters.mongo(await connectMongo(settings.url, settings.db));
+  return adapters.sqlite(settings.sqlite ?? openSqlite(":memory:"));
 }
 
-/** What every store port has besides its own business: set up (indexes, idempotent), a readiness probe, and close. */
+/** What every store port has besides its own business: set up (tables or indexes, idempotent), a readiness probe, and close. */
 export interface StoreLifecycle {
   init(): Promise<void>;
   ready(): Promise<boolean>;

@@ -41,9 +41,9 @@ export function needs(variable: TestServerVariable, suite: string): boolean {
   return ok;
 }
 
-/** Store kinds every store-backed suite runs against: memory always, MongoDB when there is one. */
-export function storeKinds(suite: string): Array<"memory" | "mongo"> {
-  return needs("MONGODB_URL", `${suite} on MongoDB`) ? ["memory", "mongo"] : ["memory"];
+/** Store kinds every store-backed suite runs against: SQLite (in memory) always, MongoDB when there is one. */
+export function storeKinds(suite: string): Array<"sqlite" | "mongo"> {
+  return needs("MONGODB_URL", `${suite} on MongoDB`) ? ["sqlite", "mongo"] : ["sqlite"];
 }
 
 /** A database of its own for one suite, dropped afterwards. */
