@@ -14,7 +14,15 @@ export const loomConfigSchema = z.object({
   PORT: env.port(8080),
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),
-  /** Set it to keep data across restarts; unset keeps everything in memory. */
+  /**
+   * Where this process keeps its data: `loom.db` (SQLite: every service's
+   * records, unless MONGODB_URL is set), `blobs/` (asset bytes on local disk,
+   * unless BLOB_DIR or S3_BUCKET says otherwise) and `signing-key`.
+   */
+  LOOM_DATA_DIR: z.string().min(1).default("./.loom"),
+  /** Asset bytes on local disk; unset: `blobs` in LOOM_DATA_DIR. */
+  BLOB_DIR: z.string().min(1).optional(),
+  /** Set: records live in MongoDB (several processes may share it) instead of the data directory's SQLite file. */
   MONGODB_URL: env.url().optional(),
   MONGODB_DB_PREFIX: z.string().default("loom_"),
   /** Unset: the in-process bus. */

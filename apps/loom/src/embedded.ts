@@ -11,12 +11,15 @@ import { createHttpServer } from "@loom/kit/http-server";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
 import { inProcessTransport } from "@loom/kit/transports";
+import { sharedSqlite } from "@loom/kit/sqlite";
 import type { LoomConfig } from "./config.ts";
+import { openDataDir, type DataDir } from "./data-dir.ts";
 
 export interface EmbeddedLoom {
   server: RunningServer;
   /** The generated bootstrap key, on a first start only. */
   bootstrapKey: string | undefined;
+  dataDir: DataDir;
 }
 
 /**
@@ -26,14 +29,30 @@ export interface EmbeddedLoom {
  */
 export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
   const serviceToken = randomBytes(24).toString("base64url");
-  const identityStore = await openIdentityStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}identity` });
+  const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL });
+  try {
+    return await startServices(config, logger, serviceToken, dataDir);
+  } catch (error) {
+    await dataDir.close();
+    throw error;
+  }
+}
+
+async function startServices(config: LoomConfig, logger: Logger, serviceToken: string, dataDir: DataDir): Promise<EmbeddedLoom> {
+  // Every service's tables in the one file; each store's close leaves it open, the data directory closes it last.
+  const store = (service: string) => ({
+    url: config.MONGODB_URL,
+    db: `${config.MONGODB_DB_PREFIX}${service}`,
+    sqlite: dataDir.sqlite && sharedSqlite(dataDir.sqlite),
+  });
+  const identityStore = await openIdentityStore(store("identity"));
   const bus = await openBus(config.NATS_URL, "loom");
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
-  const assistants = await wireAssistants(await openAssistantsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}assistants` }));
-  const events = await wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}events` }), bus, logger.child({ service: "events" }));
+  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
+  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }));
   // The runs service calls assistants and events, in process like everything else.
   const peers = inProcessTransport([assistants, events], serviceToken, logger);
-  const runs = await wireRuns(await openRunsStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}runs` }), config, {
+  const runs = await wireRuns(await openRunsStore(store("runs")), config, {
     assistants: peers,
     events: peers,
     bus,
@@ -41,7 +60,8 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   });
   // Signed URLs point at PUBLIC_URL, or at this process's own address once it listens (PORT may be 0).
   let listening: RunningServer | undefined;
-  const storage = await wireStorage(await openStorageStore({ url: config.MONGODB_URL, db: `${config.MONGODB_DB_PREFIX}storage` }), await openBlobStore(config), config, {
+  const storageSettings = { ...config, BLOB_DIR: config.BLOB_DIR ?? dataDir.blobDir, BLOB_SIGNING_KEY: config.BLOB_SIGNING_KEY ?? dataDir.signingKey };
+  const storage = await wireStorage(await openStorageStore(store("storage")), await openBlobStore(storageSettings), storageSettings, {
     logger: logger.child({ service: "storage" }),
     publicUrl: () => config.PUBLIC_URL ?? listening!.url,
   });
@@ -52,6 +72,7 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   const server = (listening = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
+    await dataDir.close();
   }));
-  return { server, bootstrapKey: identity.bootstrapKey };
+  return { server, bootstrapKey: identity.bootstrapKey, dataDir };
 }

@@ -8,8 +8,13 @@ const logger = createLogger("loom");
 try {
   const config = loadConfig(loomConfigSchema);
   logger.level = config.LOG_LEVEL;
-  if (!config.MONGODB_URL) logger.info("MONGODB_URL is not set: data lives in memory and is gone on restart");
-  const { server, bootstrapKey } = await startEmbedded(config, logger);
+  const { server, bootstrapKey, dataDir } = await startEmbedded(config, logger);
+  logger.info(
+    { data_dir: dataDir.path, state: dataDir.state },
+    config.MONGODB_URL
+      ? `records in MongoDB; data directory ${dataDir.path} (${dataDir.state}) keeps the signing key${config.S3_BUCKET || config.BLOB_DIR ? "" : " and the blobs"}`
+      : `data directory ${dataDir.path} (${dataDir.state === "new" ? "new: created" : "reopened"})`,
+  );
   logger.info({ url: server.url }, `Loom is listening on ${server.url}`);
   if (bootstrapKey) {
     logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createLogger } from "@loom/kit/logger";
 import { loadConfig } from "@loom/kit/config";
+import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { loomConfigSchema } from "../src/config.ts";
 import { startEmbedded, type EmbeddedLoom } from "../src/embedded.ts";
@@ -11,7 +12,7 @@ describe("a loom:echo run on the embedded process", () => {
   let api: ApiClient;
   beforeAll(async () => {
     const key = "loom_echo-test-0123456789abcdefghijklmnopqrstuvwxyz";
-    const config = loadConfig(loomConfigSchema, { PORT: "0", BOOTSTRAP_API_KEY: key });
+    const config = loadConfig(loomConfigSchema, { PORT: "0", LOOM_DATA_DIR: freshDataDir(), BOOTSTRAP_API_KEY: key });
     loom = await startEmbedded(config, createLogger("test", "silent"));
     api = apiClient(loom.server.url, key);
   });

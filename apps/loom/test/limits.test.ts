@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "@loom/kit/logger";
 import { loadConfig } from "@loom/kit/config";
+import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
 import { loomConfigSchema } from "../src/config.ts";
@@ -11,7 +12,7 @@ describe("the all-in-one process's limit settings", () => {
   const key = "loom_limits-test-0123456789abcdefghijklmnopqrstuvwxyz";
   let loom: EmbeddedLoom;
   beforeAll(async () => {
-    const config = loadConfig(loomConfigSchema, { PORT: "0", BOOTSTRAP_API_KEY: key, RATE_LIMIT_REQUESTS: "4", RATE_LIMIT_WINDOW_SECONDS: "60", STREAMS_PER_CREDENTIAL: "1" });
+    const config = loadConfig(loomConfigSchema, { PORT: "0", LOOM_DATA_DIR: freshDataDir(), BOOTSTRAP_API_KEY: key, RATE_LIMIT_REQUESTS: "4", RATE_LIMIT_WINDOW_SECONDS: "60", STREAMS_PER_CREDENTIAL: "1" });
     loom = await startEmbedded(config, createLogger("test", "silent"));
   });
   afterAll(() => loom?.server.close());

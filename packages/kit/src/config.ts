@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { StartupRefused } from "./shutdown.ts";
 
 /**
  * Reads configuration from the environment and fails fast: every problem is
@@ -13,7 +14,7 @@ export function loadConfig<S extends z.ZodObject>(schema: S, env: NodeJS.Process
   throw new ConfigError(`invalid configuration:\n${lines.join("\n")}`);
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends StartupRefused {
   override name = "ConfigError";
 }
 

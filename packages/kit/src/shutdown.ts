@@ -26,8 +26,17 @@ export function onShutdown(logger: Logger, close: () => Promise<void>, graceMs =
   process.once("SIGINT", () => stop("SIGINT"));
 }
 
+/**
+ * A start refused for a reason its message says in full (a bad setting, a
+ * data directory in use): printed without a stack, which would only hide it.
+ */
+export class StartupRefused extends Error {
+  override name = "StartupRefused";
+}
+
 /** Prints a startup failure (bad config, unreachable database) and exits non-zero. */
 export function failStartup(logger: Logger, error: unknown): never {
-  logger.fatal({ err: error }, error instanceof Error ? error.message : "startup failed");
+  if (error instanceof StartupRefused) logger.fatal(error.message);
+  else logger.fatal({ err: error }, error instanceof Error ? error.message : "startup failed");
   process.exit(1);
 }

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { createServer } from "node:net";
+import { freshDataDir } from "./data-dir.ts";
 import { fileURLToPath } from "node:url";
 
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
@@ -37,9 +38,9 @@ export const loomNodeFlags = ["--max-semi-space-size=2"];
 export async function startProcess(script: string, env: Record<string, string>, healthUrl: string, options: ProcessOptions = {}): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...loomNodeFlags, script], {
     cwd: repoRoot,
-    // Only what the caller says: an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
+    // Only what the caller says (and a data directory of its own for the all-in-one): an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
     // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", LOOM_DATA_DIR: freshDataDir(), ...env },
     stdio: ["ignore", options.stdout ?? "ignore", options.stderr ?? "inherit"],
   });
   track(child);

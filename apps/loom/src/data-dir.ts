@@ -1,0 +1,70 @@
+import { randomBytes } from "node:crypto";
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { StartupRefused } from "@loom/kit/shutdown";
+import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+
+/** The all-in-one process's data directory (LOOM_DATA_DIR): its database, its blobs, its signing key. */
+export interface DataDir {
+  /** Absolute. */
+  path: string;
+  /** `new`: this start made the database; `reopened`: it was there. */
+  state: "new" | "reopened";
+  /** Every service's tables, in one file (`loom.db`); absent when the records live in MongoDB. */
+  sqlite?: SqliteHandle;
+  /** The key that signs asset URLs, kept so URLs outlive a restart (BLOB_SIGNING_KEY overrides it). */
+  signingKey: string;
+  blobDir: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens (creating) the data directory. With `records`, the services' records
+ * go into `loom.db` there, held under an exclusive lock for the life of the
+ * process: a second process on the same directory is refused, with the pid of
+ * the one that holds it (`loom.pid`, written once the lock is ours).
+ */
+export function openDataDir(dir: string, options: { records: boolean }): DataDir {
+  const path = resolve(dir);
+  mkdirSync(path, { recursive: true, mode: 0o700 });
+  const database = join(path, "loom.db");
+  const pidFile = join(path, "loom.pid");
+  const existed = options.records ? existsSync(database) : existsSync(join(path, "signing-key"));
+  let sqlite: SqliteHandle | undefined;
+  if (options.records) {
+    try {
+      sqlite = openSqlite(database, { exclusive: true });
+    } catch (error) {
+      if (!(error instanceof DatabaseInUseError)) throw error;
+      const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
+      throw new StartupRefused(
+        `the data directory ${path} is in use by another Loom process${pid ? ` (pid ${pid})` : ""}: stop that one, or set LOOM_DATA_DIR to another directory`,
+      );
+    }
+    writeFileSync(pidFile, `${process.pid}\n`);
+  }
+  return {
+    path,
+    state: existed ? "reopened" : "new",
+    ...(sqlite ? { sqlite } : {}),
+    signingKey: signingKey(join(path, "signing-key")),
+    blobDir: join(path, "blobs"),
+    close: async () => sqlite?.close(),
+  };
+}
+
+/** Read, or made once (256 random bits, readable by the owner only, on disk before it signs anything). */
+function signingKey(file: string): string {
+  if (!existsSync(file)) {
+    try {
+      const fd = openSync(file, "wx", 0o600);
+      writeSync(fd, `${randomBytes(32).toString("base64url")}\n`);
+      fsyncSync(fd);
+      closeSync(fd);
+    } catch (error) {
+      // Another process (sharing MongoDB, so not locked out) made it first: use theirs.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    }
+  }
+  return readFileSync(file, "utf8").trim();
+}

@@ -1,0 +1,62 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { freshDataDir } from "@loom/testing/data-dir";
+import { loomNodeFlags } from "@loom/testing/processes";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+
+/** `pnpm start`'s process, as a child: what it printed, and how it ended. */
+export interface AllInOne {
+  child: ChildProcess;
+  url: string;
+  /** Everything it printed so far (stdout and stderr). */
+  output(): string;
+  /** The bootstrap key it printed, if it printed one (the line follows the address). */
+  bootstrapKey(): string | undefined;
+  /** Sends `signal` and resolves the exit code (null after a kill by signal). */
+  stop(signal: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts main.ts with `env` over this process's environment (and a fresh data directory unless `env` names one), and waits until it says where it listens. */
+export async function startAllInOne(env: Record<string, string>): Promise<AllInOne> {
+  const child = spawn(process.execPath, [...loomNodeFlags, main], {
+    env: { ...process.env, MONGODB_URL: "", NATS_URL: "", BOOTSTRAP_API_KEY: "", LOG_LEVEL: "info", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no start within 30 s:\n${output}`)), 30_000);
+    const look = () => {
+      const found = /Loom is listening on (http:\/\/[^"\s]+)/.exec(output)?.[1];
+      if (found) (clearTimeout(timer), resolve(found));
+    };
+    child.stdout!.on("data", look);
+    void exited.then((code) => (clearTimeout(timer), reject(new Error(`exited with ${code}:\n${output}`))));
+  });
+  return {
+    child,
+    url,
+    output: () => output,
+    bootstrapKey: () => /bootstrap API key \(shown once\): (loom_[A-Za-z0-9_-]+)/.exec(output)?.[1],
+    stop: async (signal) => {
+      child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** Runs main.ts to its end (a start that is refused) and resolves its exit code and output. */
+export async function runAllInOneToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, [...loomNodeFlags, main], {
+    env: { ...process.env, MONGODB_URL: "", NATS_URL: "", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, output };
+}
