@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/testing/split-stack";
+import type { BaselineRevision } from "./baseline-revision.ts";
 
 /** A Loom deployment the event benches drive through its gateway. */
 export interface Deployment {
@@ -14,11 +15,20 @@ export interface Deployment {
 /** The event benches open every subscriber with one key: the per-credential stream cap (default 100) is lifted. */
 const streamCap = { STREAMS_PER_CREDENTIAL: "100000" };
 
-/** The all-in-one process with in-memory stores and bus. */
+/** The all-in-one process: its SQLite file in a fresh data directory, the in-process bus. */
 export async function embedded(key: string): Promise<Deployment> {
+  return allInOne(key, "apps/loom/src/main.ts", "all-in-one, SQLite file");
+}
+
+/** The all-in-one process of the baseline revision (bench/baseline-revision.ts): its stores in memory. */
+export async function embeddedBaseline(key: string, baseline: BaselineRevision): Promise<Deployment> {
+  return allInOne(key, baseline.main, `all-in-one, in-memory (${baseline.rev})`);
+}
+
+async function allInOne(key: string, main: string, name: string): Promise<Deployment> {
   const port = await freePort();
-  const proc = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap }, `http://127.0.0.1:${port}/healthz`);
-  return { name: "all-in-one, in-memory", gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
+  const proc = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap }, `http://127.0.0.1:${port}/healthz`);
+  return { name, gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
 }
 
 /** Five processes on MongoDB and NATS, fresh databases. */

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import autocannon from "autocannon";
 import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { embedded, split, type Deployment } from "./deployments.ts";
+import { baselineRevision } from "./baseline-revision.ts";
+import { embedded, embeddedBaseline, split, type Deployment } from "./deployments.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
 
 const now = () => performance.timeOrigin + performance.now();
@@ -75,7 +76,9 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
   await stopProcess(bare);
   ingestRows.push({ target: "bare Koa handler parsing the same bodies (baseline)", "events/s": Math.round(baseline.eventsPerSecond), "p50 ms": baseline.p50, "p99 ms": baseline.p99, "vs baseline": "100.0%", "non-2xx": baseline.non2xx });
 
+  const baselineRev = baselineRevision();
   const deployments: Array<() => Promise<Deployment>> = [() => embedded(key)];
+  if (baselineRev) deployments.unshift(() => embeddedBaseline(key, baselineRev));
   if (options.mongoUrl && options.natsUrl) deployments.push(() => split(key, options.mongoUrl!, options.natsUrl!));
   else console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
 

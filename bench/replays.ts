@@ -1,24 +1,11 @@
 import { randomBytes } from "node:crypto";
-import { readFileSync } from "node:fs";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { embedded, split, type Deployment } from "./deployments.ts";
 import { percentile, printTable } from "./load.ts";
+import { cpuMsOf, memoryOf } from "./process-stats.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
 
 const now = () => performance.timeOrigin + performance.now();
-
-/** A process's resident memory now and its peak so far (VmRSS, VmHWM), in bytes. */
-function memoryOf(pid: number): { rss: number; hwm: number } {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = (field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status)?.[1] ?? 0) * 1024;
-  return { rss: kib("VmRSS"), hwm: kib("VmHWM") };
-}
-
-/** CPU time a process has used so far (user + system), in ms: what a crowd cost the server, whatever else the machine was doing. */
-function cpuMsOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ");
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime, stime in clock ticks of 1/100 s
-}
 
 /** Samples the processes' RSS every 10 ms; `growth()` is each one's peak (sampled, or VmHWM if it rose) above where it started. */
 function watchMemory(pids: Record<string, number>) {

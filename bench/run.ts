@@ -1,5 +1,6 @@
 import { loadavg } from "node:os";
 import { benchGetApiKey } from "./get-api-key.ts";
+import { benchMemory } from "./memory.ts";
 import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
@@ -21,7 +22,7 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" 
 process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs", "events", "replays", "storage" or "streaming": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "memory", "events", "replays", "storage" or "streaming": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -29,6 +30,7 @@ if (!only || only === "api-keys") {
   else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
 }
 if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
+if (!only || only === "memory") await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });
 if (!only || only === "storage") {

@@ -6,6 +6,7 @@ import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/testing/split-stack";
+import { baselineRevision } from "./baseline-revision.ts";
 
 const pollMs = 20;
 // Caps high enough that the figure measures the engine, not the limits.
@@ -21,6 +22,8 @@ interface Row {
   "runs vs baseline": string;
   failed: number;
   unfinished: number;
+  /** This revision's all-in-one against the baseline revision's, same clients (issue 15: ≥ 80%). */
+  "vs in-memory"?: string;
 }
 
 
@@ -61,7 +64,7 @@ async function driveRuns(api: ApiClient, assistantId: string, clients: number, s
 }
 
 /** `count` runs through the API, `clients` at a time, each waited for (the queued cap stays out of the way). */
-async function seedThroughApi(api: ApiClient, assistantId: string, count: number, clients = 100) {
+export async function seedThroughApi(api: ApiClient, assistantId: string, count: number, clients = 100) {
   let next = 0;
   await Promise.all(
     Array.from({ length: clients }, async () => {
@@ -140,6 +143,17 @@ async function driveBaseline(api: ApiClient, assistantId: string, clients: numbe
   return done / seconds;
 }
 
+/** The 1/10/100-client rows on an all-in-one process started from `main` (this revision's, or the baseline's). */
+async function measureAllInOne(main: string, deployment: string, key: string, seconds: number): Promise<Row[]> {
+  const port = await freePort();
+  const loom = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
+  try {
+    return await measure(deployment, `http://127.0.0.1:${port}`, key, seconds);
+  } finally {
+    await stopProcess(loom);
+  }
+}
+
 async function measure(deployment: string, gatewayUrl: string, key: string, seconds: number): Promise<Row[]> {
   const api = apiClient(gatewayUrl, key);
   const assistantId = (await api.post("/assistants", { name: "bench" })).body.assistant_id;
@@ -196,16 +210,21 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
   const only = process.env.BENCH_RUNS_ONLY;
 
   if (only === undefined) {
-    const port = await freePort();
-    const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
-    rows.push(...(await measure("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds)));
-    await stopProcess(loom);
+    // Issue 15: the durable store within 20% of the in-memory stores it replaced, in this run.
+    const baseline = baselineRevision();
+    const inMemory = baseline ? await measureAllInOne(baseline.main, `all-in-one, in-memory (${baseline.rev})`, key, options.seconds) : [];
+    const durable = await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds);
+    for (const r of durable) {
+      const before = inMemory.find((b) => b.clients === r.clients);
+      if (before) r["vs in-memory"] = `${((100 * r["runs/s"]) / before["runs/s"]).toFixed(1)}%`;
+    }
+    rows.push(...inMemory, ...durable);
   }
   if (only !== "history-mongo") {
     // The default caps: no RUN_* settings.
     const port = await freePort();
     const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
-    history.push(...historyRows(await measureHistory("all-in-one, in-memory", `http://127.0.0.1:${port}`, key, options.seconds, (api, id) => seedThroughApi(api, id, historyRuns)), options.seconds));
+    history.push(...historyRows(await measureHistory("all-in-one, SQLite file", `http://127.0.0.1:${port}`, key, options.seconds, (api, id) => seedThroughApi(api, id, historyRuns)), options.seconds));
     await stopProcess(loom);
   }
 
