@@ -1,3 +1,4 @@
+import { setImmediate } from "node:timers/promises";
 import { dateOf, migrate, newestFirstOrder, type Row, type SqliteHandle } from "@loom/kit/sqlite";
 import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
 import { nameFilterSql } from "./name-filter.ts";
@@ -38,6 +39,9 @@ const assetOf = (row: Row | undefined): AssetRecord | undefined =>
     createdAt: dateOf(row.created_at)!,
     updatedAt: dateOf(row.updated_at)!,
   };
+
+/** Asset rows a bucket's deletion removes per statement. */
+const deleteBatch = 1_000;
 
 /**
  * SQLite adapter (the embedded store): `storage_buckets` and `storage_assets`,
@@ -121,7 +125,9 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
     deleteAsset: async (organizationId, bucketId, name) =>
       assetOf(prepare("DELETE FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ? RETURNING *").get(bucketId, name, organizationId)),
     async deleteAssetsOfBucket(bucketId) {
-      prepare("DELETE FROM storage_assets WHERE bucket_id = ?").run(bucketId);
+      // In batches, yielding between them: one statement over a big bucket holds the event loop (some 360 ms per 100,000 rows here).
+      const batch = prepare("DELETE FROM storage_assets WHERE rowid IN (SELECT rowid FROM storage_assets WHERE bucket_id = ? LIMIT ?)");
+      while (batch.run(bucketId, deleteBatch).changes === deleteBatch) await setImmediate();
     },
     async storedBytes(organizationId) {
       return Number(prepare("SELECT coalesce(sum(blob_size), 0) AS n FROM storage_assets WHERE organization_id = ?").get(organizationId)!.n);
