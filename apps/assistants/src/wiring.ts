@@ -1,13 +1,13 @@
 import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { createAssistantsService } from "./service.ts";
-import { createMemoryAssistantsStore } from "./store/memory.ts";
 import { createMongoAssistantsStore } from "./store/mongo.ts";
+import { createSqliteAssistantsStore } from "./store/sqlite.ts";
 import type { AssistantsStore } from "./store/port.ts";
 
-/** MongoDB when a URL is given, else the in-memory store. */
+/** MongoDB when a URL is given, else SQLite. */
 export const openAssistantsStore = (settings: StoreSettings): Promise<AssistantsStore> =>
-  openStore(settings, { sqlite: () => createMemoryAssistantsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteAssistantsStore, mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close) });
 
 /** Store → service: shared by main.ts, the all-in-one process and the tests. */
 export async function wireAssistants(store: AssistantsStore): Promise<RpcService> {

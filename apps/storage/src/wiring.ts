@@ -10,14 +10,14 @@ import type { StorageSettings } from "./config.ts";
 import { createServeBlob } from "./serve-blob.ts";
 import { createStorageService } from "./service.ts";
 import { createBlobTokens } from "./signed-urls.ts";
-import { createMemoryStorageStore } from "./store/memory.ts";
 import { createMongoStorageStore } from "./store/mongo.ts";
+import { createSqliteStorageStore } from "./store/sqlite.ts";
 import type { StorageStore } from "./store/port.ts";
 import { createBucketSweep } from "./sweep.ts";
 
-/** MongoDB when a URL is given, else the in-memory store. */
+/** MongoDB when a URL is given, else SQLite. */
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
-  openStore(settings, { sqlite: () => createMemoryStorageStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteStorageStore, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
 
 /**
  * S3 when S3_BUCKET is set, else local disk under BLOB_DIR. The S3 adapter is

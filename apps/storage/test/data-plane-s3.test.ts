@@ -14,8 +14,7 @@ import { freshS3Bucket, type FreshS3Bucket } from "@loom/testing/s3";
 import { needs } from "@loom/testing/servers";
 import { storageConfigSchema } from "../src/config.ts";
 import { createS3BlobStore } from "../src/blobs/s3.ts";
-import { createMemoryStorageStore } from "../src/store/memory.ts";
-import { wireStorage, type WiredStorage } from "../src/wiring.ts";
+import { openStorageStore, wireStorage, type WiredStorage } from "../src/wiring.ts";
 
 const sha = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
@@ -29,7 +28,7 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
   /** The storage service on the test bucket; `more` overrides settings (a quota, a smaller size limit). */
   async function storageOn(more: Record<string, string> = {}) {
     const settings = storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_SIGNING_KEY: "k".repeat(32), ...s3.env, ...more });
-    const wired = await wireStorage(createMemoryStorageStore(), createS3BlobStore({ ...settings, S3_BUCKET: s3.bucket }), settings, { logger, publicUrl: () => settings.PUBLIC_URL });
+    const wired = await wireStorage(await openStorageStore({ db: "storage" }), createS3BlobStore({ ...settings, S3_BUCKET: s3.bucket }), settings, { logger, publicUrl: () => settings.PUBLIC_URL });
     wirings.push(wired);
     return { serve: wired.serveBlob, storage: clientFor(StorageService, inProcessTransport([wired.service], "t".repeat(24), logger)) as Client<typeof StorageService> };
   }

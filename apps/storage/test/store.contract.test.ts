@@ -103,6 +103,20 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
     expect((await store.listAssets(otherOrg, bucket.id, { prefix: "", postfix: "" }, 0, 100)).totalCount).toBe(0);
   });
 
+  it("filters names exactly: no wildcards, case kept, characters beyond the BMP counted as one", async () => {
+    const bucket = await newBucket();
+    for (const name of ["a%b", "axb", "A%b", "a_c", "aZc", "ü\u{10FFFF}", "ü/x", "üx", "v"]) await store.upsertAsset(asset(bucket, name));
+    const names_ = async (prefix: string, postfix: string) => (await store.listAssets(org, bucket.id, { prefix, postfix }, 0, 100)).items.map((a) => a.name).sort();
+    expect(await names_("a%", "")).toEqual(["a%b"]);
+    expect(await names_("a_", "")).toEqual(["a_c"]);
+    expect(await names_("a", "")).toEqual(["a%b", "aZc", "a_c", "axb"]);
+    expect(await names_("ü", "")).toEqual(["ü/x", "üx", "ü\u{10FFFF}"]);
+    expect(await names_("", "%b")).toEqual(["A%b", "a%b"]);
+    expect(await names_("", "B")).toEqual([]);
+    expect(await names_("", "\u{10FFFF}")).toEqual(["ü\u{10FFFF}"]);
+    expect(await names_("\u{10FFFF}", "")).toEqual([]);
+  });
+
   it("records uploads on the asset itself (not a later one of the same name), with the presigned-PUT window", async () => {
     const bucket = await newBucket();
     const first = asset(bucket, "f");
