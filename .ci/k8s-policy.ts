@@ -1,5 +1,4 @@
-import { readFileSync } from "node:fs";
-import { parseAllDocuments } from "yaml";
+import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
 
 /**
  * Loom's rules for what runs on a cluster, checked on a rendered overlay
@@ -12,8 +11,6 @@ import { parseAllDocuments } from "yaml";
  * Usage: node .ci/k8s-policy.ts <rendered.yaml> — prints what it checked, or
  * every violation (and exits 1).
  */
-
-type Json = Record<string, any>;
 
 const workloadKinds = new Set(["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"]);
 /** Kinds whose containers run until stopped, so need probes (a Job's run to completion). */
@@ -28,11 +25,7 @@ if (!file) {
   console.error("usage: node .ci/k8s-policy.ts <rendered.yaml>");
   process.exit(2);
 }
-const resources: Json[] = parseAllDocuments(readFileSync(file, "utf8")).flatMap((doc) => {
-  if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors.map((e) => e.message).join("; ")}`);
-  const value = doc.toJS();
-  return value && typeof value === "object" ? [value as Json] : [];
-});
+const resources = readRendered(file);
 
 const violations: string[] = [];
 const configMaps = new Map(resources.filter((r) => r.kind === "ConfigMap").map((r) => [r.metadata?.name as string, (r.data ?? {}) as Record<string, string>]));
@@ -101,9 +94,10 @@ for (const resource of resources) {
     // Loom's apps: what their processes really serve.
     const app = envValue(container, "APP");
     if (app === undefined) continue;
-    const listen = Number(envValue(container, "PORT"));
+    const listen = envValue(container, "PORT");
     const http = ports.find((p) => p.name === "http");
-    if (!http || http.containerPort !== listen) where(`PORT ${listen} is not the containerPort of its port "http" (${http?.containerPort})`);
+    if (listen === undefined) where("sets no PORT, so the manifest does not say where the process listens");
+    else if (http?.containerPort !== Number(listen)) where(`listens on PORT ${listen}, but its port "http" is ${http ? http.containerPort : "not declared"}`);
     for (const [probe, path] of Object.entries(loomProbePaths)) {
       const get: Json | undefined = container[probe]?.httpGet;
       if (get && (get.path !== path || get.port !== "http")) where(`${probe} is not GET ${path} on port http (the process serves it there)`);
