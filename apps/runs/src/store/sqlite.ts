@@ -233,10 +233,11 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     countQueued: async (organizationId) => Number(prepare("SELECT count(*) AS n FROM runs_queue WHERE organization_id = ?").get(organizationId)!.n),
     async executingLoad() {
       const perOrganization = new Map<string, number>();
-      for (const row of prepare("SELECT organization_id, count(*) AS n FROM runs_leases GROUP BY organization_id").all()) {
-        perOrganization.set(row.organization_id as string, Number(row.n));
+      const threads = new Set<string>();
+      for (const row of prepare("SELECT organization_id, thread_id FROM runs_leases").all()) {
+        perOrganization.set(row.organization_id as string, (perOrganization.get(row.organization_id as string) ?? 0) + 1);
+        if (row.thread_id !== null) threads.add(row.thread_id as string);
       }
-      const threads = new Set(prepare("SELECT DISTINCT thread_id FROM runs_leases WHERE thread_id IS NOT NULL").all().map((row) => row.thread_id as string));
       return { perOrganization, threads };
     },
     async expiredLeases(now, limit) {
