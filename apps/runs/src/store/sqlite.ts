@@ -1,4 +1,4 @@
-import { dateOf, isUniqueViolation, migrate, newestFirstOrder, optional, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { dateOf, migrate, newestFirstOrder, optional, type Row, type SqliteHandle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
 import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
@@ -279,19 +279,15 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     },
 
     async putIdempotency(record) {
-      try {
-        return handle.transaction(() => {
-          // Records past the window go first (an index range, empty most of the time): the table holds one window of keys.
-          prepare("DELETE FROM runs_idempotency WHERE created_at < ?").run(record.createdAt.getTime() - idempotencyWindowMs);
+      return handle.transaction(() => {
+        // Records past the window go first (a range of the age index, empty most of the time): the table holds one window of keys.
+        prepare("DELETE FROM runs_idempotency WHERE created_at < ?").run(record.createdAt.getTime() - idempotencyWindowMs);
+        return (
           prepare(
-            "INSERT INTO runs_idempotency (organization_id, key, fingerprint, run_id, created_at, attempt, attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-          ).run(record.organizationId, record.key, record.fingerprint, record.runId, record.createdAt.getTime(), record.attempt, record.attemptAt.getTime());
-          return true;
-        });
-      } catch (error) {
-        if (isUniqueViolation(error)) return false;
-        throw error;
-      }
+            "INSERT INTO runs_idempotency (organization_id, key, fingerprint, run_id, created_at, attempt, attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+          ).run(record.organizationId, record.key, record.fingerprint, record.runId, record.createdAt.getTime(), record.attempt, record.attemptAt.getTime()).changes === 1
+        );
+      });
     },
     async getIdempotency(organizationId, key, createdAfter) {
       const record = idempotencyOf(prepare("SELECT * FROM runs_idempotency WHERE organization_id = ? AND key = ?").get(organizationId, key));
