@@ -7,6 +7,7 @@ import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
 import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts";
+import { apiDocs } from "./api-docs.ts";
 import { authenticate } from "./auth.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
@@ -106,6 +107,8 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     if (ctx.path === "/openapi.json") return void (ctx.body = openapi);
     await next();
   });
+  // Unauthenticated: the API reference page that renders /openapi.json; `/` leads there.
+  app.use(apiDocs());
   app.use(authenticate(deps.clients.identity, principals));
   if (limits.RATE_LIMIT_REQUESTS) app.use(rateLimit({ requests: limits.RATE_LIMIT_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
   app.use(methodNotAllowed);

@@ -28,6 +28,7 @@ export const loomConfigSchema = z.object({
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
+  LOG_FORMAT: env.logFormat(),
 }).superRefine(requireOidcClaims).superRefine(requireBillingUrls);
 
 export type LoomConfig = z.infer<typeof loomConfigSchema>;

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { logFormats } from "./logger.ts";
 import { StartupRefused } from "./shutdown.ts";
 
 /**
@@ -25,6 +26,7 @@ export function serviceSettings(port: number) {
     HOST: z.string().default("0.0.0.0"),
     SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
     LOG_LEVEL: env.logLevel(),
+    LOG_FORMAT: env.logFormat(),
   };
 }
 
@@ -43,6 +45,8 @@ export const env = {
    */
   mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\/[^\s/]+(\/[^\s]*)?$/, "must be a MongoDB connection string (mongodb:// or mongodb+srv://)"),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  /** Unset: pretty on a terminal, JSON lines otherwise; the logger reads it itself (kit/logger.ts), this only refuses a bad one. */
+  logFormat: () => z.enum(logFormats).optional(),
   duration: (fallbackMs: number) => z.coerce.number().int().positive().default(fallbackMs),
   /** `true`/`1` or `false`/`0`. */
   flag: () => z.enum(["true", "false", "1", "0"]).transform((v) => v === "true" || v === "1"),

@@ -1,14 +1,43 @@
 import { pino, type Logger } from "pino";
+import pretty from "pino-pretty";
 
 export type { Logger };
 
-/** Structured JSON logs on stdout; `service` names the emitter in every line. */
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info"): Logger {
-  return pino({
+export const logFormats = ["json", "pretty"] as const;
+export type LogFormat = (typeof logFormats)[number];
+
+/**
+ * `LOG_FORMAT` when it is one of ours, else pretty on a terminal and JSON
+ * lines otherwise (a file, a pipe, a log collector). A bad LOG_FORMAT is
+ * refused by the configuration check (kit/config.ts `env.logFormat`), which
+ * runs after the logger exists and reports through it.
+ */
+export function logFormatOf(env: NodeJS.ProcessEnv = process.env, terminal: boolean = process.stdout.isTTY === true): LogFormat {
+  const asked = env.LOG_FORMAT;
+  if (asked === "json" || asked === "pretty") return asked;
+  return terminal ? "pretty" : "json";
+}
+
+export interface LoggerOptions {
+  format?: LogFormat;
+  /** Where lines go; stdout unless a test says otherwise. */
+  destination?: NodeJS.WritableStream;
+}
+
+/** Structured logs on stdout; `service` names the emitter in every line. */
+export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info", options: LoggerOptions = {}): Logger {
+  const format = options.format ?? logFormatOf();
+  const settings = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     // Credentials never reach the logs, whatever a caller passes in.
     redact: { paths: ["credential", "*.credential", "authorization", "*.authorization", "value", "*.value"], censor: "[redacted]" },
-  });
+  };
+  // Pretty in this thread and synchronous: a line written just before process.exit (a refused start) is not lost.
+  const destination =
+    format === "pretty"
+      ? pretty({ sync: true, colorize: options.destination ? false : undefined, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", messageFormat: "{service}: {msg}", ...(options.destination ? { destination: options.destination } : {}) })
+      : (options.destination ?? pino.destination({ dest: 1, sync: true }));
+  return pino(settings, destination);
 }

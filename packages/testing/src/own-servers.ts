@@ -16,7 +16,8 @@ export const serverBinaries = {
   ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2")]),
 };
 
-function findBinary(variable: string, name: string, fallbacks: string[]): string | undefined {
+/** A program: the path the variable names (if it exists), else the name on PATH, else the first fallback that exists. */
+export function findBinary(variable: string, name: string, fallbacks: string[]): string | undefined {
   const given = process.env[variable];
   if (given) return existsSync(given) ? given : undefined;
   const onPath = (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name));

@@ -1,0 +1,45 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ConfigError, loadConfig, serviceSettings } from "../src/config.ts";
+import { createLogger, logFormatOf } from "../src/logger.ts";
+
+function written(): { lines: () => string; destination: Writable } {
+  let text = "";
+  const destination = new Writable({ write: (chunk: Buffer, _encoding, done) => ((text += chunk.toString()), done()) });
+  return { lines: () => text, destination };
+}
+
+describe("log format", () => {
+  it("is pretty on a terminal and JSON lines otherwise; LOG_FORMAT decides when set", () => {
+    expect(logFormatOf({}, true)).toBe("pretty");
+    expect(logFormatOf({}, false)).toBe("json");
+    expect(logFormatOf({ LOG_FORMAT: "json" }, true)).toBe("json");
+    expect(logFormatOf({ LOG_FORMAT: "pretty" }, false)).toBe("pretty");
+  });
+
+  it("writes JSON lines, credentials redacted", () => {
+    const out = written();
+    createLogger("loom", "info", { format: "json", destination: out.destination }).info({ authorization: "Bearer loom_s3cret", url: "http://127.0.0.1:8080" }, "Loom is listening");
+    const line = JSON.parse(out.lines());
+    expect(line).toMatchObject({ level: 30, service: "loom", msg: "Loom is listening", authorization: "[redacted]", url: "http://127.0.0.1:8080" });
+  });
+
+  it("writes pretty lines a person reads, credentials still redacted", () => {
+    const out = written();
+    const logger = createLogger("loom", "info", { format: "pretty", destination: out.destination });
+    logger.warn({ value: "loom_s3cret", credential: { value: "loom_s3cret" } }, "Loom is listening on http://127.0.0.1:8080");
+    const text = out.lines();
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: loom: Loom is listening on http:\/\/127\.0\.0\.1:8080\n/);
+    expect(() => JSON.parse(text)).toThrow();
+    expect(text).not.toContain("s3cret");
+    expect(text).toContain("[redacted]");
+  });
+
+  it("refuses a LOG_FORMAT that is neither json nor pretty, naming it", () => {
+    const schema = z.object(serviceSettings(8081));
+    expect(loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "pretty" }).LOG_FORMAT).toBe("pretty");
+    expect(() => loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "xml" })).toThrow(ConfigError);
+    expect(() => loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "xml" })).toThrow(/LOG_FORMAT/);
+  });
+});
