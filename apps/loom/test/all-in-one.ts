@@ -11,8 +11,8 @@ export interface AllInOne {
   url: string;
   /** Everything it printed so far (stdout and stderr). */
   output(): string;
-  /** The bootstrap key it printed, if it printed one (the line follows the address). */
-  bootstrapKey(): string | undefined;
+  /** The bootstrap key it printed, waiting a moment for the line (it follows the address); undefined if none came. */
+  bootstrapKey(): Promise<string | undefined>;
   /** Sends `signal` and resolves the exit code (null after a kill by signal). */
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
@@ -40,7 +40,11 @@ export async function startAllInOne(env: Record<string, string>): Promise<AllInO
     child,
     url,
     output: () => output,
-    bootstrapKey: () => /bootstrap API key \(shown once\): (loom_[A-Za-z0-9_-]+)/.exec(output)?.[1],
+    bootstrapKey: async () => {
+      const key = () => /bootstrap API key \(shown once\): (loom_[A-Za-z0-9_-]+)/.exec(output)?.[1];
+      for (let waited = 0; !key() && waited < 3_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
+      return key();
+    },
     stop: async (signal) => {
       child.kill(signal);
       return exited;

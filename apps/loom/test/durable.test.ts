@@ -63,7 +63,7 @@ describe.each(["SIGKILL", "SIGTERM"] as const)("the all-in-one process stopped b
     const port = String(await freePort());
     loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port });
     expect(loom.output()).toContain(`data directory ${dir} (new: created)`);
-    const key = loom.bootstrapKey();
+    const key = await loom.bootstrapKey();
     expect(key).toMatch(/^loom_/);
     const admin = apiClient(loom.url, key);
     const made = await makeEverything(admin);

@@ -13,7 +13,7 @@ describe("the all-in-one process", () => {
   it("starts with embedded defaults, prints the URL, the data directory and the bootstrap key, and serves the API", async () => {
     loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: join(dataDir, "first") });
     expect(loom.output()).toContain(`data directory ${join(dataDir, "first")} (new: created)`);
-    const key = loom.bootstrapKey();
+    const key = await loom.bootstrapKey();
     expect(key).toMatch(/^loom_[A-Za-z0-9_-]{43}$/);
     const anonymous = apiClient(loom.url);
     expect((await anonymous.get("/healthz")).status).toBe(200);
