@@ -32,21 +32,6 @@ const page = `<!DOCTYPE html>
 </html>
 `;
 
-/**
- * Every operation expanded (parameters, bodies, every response with its
- * error body) with its operation id; no validator badge (Swagger UI would
- * fetch it from validator.swagger.io).
- */
-const init = `window.ui = SwaggerUIBundle({
-  url: "openapi.json",
-  dom_id: "#swagger-ui",
-  docExpansion: "full",
-  displayOperationId: true,
-  defaultModelsExpandDepth: 1,
-  validatorUrl: null,
-  syntaxHighlight: { activated: false },
-});
-`;
 
 /** Swagger UI sets style attributes and draws icons from data: URLs; everything else comes from this origin. */
 const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
@@ -84,7 +69,7 @@ export function apiDocs() {
     let loaded = assets.get(name);
     if (!loaded) {
       if (name === "") loaded = asset("text/html; charset=utf-8", Buffer.from(page));
-      else if (name === "init.js") loaded = asset("text/javascript; charset=utf-8", Buffer.from(init));
+      else if (name === "init.js") loaded = readFile(new URL("api-docs-init.js", import.meta.url)).then((body) => asset("text/javascript; charset=utf-8", body));
       else if (Object.hasOwn(packageFiles, name)) loaded = readFile(join(swaggerUiDir, name)).then((body) => asset(packageFiles[name]!, body));
       else return undefined;
       assets.set(name, loaded);

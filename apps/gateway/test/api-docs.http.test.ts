@@ -51,7 +51,7 @@ describe("the API reference page, /docs", () => {
       expect((await res.arrayBuffer()).byteLength, source).toBeGreaterThan(100);
     }
     const init = await (await get("/docs/init.js")).text();
-    expect(init).toContain('url: "openapi.json"');
+    expect(init).toContain('fetch("openapi.json")');
     expect(init).toContain("validatorUrl: null");
     expect(init).toContain("displayOperationId: true");
     expect((await get("/api/docs/swagger-ui-bundle.js")).status).toBe(200);
