@@ -29,15 +29,16 @@ export const eventsDelivered = new Counter({
 export const unmatchedOperation = "unmatched";
 
 /**
- * Observes every request with the id of the operation that served it:
- * `ctx.state.operationId`, set by the routes (mountOperations) and the paths
- * outside them (probes, blobs); for a request refused before routing (401,
- * 429), the operation its method and path would have reached.
+ * Observes every request with the id of the operation that served it: the
+ * name of the route that matched (mountOperations names each by its id), or
+ * `ctx.state.operationId`, set by the paths outside the operations (probes,
+ * blobs); for a request refused before routing (401, 429), the operation its
+ * method and path would have reached.
  */
 export function observeRequests(router: Router) {
   const children = new Map<string, Histogram.Internal<"operation" | "status">>();
   const operationOf = (ctx: Context): string => {
-    const id = ctx.state.operationId as string | undefined;
+    const id = (ctx as { _matchedRouteName?: string })._matchedRouteName ?? (ctx.state.operationId as string | undefined);
     if (id) return id;
     const named = router.match(ctx.path, ctx.method).pathAndMethod.find((layer) => layer.name);
     return named?.name ?? unmatchedOperation;
