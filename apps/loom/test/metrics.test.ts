@@ -46,6 +46,7 @@ async function exercise(api: ApiClient, baseUrl: string, key: string, whileStrea
   expect(held.events).toHaveLength(2);
 
   expect((await api.get("/no-such-thing")).status).toBe(404);
+  expect((await api.as(undefined).get("/assistants")).status).toBe(401);
   return { runEvents: runStream.events.length };
 }
 
@@ -108,6 +109,7 @@ describe.skipIf(!needs("MONGODB_URL", "metrics of the split deployment") || !nee
     expect(gateway(http, { operation: "CreateAssetUrl", status: "200" })).toBe(2);
     expect(gateway(http, { operation: "blobs", status: "200" })).toBe(2);
     expect(gateway(http, { operation: "unmatched", status: "404" })).toBe(1);
+    expect(gateway(http, { operation: "ListAssistants", status: "401" })).toBe(1);
     expect(gateway("loom_rate_limit_refusals_total", { limit: "streams" })).toBe(1);
     expect(gateway("loom_events_delivered_total")).toBe(runEvents + 2);
     expect(openWhileHeld).toBe(1);
@@ -155,6 +157,7 @@ describe("metrics of the all-in-one process", () => {
       BOOTSTRAP_API_KEY: key,
       STREAMS_PER_CREDENTIAL: "1",
       RUN_MAX_PER_ORGANIZATION: "1",
+      RUN_MAX_QUEUED_PER_ORGANIZATION: "1",
       DEFAULT_MODEL: "openai-compatible:fake-model",
       OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
     });
@@ -216,6 +219,9 @@ describe("metrics of the all-in-one process", () => {
     expect(busy.value("loom_runs_executing", { organization_bucket: bucket })).toBe(1);
     expect(busy.value("loom_runs_executing")).toBe(1);
     expect(busy.value("loom_runs_queue_depth")).toBe(1);
+    // RUN_MAX_QUEUED_PER_ORGANIZATION=1: a third run is refused, and counted by its limit.
+    expect((await api.post(`/assistants/${assistantId}/runs`, { args: [] })).status).toBe(429);
+    expect(growth(busy, await scrapeMetrics(metricsUrl), "loom_rate_limit_refusals_total", { limit: "queued_runs" })).toBe(1);
 
     model.reply(answer("done"));
     held.splice(0).forEach((release) => release());
