@@ -36,7 +36,6 @@ export const unmatchedOperation = "unmatched";
  * method and path would have reached.
  */
 export function observeRequests(router: Router) {
-  const children = new Map<string, Histogram.Internal<"operation" | "status">>();
   const operationOf = (ctx: Context): string => {
     const id = (ctx as { _matchedRouteName?: string })._matchedRouteName ?? (ctx.state.operationId as string | undefined);
     if (id) return id;
@@ -50,11 +49,7 @@ export function observeRequests(router: Router) {
     } finally {
       // An answer the route wrote itself (blobs) has its status on the response.
       const status = String(ctx.respond === false ? ctx.res.statusCode : ctx.status);
-      const operation = operationOf(ctx);
-      const key = `${operation} ${status}`;
-      let child = children.get(key);
-      if (!child) children.set(key, (child = httpDuration.labels(operation, status)));
-      child.observe((performance.now() - started) / 1000);
+      httpDuration.observe({ operation: operationOf(ctx), status }, (performance.now() - started) / 1000);
     }
   };
 }

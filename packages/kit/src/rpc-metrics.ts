@@ -13,14 +13,8 @@ const rpcDuration = new Histogram({
 /** Connect's code names, snake case as on the wire ("not_found"); "ok" for success. */
 const codeName = (code: Code | undefined) => (code === undefined ? "ok" : Code[code].replace(/[a-z](?=[A-Z])/g, "$&_").toLowerCase());
 
-/** One child per method and code, looked up once: a label lookup on every call would cost a sort and a join. */
-const children = new Map<string, Histogram.Internal<"method" | "code">>();
 function observe(method: string, code: Code | undefined, startedMs: number): void {
-  const name = codeName(code);
-  const key = `${method} ${name}`;
-  let child = children.get(key);
-  if (!child) children.set(key, (child = rpcDuration.labels(method, name)));
-  child.observe((performance.now() - startedMs) / 1000);
+  rpcDuration.observe({ method, code: codeName(code) }, (performance.now() - startedMs) / 1000);
 }
 
 const codeOf = (error: unknown) => (error instanceof ConnectError ? error.code : Code.Unknown);
