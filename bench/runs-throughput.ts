@@ -206,10 +206,10 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
   const rows: Row[] = [];
 
   const history: HistoryRow[] = [];
-  // "history": only the history rows; "history-mongo": only the MongoDB history rows
+  // "ladder": only the 1/10/100-client rows; "history": only the history rows; "history-mongo": only the MongoDB history rows
   const only = process.env.BENCH_RUNS_ONLY;
 
-  if (only === undefined) {
+  if (only === undefined || only === "ladder") {
     // Issue 15: the durable store within 20% of the in-memory stores it replaced, in this run.
     const baseline = baselineRevision();
     const inMemory = baseline ? await measureAllInOne(baseline.main, `all-in-one, in-memory (${baseline.rev})`, key, options.seconds) : [];
@@ -220,7 +220,7 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
     }
     rows.push(...inMemory, ...durable);
   }
-  if (only !== "history-mongo") {
+  if (only !== "history-mongo" && only !== "ladder") {
     // The default caps: no RUN_* settings.
     const port = await freePort();
     const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
@@ -228,7 +228,7 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
     await stopProcess(loom);
   }
 
-  if (options.mongoUrl && options.natsUrl) {
+  if (options.mongoUrl && options.natsUrl && only !== "ladder") {
     const db = freshDatabaseName("loom_bench");
     const perService: Record<string, Record<string, string>> = {
       identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },

@@ -183,7 +183,7 @@ export async function benchStorage(options: { sizeMiB: number; rounds: number; s
 
   printTable(`Storage: ${options.sizeMiB} MiB through a signed URL (all-in-one process), median of ${options.rounds} rounds`, rows);
   if (createUrl) {
-    printTable("CreateAssetUrl (all-in-one process, in-memory stores)", [
+    printTable("CreateAssetUrl (all-in-one process, SQLite file)", [
       { "requests/s": createUrl.requests.average.toFixed(0), "p50 ms": createUrl.latency.p50, "p99 ms": createUrl.latency.p99, non2xx: createUrl.non2xx, errors: createUrl.errors },
     ]);
   }

@@ -147,7 +147,7 @@ export async function benchStreaming(options: { requests: number }): Promise<voi
     };
   });
   printTable(
-    `Streaming overhead (all-in-one process, in-memory stores): ${tokenCount} tokens, first after ${firstTokenMs} ms, then every ${tokenGapMs} ms; ${options.requests} sequential requests of each kind after ${warmUp} warm-up rounds`,
+    `Streaming overhead (all-in-one process, SQLite file): ${tokenCount} tokens, first after ${firstTokenMs} ms, then every ${tokenGapMs} ms; ${options.requests} sequential requests of each kind after ${warmUp} warm-up rounds`,
     rows,
   );
 }

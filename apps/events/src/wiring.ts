@@ -3,13 +3,13 @@ import type { Logger } from "@loom/kit/logger";
 import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { RpcService } from "@loom/kit/rpc-service";
 import { createEventsService } from "./service.ts";
-import { createMemoryEventsStore } from "./store/memory.ts";
 import { createMongoEventsStore } from "./store/mongo.ts";
+import { createSqliteEventsStore } from "./store/sqlite.ts";
 import type { EventsStore } from "./store/port.ts";
 
-/** MongoDB when a URL is given, else the in-memory store. */
+/** MongoDB when a URL is given, else SQLite. */
 export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
-  openStore(settings, { sqlite: () => createMemoryEventsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.

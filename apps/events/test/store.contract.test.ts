@@ -7,7 +7,7 @@ import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "
 
 describe.each(storeKinds("events store contract"))("events store contract (%s)", (kind) => {
   let store: EventsStore;
-  /** A second replica on the same database (in memory there is one process, so the same store). */
+  /** A second replica on the same database (on SQLite there is one process, so the same store). */
   let replica: EventsStore;
   const db = freshDatabaseName();
   const org = newId();

@@ -26,7 +26,7 @@ export const eventsDelivered = new Counter({
 });
 
 /** The label of a request no operation serves (an unknown path or method): one value, however many paths are tried. */
-export const unmatchedOperation = "unmatched";
+const unmatchedOperation = "unmatched";
 
 /**
  * Observes every request with the id of the operation that served it: the

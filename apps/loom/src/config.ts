@@ -23,7 +23,7 @@ export const loomConfigSchema = z.object({
   /** Asset bytes on local disk; unset: `blobs` in LOOM_DATA_DIR. */
   BLOB_DIR: z.string().min(1).optional(),
   /** Set: records live in MongoDB (several processes may share it) instead of the data directory's SQLite file. */
-  MONGODB_URL: env.url().optional(),
+  MONGODB_URL: env.mongoUrl().optional(),
   MONGODB_DB_PREFIX: z.string().default("loom_"),
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),

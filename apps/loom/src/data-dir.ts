@@ -20,9 +20,11 @@ export interface DataDir {
 
 /**
  * Opens (creating) the data directory. With `records`, the services' records
- * go into `loom.db` there, held under an exclusive lock for the life of the
- * process: a second process on the same directory is refused, with the pid of
- * the one that holds it (`loom.pid`, written once the lock is ours).
+ * go into `loom.db` there. The directory is held for the life of the process
+ * by the exclusive lock of a second, empty database, `loom.lock`: a second
+ * Loom on the same directory is refused, with the pid of the one that holds
+ * it (`loom.pid`, written once the lock is ours), while `loom.db` itself
+ * stays readable by other programs (an online backup).
  */
 export function openDataDir(dir: string, options: { records: boolean }): DataDir {
   const path = resolve(dir);
@@ -31,9 +33,10 @@ export function openDataDir(dir: string, options: { records: boolean }): DataDir
   const pidFile = join(path, "loom.pid");
   const existed = options.records ? existsSync(database) : existsSync(join(path, "signing-key"));
   let sqlite: SqliteHandle | undefined;
+  let lock: SqliteHandle | undefined;
   if (options.records) {
     try {
-      sqlite = openSqlite(database, { exclusive: true });
+      lock = openSqlite(join(path, "loom.lock"), { exclusive: true });
     } catch (error) {
       if (!(error instanceof DatabaseInUseError)) throw error;
       const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
@@ -42,6 +45,7 @@ export function openDataDir(dir: string, options: { records: boolean }): DataDir
       );
     }
     writeFileSync(pidFile, `${process.pid}\n`);
+    sqlite = openSqlite(database);
   }
   return {
     path,
@@ -49,7 +53,10 @@ export function openDataDir(dir: string, options: { records: boolean }): DataDir
     ...(sqlite ? { sqlite } : {}),
     signingKey: signingKey(join(path, "signing-key")),
     blobDir: join(path, "blobs"),
-    close: async () => sqlite?.close(),
+    close: async () => {
+      await sqlite?.close();
+      await lock?.close();
+    },
   };
 }
 

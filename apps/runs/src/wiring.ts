@@ -16,9 +16,9 @@ import { createChatService } from "./chat/service.ts";
 import { measureQueue } from "./metrics.ts";
 import { createRunLog } from "./run-log.ts";
 import { createRunsService } from "./service.ts";
-import { createMemoryRunsStore } from "./store/memory.ts";
 import { createMongoRunsStore } from "./store/mongo.ts";
 import type { RunsStore } from "./store/port.ts";
+import { createSqliteRunsStore } from "./store/sqlite.ts";
 import { createRunWorker, type RunWorker } from "./worker.ts";
 
 export interface RunSettings extends ModelConfig {
@@ -31,9 +31,9 @@ export interface RunSettings extends ModelConfig {
   CHAT_TIMEOUT_MS: number;
 }
 
-/** MongoDB when a URL is given, else the in-memory store. */
+/** MongoDB when a URL is given, else SQLite. */
 export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
-  openStore(settings, { sqlite: () => createMemoryRunsStore() /* until its SQLite adapter lands (#15) */, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
 
 /**
  * Store, model, run log, service and a started worker: shared by main.ts, the

@@ -57,7 +57,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   /**
    * One replica: its own service and worker, and on MongoDB its own connection
-   * to the shared database; in memory, replicas share the one store.
+   * to the shared database; on SQLite, replicas share the one store (one in-memory database).
    */
   async function replica(
     model: ReturnType<typeof createScriptedModel>,

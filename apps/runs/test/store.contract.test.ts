@@ -151,6 +151,20 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.takeOverIdempotency(org, "k2", 2, tick())).toBe(true);
   });
 
+  it("gives a run back as stored: JSON values and id arrays intact, absent fields absent", async () => {
+    const full = newRun({
+      threadId: newId(), args: ["a", "b"], input: "{{ args }}", stream: true, status: "SUCCEEDED", statusDetail: { reason: "Done", message: "ok" },
+      output: { type: "TextArtifact", value: "hi", meta: { n: 1, list: [null, true, "x"] } }, knowledgeBaseIds: [newId(), newId()], toolIds: [newId()],
+      completedAt: new Date(clock), worker: "w",
+    });
+    const bare = newRun();
+    for (const r of [full, bare]) await store.insertRun(r);
+    expect(await store.getRun(org, full.id)).toEqual(full);
+    expect(await store.getRunById(bare.id)).toEqual(bare);
+    const keys = Object.keys((await store.getRun(org, bare.id))!);
+    for (const field of ["threadId", "input", "statusDetail", "output", "completedAt", "worker", "leaseUntil"]) expect(keys).not.toContain(field);
+  });
+
   it("stores a run once per id", async () => {
     const run = newRun();
     expect(await store.insertRun(run)).toBe(true);

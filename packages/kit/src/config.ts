@@ -35,13 +35,18 @@ export const defaultMetricsPort = 9464;
 
 /** A service's own database; unset MONGODB_URL keeps its data in memory. */
 export function mongoSettings(database: string) {
-  return { MONGODB_URL: env.url().optional(), MONGODB_DB: z.string().default(database) };
+  return { MONGODB_URL: env.mongoUrl().optional(), MONGODB_DB: z.string().default(database) };
 }
 
 /** Building blocks for config schemas, so every service spells them the same way. */
 export const env = {
   port: (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback),
   url: () => z.url(),
+  /**
+   * A MongoDB connection string: not a WHATWG URL when it lists a replica
+   * set's hosts with ports (`mongodb://a:27017,b:27017/?replicaSet=rs0`).
+   */
+  mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\/[^\s/]+(\/[^\s]*)?$/, "must be a MongoDB connection string (mongodb:// or mongodb+srv://)"),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   duration: (fallbackMs: number) => z.coerce.number().int().positive().default(fallbackMs),
   /** `true`/`1` or `false`/`0`. */

@@ -41,7 +41,7 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     const config = loadConfig(schema);
     const common = config as z.infer<S> & ServiceConfig;
     logger.level = common.LOG_LEVEL;
-    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${notes.keeps} in memory, they are lost on restart`);
+    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${notes.keeps} in an in-memory SQLite database, they are lost on restart (the all-in-one process keeps them in its data directory)`);
     if (notes.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${notes.withoutNats}`);
     const bus = await openBus(common.NATS_URL, name);
     const service = await wire(config, { logger, bus });

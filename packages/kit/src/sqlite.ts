@@ -10,8 +10,20 @@ export interface SqliteHandle {
   db: DatabaseSync;
   /** A prepared statement, compiled once per handle and reused (stores call the same few statements over and over). */
   prepare(sql: string): StatementSync;
-  /** Runs `work` in one transaction (BEGIN IMMEDIATE … COMMIT; ROLLBACK when it throws). Nested calls join the outer one. */
+  /**
+   * Runs `work` atomically: in its own transaction (BEGIN IMMEDIATE … COMMIT),
+   * or, inside one already open (a commit group, an outer call), as a
+   * savepoint; all of it undone when it throws.
+   */
   transaction<T>(work: () => T): T;
+  /**
+   * Group commit: runs a store call inside the transaction that every store
+   * call of this turn of the event loop shares, and resolves only once that
+   * transaction is committed (one fsync for all of them, when the turn
+   * ends). An acknowledged write is on disk; a read returns nothing that
+   * is not.
+   */
+  inCommitGroup<T>(call: () => Promise<T>): Promise<T>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -35,7 +47,8 @@ export class DatabaseInUseError extends Error {
  * with `synchronous=FULL`: a commit returns only once it is on disk (the WAL
  * is fsynced), so an acknowledged write survives a crash of the process and
  * of the machine (NORMAL would survive only the process's). Measured here:
- * 160 µs a commit with FULL, 40 µs with NORMAL (docs/decisions.md).
+ * 160 µs a commit with FULL, 40 µs with NORMAL (docs/decisions.md); the
+ * commit group (`inCommitGroup`) spreads one over every call of a turn.
  */
 export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHandle {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: options.exclusive ? 0 : 5_000 });
@@ -55,6 +68,32 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   let depth = 0;
   let open = true;
   const statements = new Map<string, StatementSync>();
+  let group: { committed: Promise<void>; commit(): void } | undefined;
+  const openGroup = () => {
+    if (group) return group;
+    db.exec("BEGIN IMMEDIATE");
+    depth++;
+    let settle!: (error?: unknown) => void;
+    const committed = new Promise<void>((resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))));
+    committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
+    const opened = {
+      committed,
+      commit() {
+        if (group !== opened) return;
+        group = undefined;
+        depth--;
+        try {
+          db.exec("COMMIT");
+          settle();
+        } catch (error) {
+          if (db.isTransaction) db.exec("ROLLBACK");
+          settle(error);
+        }
+      },
+    };
+    setImmediate(opened.commit);
+    return (group = opened);
+  };
   return {
     db,
     prepare(sql) {
@@ -63,7 +102,18 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       return statement;
     },
     transaction<T>(work: () => T): T {
-      if (depth > 0) return work();
+      if (depth > 0) {
+        db.exec("SAVEPOINT loom_work");
+        try {
+          const result = work();
+          db.exec("RELEASE loom_work");
+          return result;
+        } catch (error) {
+          db.exec("ROLLBACK TO loom_work");
+          db.exec("RELEASE loom_work");
+          throw error;
+        }
+      }
       db.exec("BEGIN IMMEDIATE");
       depth++;
       try {
@@ -77,13 +127,35 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         depth--;
       }
     },
+    async inCommitGroup<T>(call: () => Promise<T>): Promise<T> {
+      const joined = openGroup();
+      const result = await call();
+      await joined.committed;
+      // A call that awaited inside itself may have written in a later group too.
+      if (group) await group.committed;
+      return result;
+    },
     ping: async () => open && db.isOpen,
     close: async () => {
       if (!open) return;
+      group?.commit();
       open = false;
       db.close();
     },
   };
+}
+
+/**
+ * A store whose every call runs in the handle's commit group (the ports'
+ * lifecycle included): what `openStore` gives the services on SQLite.
+ */
+export function groupCommitted<S extends object>(handle: SqliteHandle, store: S): S {
+  const wrapped = { ...store } as Record<string, unknown>;
+  for (const [name, member] of Object.entries(store)) {
+    if (typeof member !== "function" || name === "close") continue;
+    wrapped[name] = (...args: unknown[]) => handle.inCommitGroup(() => (member as (...a: unknown[]) => Promise<unknown>)(...args));
+  }
+  return wrapped as S;
 }
 
 /**

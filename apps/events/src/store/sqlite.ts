@@ -1,0 +1,94 @@
+import { dateOf, migrate, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { logClosed } from "../log-closed.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
+
+/**
+ * Schema versions of the events tables (kit `migrate`): append, never edit.
+ * A log is a row with its owner, its length and whether it is closed, so an
+ * append or a read checks and extends it without counting events; events
+ * point at their log by its integer key and sit in (log, offset) order in
+ * their index, so a window is one range scan. The payload is JSON text: it
+ * is never queried.
+ */
+const migrations = [
+  `CREATE TABLE events_logs (id INTEGER PRIMARY KEY, run_kind TEXT NOT NULL, run_id TEXT NOT NULL, organization_id TEXT NOT NULL,
+     length INTEGER NOT NULL, closed INTEGER NOT NULL DEFAULT 0, UNIQUE (run_kind, run_id));
+   CREATE TABLE events_events (id TEXT PRIMARY KEY, log_id INTEGER NOT NULL REFERENCES events_logs (id), log_offset INTEGER NOT NULL,
+     type TEXT NOT NULL, origin TEXT NOT NULL, payload TEXT NOT NULL, timestamp REAL NOT NULL, created_at INTEGER NOT NULL,
+     UNIQUE (log_id, log_offset));`,
+];
+
+interface LogRow {
+  id: number;
+  organization_id: string;
+  length: number;
+  closed: number;
+}
+
+const eventColumns = "e.id, e.log_offset, e.type, e.origin, e.payload, e.timestamp, e.created_at";
+
+/** SQLite adapter (the embedded store): an append is one transaction, whatever the batch's size. */
+export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
+  const { prepare } = handle;
+  const findLog = (ref: LogRef) =>
+    prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
+  const eventOf = (row: Row, ref: LogRef, organizationId: string): EventRecord => ({
+    id: row.id as string,
+    runKind: ref.runKind,
+    runId: ref.runId,
+    organizationId,
+    offset: row.log_offset as number,
+    type: row.type as string,
+    origin: row.origin as string,
+    payload: JSON.parse(row.payload as string),
+    timestamp: row.timestamp as number,
+    createdAt: dateOf(row.created_at)!,
+  });
+
+  return {
+    async init() {
+      migrate(handle, "events", migrations);
+    },
+    ready: handle.ping,
+    close: handle.close,
+
+    // Synchronous from call to commit: appends from this process are stored in the order they were made.
+    async append(ref, organizationId, batch, closes = false) {
+      if (batch.length === 0) throw new Error("an append needs at least one event");
+      return handle.transaction(() => {
+        const log = findLog(ref) ?? (prepare(
+          "INSERT INTO events_logs (run_kind, run_id, organization_id, length) VALUES (?, ?, ?, 0) RETURNING id, organization_id, length, closed",
+        ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
+        if (log.organization_id !== organizationId) return undefined;
+        if (log.closed) throw logClosed();
+        const insert = prepare("INSERT INTO events_events (id, log_id, log_offset, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        const stored = batch.map((e, i): EventRecord => {
+          const offset = log.length + i;
+          const payload = JSON.stringify(e.payload);
+          insert.run(e.id, log.id, offset, e.type, e.origin, payload, e.timestamp, e.createdAt.getTime());
+          // What a read will give back, not the caller's objects.
+          return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: JSON.parse(payload), timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
+        });
+        prepare("UPDATE events_logs SET length = ?, closed = ? WHERE id = ?").run(log.length + batch.length, closes ? 1 : 0, log.id);
+        return stored;
+      });
+    },
+
+    async list(ref, organizationId, offset, limit) {
+      const log = findLog(ref);
+      if (!log) return { items: [], totalCount: 0 };
+      if (log.organization_id !== organizationId) return undefined;
+      if (offset >= log.length || limit <= 0) return { items: [], totalCount: log.length };
+      const rows = prepare(`SELECT ${eventColumns} FROM events_events e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`).all(log.id, offset, limit);
+      return { items: rows.map((row) => eventOf(row, ref, organizationId)), totalCount: log.length };
+    },
+
+    async get(organizationId, eventId) {
+      const row = prepare(
+        `SELECT ${eventColumns}, l.run_kind, l.run_id FROM events_events e JOIN events_logs l ON l.id = e.log_id
+         WHERE e.id = ? AND l.organization_id = ? AND l.run_kind = 'structure-run'`,
+      ).get(eventId, organizationId);
+      return row && eventOf(row, { runKind: row.run_kind as LogKind, runId: row.run_id as string }, organizationId);
+    },
+  };
+}

@@ -1,0 +1,307 @@
+import { dateOf, migrate, newestFirstOrder, optional, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import type { IdArray } from "@loom/kit/id-arrays";
+import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
+
+/**
+ * Schema versions of the runs tables (kit `migrate`): append, never edit.
+ *
+ * `runs_queue` holds only queued runs and `runs_leases` only executing ones
+ * (with their organization and thread), so the worker's reads cost what is
+ * queued or executing, never the history in `runs_runs`. A run's lease lives
+ * in `runs_leases` alone; reads of a run join it. Lists of values (statuses,
+ * skipped organizations and threads) are bound as one JSON array and read
+ * with `json_each`, so each query is one cached statement.
+ */
+const migrations = [
+  `CREATE TABLE runs_runs (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, assistant_id TEXT NOT NULL, thread_id TEXT,
+     args TEXT NOT NULL, input TEXT, message TEXT NOT NULL, stream INTEGER NOT NULL, status TEXT NOT NULL, status_detail TEXT, output TEXT,
+     knowledge_base_ids TEXT NOT NULL, retriever_ids TEXT NOT NULL, ruleset_ids TEXT NOT NULL, structure_ids TEXT NOT NULL, tool_ids TEXT NOT NULL,
+     created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, completed_at INTEGER, worker TEXT);
+   CREATE INDEX runs_runs_by_assistant ON runs_runs (organization_id, assistant_id, created_at DESC, id DESC, status);
+   CREATE INDEX runs_runs_by_thread ON runs_runs (thread_id, status, created_at, id) WHERE thread_id IS NOT NULL;
+   CREATE TABLE runs_queue (run_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, thread_id TEXT, created_at INTEGER NOT NULL);
+   CREATE INDEX runs_queue_oldest_first ON runs_queue (created_at, run_id);
+   CREATE INDEX runs_queue_by_organization ON runs_queue (organization_id);
+   CREATE TABLE runs_leases (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, until INTEGER NOT NULL, organization_id TEXT NOT NULL, thread_id TEXT);
+   CREATE INDEX runs_leases_by_until ON runs_leases (until);
+   CREATE TABLE runs_claims (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, at INTEGER NOT NULL);
+   CREATE TABLE runs_threads (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, name TEXT NOT NULL, alias TEXT, created_by TEXT NOT NULL,
+     created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, active_run_id TEXT);
+   CREATE INDEX runs_threads_by_organization ON runs_threads (organization_id, created_at DESC, id DESC);
+   CREATE INDEX runs_threads_by_alias ON runs_threads (organization_id, alias, created_at DESC, id DESC) WHERE alias IS NOT NULL;
+   CREATE TABLE runs_idempotency (organization_id TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, run_id TEXT NOT NULL,
+     created_at INTEGER NOT NULL, attempt INTEGER NOT NULL, attempt_at INTEGER NOT NULL, PRIMARY KEY (organization_id, key));
+   CREATE INDEX runs_idempotency_by_age ON runs_idempotency (created_at);`,
+];
+
+/** The IdArray fields and their columns (JSON arrays of ids). */
+const idArrayColumns: Record<IdArray, string> = {
+  knowledgeBaseIds: "knowledge_base_ids",
+  retrieverIds: "retriever_ids",
+  rulesetIds: "ruleset_ids",
+  structureIds: "structure_ids",
+  toolIds: "tool_ids",
+};
+const idArrays = Object.entries(idArrayColumns) as [IdArray, string][];
+
+/** What a transition may change on the run row, and how each is stored (the lease has its own table). */
+const changeColumns: Record<Exclude<keyof RunChanges, "leaseUntil">, [column: string, store: (value: never) => unknown]> = {
+  statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v)],
+  output: ["output", (v: unknown) => JSON.stringify(v)],
+  completedAt: ["completed_at", (v: Date) => v.getTime()],
+  worker: ["worker", (v: string) => v],
+};
+
+/** A run row (with its lease's `until`, joined) as a record: NULL columns become absent fields. */
+function runOf(row: Row | undefined): RunRecord | undefined {
+  if (!row) return undefined;
+  const json = (value: unknown) => (value === null ? undefined : JSON.parse(value as string));
+  const statusDetail = json(row.status_detail) as StatusDetail | undefined;
+  const output = json(row.output);
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    assistantId: row.assistant_id as string,
+    ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
+    args: JSON.parse(row.args as string) as string[],
+    ...(row.input === null ? {} : { input: row.input as string }),
+    message: row.message as string,
+    stream: row.stream === 1,
+    status: row.status as RunRecord["status"],
+    ...(statusDetail === undefined ? {} : { statusDetail }),
+    ...(output === undefined ? {} : { output }),
+    ...(Object.fromEntries(idArrays.map(([field, column]) => [field, JSON.parse(row[column] as string) as string[]])) as Record<IdArray, string[]>),
+    createdBy: row.created_by as string,
+    createdAt: dateOf(row.created_at)!,
+    updatedAt: dateOf(row.updated_at)!,
+    ...(row.completed_at === null ? {} : { completedAt: dateOf(row.completed_at)! }),
+    ...(row.worker === null ? {} : { worker: row.worker as string }),
+    ...(row.lease_until === null || row.lease_until === undefined ? {} : { leaseUntil: dateOf(row.lease_until)! }),
+  };
+}
+
+const threadOf = (row: Row | undefined): ThreadRecord | undefined =>
+  row && {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    name: row.name as string,
+    ...(row.alias === null ? {} : { alias: row.alias as string }),
+    createdBy: row.created_by as string,
+    createdAt: dateOf(row.created_at)!,
+    updatedAt: dateOf(row.updated_at)!,
+    ...(row.active_run_id === null ? {} : { activeRunId: row.active_run_id as string }),
+  };
+
+const idempotencyOf = (row: Row | undefined): IdempotencyRecord | undefined =>
+  row && {
+    organizationId: row.organization_id as string,
+    key: row.key as string,
+    fingerprint: row.fingerprint as string,
+    runId: row.run_id as string,
+    createdAt: dateOf(row.created_at)!,
+    attempt: Number(row.attempt),
+    attemptAt: dateOf(row.attempt_at)!,
+  };
+
+const queueEntryOf = (row: Row): QueueEntry => ({
+  runId: row.run_id as string,
+  organizationId: row.organization_id as string,
+  ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
+  createdAt: dateOf(row.created_at)!,
+});
+
+/** A run with its lease: every read of runs selects this. */
+const runWithLease = "SELECT r.*, l.until AS lease_until FROM runs_runs r LEFT JOIN runs_leases l ON l.run_id = r.id";
+const executing = "('STARTING', 'RUNNING')";
+
+/**
+ * SQLite adapter (the embedded store). A state change is one guarded UPDATE
+ * in a transaction with the queue and lease rows it moves, so a run is never
+ * QUEUED without its queue entry nor executing without its lease on disk.
+ */
+export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
+  const { prepare } = handle;
+  const runById = (id: string) => runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
+
+  return {
+    async init() {
+      migrate(handle, "runs", migrations);
+    },
+    ready: handle.ping,
+    close: handle.close,
+
+    async insertRun(run) {
+      return handle.transaction(() => {
+        const inserted = prepare(
+          `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
+             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+        ).run(
+          run.id, run.organizationId, run.assistantId, run.threadId ?? null, JSON.stringify(run.args), run.input ?? null, run.message, run.stream ? 1 : 0,
+          run.status, run.statusDetail === undefined ? null : JSON.stringify(run.statusDetail), run.output === undefined ? null : JSON.stringify(run.output),
+          ...idArrays.map(([field]) => JSON.stringify(run[field])), run.createdBy, run.createdAt.getTime(), run.updatedAt.getTime(),
+          run.completedAt?.getTime() ?? null, run.worker ?? null,
+        ).changes === 1;
+        if (!inserted) return false;
+        if (run.status === "QUEUED") {
+          prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
+            run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime());
+        }
+        if (run.leaseUntil) {
+          prepare("INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
+            run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null);
+        }
+        return true;
+      });
+    },
+    async getRun(organizationId, id) {
+      const run = runById(id);
+      return run?.organizationId === organizationId ? run : undefined;
+    },
+    getRunById: async (id) => runById(id),
+    async listRuns(organizationId, assistantId, statuses, skip, limit) {
+      const where = statuses.length
+        ? "r.organization_id = ? AND r.assistant_id = ? AND r.status IN (SELECT value FROM json_each(?))"
+        : "r.organization_id = ? AND r.assistant_id = ?";
+      const params = statuses.length ? [organizationId, assistantId, JSON.stringify(statuses)] : [organizationId, assistantId];
+      const totalCount = Number(prepare(`SELECT count(*) AS n FROM runs_runs r WHERE ${where}`).get(...params)!.n);
+      const rows = prepare(`${runWithLease} WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(...params, limit, skip);
+      return { items: rows.map((row) => runOf(row)!), totalCount };
+    },
+    async transition(id, guard, to, changes, at) {
+      const { leaseUntil, ...rest } = changes;
+      const fields = (Object.keys(rest) as (keyof typeof changeColumns)[]).filter((field) => field in changeColumns);
+      const set = ["status = ?", "updated_at = ?", ...fields.map((field) => `${changeColumns[field][0]} = ?`)].join(", ");
+      const values = fields.map((field) => {
+        const value = rest[field];
+        // As on MongoDB: a change to undefined removes the field.
+        return value === undefined ? null : (changeColumns[field][1] as (v: unknown) => unknown)(value);
+      });
+      let where = "id = ? AND status IN (SELECT value FROM json_each(?))";
+      const params: (string | number)[] = [id, JSON.stringify(guard.from)];
+      if (guard.worker !== undefined) {
+        where += " AND worker = ?";
+        params.push(guard.worker);
+      }
+      if (guard.leaseExpiredBefore) {
+        where += " AND EXISTS (SELECT 1 FROM runs_leases WHERE run_id = ? AND until < ?)";
+        params.push(id, guard.leaseExpiredBefore.getTime());
+      }
+      return handle.transaction(() => {
+        const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(to, at.getTime(), ...(values as (string | number | null)[]), ...params);
+        if (!row) return undefined;
+        if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
+        if ("leaseUntil" in changes) {
+          if (leaseUntil === undefined) prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
+          else {
+            prepare(
+              `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
+            ).run(id, (row.worker as string | null) ?? "", leaseUntil.getTime(), row.organization_id as string, row.thread_id as string | null);
+          }
+        }
+        return runById(id);
+      });
+    },
+    async claimRun(id, worker, at) {
+      return prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").run(id, worker, at.getTime()).changes === 1;
+    },
+    async renewLease(id, worker, leaseUntil) {
+      // Still ours: the run is executing and held by this worker, and so is its lease.
+      return (
+        prepare(
+          `UPDATE runs_leases SET until = ? WHERE run_id = ? AND worker = ?
+             AND EXISTS (SELECT 1 FROM runs_runs WHERE id = ? AND worker = ? AND status IN ${executing})`,
+        ).run(leaseUntil.getTime(), id, worker, id, worker).changes === 1
+      );
+    },
+    async queueCandidates(skipOrganizations, skipThreads, limit) {
+      const rows = prepare(
+        `SELECT * FROM runs_queue
+         WHERE organization_id NOT IN (SELECT value FROM json_each(?))
+           AND (thread_id IS NULL OR thread_id NOT IN (SELECT value FROM json_each(?)))
+         ORDER BY created_at, run_id LIMIT ?`,
+      ).all(JSON.stringify(skipOrganizations), JSON.stringify(skipThreads), limit);
+      return rows.map(queueEntryOf);
+    },
+    async dropQueueEntry(runId) {
+      prepare("DELETE FROM runs_queue WHERE run_id = ?").run(runId);
+    },
+    async releaseClaim(runId) {
+      prepare("DELETE FROM runs_claims WHERE run_id = ?").run(runId);
+    },
+    countQueued: async (organizationId) => Number(prepare("SELECT count(*) AS n FROM runs_queue WHERE organization_id = ?").get(organizationId)!.n),
+    async executingLoad() {
+      const perOrganization = new Map<string, number>();
+      const threads = new Set<string>();
+      for (const row of prepare("SELECT organization_id, thread_id FROM runs_leases").all()) {
+        perOrganization.set(row.organization_id as string, (perOrganization.get(row.organization_id as string) ?? 0) + 1);
+        if (row.thread_id !== null) threads.add(row.thread_id as string);
+      }
+      return { perOrganization, threads };
+    },
+    async expiredLeases(now, limit) {
+      const rows = prepare(
+        `SELECT r.*, l.until AS lease_until FROM runs_leases l JOIN runs_runs r ON r.id = l.run_id
+         WHERE l.until < ? AND r.status IN ${executing} ORDER BY l.until LIMIT ?`,
+      ).all(now.getTime(), limit);
+      return rows.map((row) => runOf(row)!);
+    },
+    threadHistory: async (threadId, before) =>
+      prepare(`${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`)
+        .all(threadId, before.getTime())
+        .map((row) => runOf(row)!),
+
+    async insertThread(thread) {
+      prepare("INSERT INTO runs_threads (id, organization_id, name, alias, created_by, created_at, updated_at, active_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
+        thread.id, thread.organizationId, thread.name, thread.alias ?? null, thread.createdBy, thread.createdAt.getTime(), thread.updatedAt.getTime(), thread.activeRunId ?? null);
+    },
+    getThread: async (organizationId, id) => threadOf(prepare("SELECT * FROM runs_threads WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    async listThreads(organizationId, alias, skip, limit) {
+      const [where, params] = alias === undefined ? ["organization_id = ?", [organizationId]] : ["organization_id = ? AND alias = ?", [organizationId, alias]];
+      const totalCount = Number(prepare(`SELECT count(*) AS n FROM runs_threads WHERE ${where}`).get(...params)!.n);
+      const rows = prepare(`SELECT * FROM runs_threads WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(...params, limit, skip);
+      return { items: rows.map((row) => threadOf(row)!), totalCount };
+    },
+    deleteThread: async (organizationId, id) => prepare("DELETE FROM runs_threads WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
+    async lockThread(threadId, runId, staleHolders) {
+      const taken = prepare(
+        `UPDATE runs_threads SET active_run_id = ?
+         WHERE id = ? AND (active_run_id IS NULL OR active_run_id = ? OR active_run_id IN (SELECT value FROM json_each(?)))`,
+      ).run(runId, threadId, runId, JSON.stringify(staleHolders)).changes === 1;
+      if (taken) return { locked: true };
+      const row = prepare("SELECT active_run_id FROM runs_threads WHERE id = ?").get(threadId);
+      // A thread deleted in between blocks nothing.
+      return row ? { locked: false, holder: optional<string>(row.active_run_id) } : { locked: true };
+    },
+    async unlockThread(threadId, runId) {
+      prepare("UPDATE runs_threads SET active_run_id = NULL WHERE id = ? AND active_run_id = ?").run(threadId, runId);
+    },
+
+    async putIdempotency(record) {
+      return handle.transaction(() => {
+        // Records past the window go first (a range of the age index, empty most of the time): the table holds one window of keys.
+        prepare("DELETE FROM runs_idempotency WHERE created_at < ?").run(record.createdAt.getTime() - idempotencyWindowMs);
+        return (
+          prepare(
+            "INSERT INTO runs_idempotency (organization_id, key, fingerprint, run_id, created_at, attempt, attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+          ).run(record.organizationId, record.key, record.fingerprint, record.runId, record.createdAt.getTime(), record.attempt, record.attemptAt.getTime()).changes === 1
+        );
+      });
+    },
+    async getIdempotency(organizationId, key, createdAfter) {
+      const record = idempotencyOf(prepare("SELECT * FROM runs_idempotency WHERE organization_id = ? AND key = ?").get(organizationId, key));
+      return record && record.createdAt >= createdAfter ? record : undefined;
+    },
+    async deleteIdempotency(organizationId, key, runId) {
+      prepare("DELETE FROM runs_idempotency WHERE organization_id = ? AND key = ? AND run_id = ?").run(organizationId, key, runId);
+    },
+    async takeOverIdempotency(organizationId, key, attempt, at) {
+      // One guarded UPDATE: SQLite serializes writers, so only one caller moves the record to `attempt`.
+      return (
+        prepare("UPDATE runs_idempotency SET attempt = ?, attempt_at = ? WHERE organization_id = ? AND key = ? AND attempt < ?").run(
+          attempt, at.getTime(), organizationId, key, attempt).changes === 1
+      );
+    },
+  };
+}

@@ -1,0 +1,107 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { newId } from "@loom/kit/ids";
+import { openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import { idempotencyWindowMs, type RunRecord } from "../src/store/port.ts";
+import { createSqliteRunsStore } from "../src/store/sqlite.ts";
+
+const org = newId();
+let clock = Date.parse("2026-01-01T00:00:00.000Z");
+const tick = () => new Date((clock += 1000));
+const newRun = (over: Partial<RunRecord> = {}): RunRecord => {
+  const at = tick();
+  return {
+    id: newId(), organizationId: org, assistantId: newId(), args: [], message: "hi", stream: false, status: "QUEUED",
+    knowledgeBaseIds: [], retrieverIds: [], rulesetIds: [], structureIds: [], toolIds: [], createdBy: "u", createdAt: at, updatedAt: at, ...over,
+  };
+};
+
+/** What only the SQLite adapter promises beyond the store contract: how it reads, prunes and keeps its tables. */
+describe("runs store on SQLite", () => {
+  it("reads runs, threads and keys on an index; only the queue and the leases (what is queued or executing) are walked", async () => {
+    const handle = openSqlite(":memory:");
+    const statements = new Set<string>();
+    const recording: SqliteHandle = { ...handle, prepare: (sql) => (statements.add(sql), handle.prepare(sql)) };
+    const store = createSqliteRunsStore(recording);
+    await store.init();
+    // Every method, so every statement the adapter has is prepared once.
+    const thread = { id: newId(), organizationId: org, name: "t", alias: "a", createdBy: "u", createdAt: tick(), updatedAt: tick() };
+    await store.insertThread(thread);
+    const run = newRun({ threadId: thread.id });
+    await store.insertRun(run);
+    await store.getRun(org, run.id);
+    await store.listRuns(org, run.assistantId, [], 0, 10);
+    await store.listRuns(org, run.assistantId, ["QUEUED"], 0, 10);
+    await store.countQueued(org);
+    await store.queueCandidates([newId()], [newId()], 10);
+    await store.claimRun(run.id, "w", tick());
+    await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    await store.renewLease(run.id, "w", new Date(clock + 60_000));
+    await store.executingLoad();
+    await store.expiredLeases(tick(), 10);
+    await store.transition(run.id, { from: ["STARTING"], worker: "w", leaseExpiredBefore: tick() }, "ERROR", { completedAt: tick(), leaseUntil: undefined }, tick());
+    await store.dropQueueEntry(run.id);
+    await store.releaseClaim(run.id);
+    await store.threadHistory(thread.id, tick());
+    await store.lockThread(thread.id, run.id, ["stale"]);
+    await store.lockThread(thread.id, newId(), []);
+    await store.unlockThread(thread.id, run.id);
+    await store.getThread(org, thread.id);
+    await store.listThreads(org, undefined, 0, 10);
+    await store.listThreads(org, "a", 0, 10);
+    const at = tick();
+    await store.putIdempotency({ organizationId: org, key: "k", fingerprint: "f", runId: run.id, createdAt: at, attempt: 0, attemptAt: at });
+    await store.getIdempotency(org, "k", at);
+    await store.takeOverIdempotency(org, "k", 1, tick());
+    await store.deleteIdempotency(org, "k", run.id);
+    await store.deleteThread(org, thread.id);
+
+    expect(statements.size).toBeGreaterThan(25);
+    const walks = [...statements].flatMap((sql) =>
+      handle.db
+        .prepare(`EXPLAIN QUERY PLAN ${sql}`)
+        .all()
+        .map((step) => String(step.detail))
+        // A SCAN of anything but the queue, the leases (`l`) or a bound JSON list reads the whole table.
+        .filter((detail) => /\bSCAN (?!runs_queue\b|runs_leases\b|l\b|json_each\b)/.test(detail))
+        .map((detail) => `${detail}: ${sql}`),
+    );
+    expect(walks).toEqual([]);
+    await store.close();
+  });
+
+  it("prunes idempotency records past the window from the table", async () => {
+    const handle = openSqlite(":memory:");
+    const store = createSqliteRunsStore(handle);
+    await store.init();
+    const old = tick();
+    await store.putIdempotency({ organizationId: org, key: "old", fingerprint: "f", runId: "r1", createdAt: old, attempt: 0, attemptAt: old });
+    const later = new Date(old.getTime() + idempotencyWindowMs + 1);
+    await store.putIdempotency({ organizationId: org, key: "new", fingerprint: "f", runId: "r2", createdAt: later, attempt: 0, attemptAt: later });
+    expect(handle.db.prepare("SELECT key FROM runs_idempotency").all().map((row) => row.key)).toEqual(["new"]);
+    await store.close();
+  });
+
+  const dirs: string[] = [];
+  afterAll(async () => {
+    for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("keeps runs across a restart on a file: init at every start leaves the tables as they are", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "loom-runs-sqlite-"));
+    dirs.push(dir);
+    const file = join(dir, "loom.db");
+    const run = newRun({ output: { value: "kept" } });
+    const first = createSqliteRunsStore(openSqlite(file));
+    await first.init();
+    await first.insertRun(run);
+    await first.close();
+    const second = createSqliteRunsStore(openSqlite(file));
+    await second.init();
+    expect(await second.getRun(org, run.id)).toEqual(run);
+    expect((await second.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual([run.id]);
+    await second.close();
+  });
+});
