@@ -15,6 +15,7 @@ import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
 import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
 import type { EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+import { eventsAppended } from "./metrics.ts";
 
 export { eventMessage };
 
@@ -166,6 +167,7 @@ export function createEventsService(deps: EventsDeps): RpcService {
       const stored = await store.append(log, organizationId, batch, closes);
       if (!stored) throw notFound(runNames[log.runKind]);
       const events = stored.map(eventMessage);
+      eventsAppended.inc(events.length);
       await publish(log, events);
       return { events };
     },

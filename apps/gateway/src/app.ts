@@ -15,6 +15,7 @@ import { defaultLimits, type LimitSettings } from "./config.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
+import { observeRequests } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { rateLimit } from "./rate-limit.ts";
@@ -83,6 +84,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
 
   const app = new Koa({ proxy: false });
   app.silent = true; // errorHandler logs; Koa's default would print stacks to stderr
+  app.use(observeRequests(router));
   app.use(requestId);
   app.use(errorHandler(deps.logger));
   // The compat alias (semantics.md §1): /api/x is /x.
@@ -97,14 +99,21 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   // Unauthenticated: probes and the API description.
   app.use(async (ctx, next) => {
     if (ctx.method !== "GET") return next();
-    if (ctx.path === "/healthz") return void (ctx.body = { status: "ok" });
+    if (ctx.path === "/healthz") {
+      ctx.state.operationId = "healthz";
+      return void (ctx.body = { status: "ok" });
+    }
     if (ctx.path === "/readyz") {
+      ctx.state.operationId = "readyz";
       const readiness = await deps.readiness().catch((): Readiness => ({ ready: false }));
       if (!readiness.ready) throw new ConnectError("not ready: its stores do not answer", Code.Unavailable);
       ctx.body = { status: "ready", ...(readiness.services ? { services: readiness.services } : {}) };
       return;
     }
-    if (ctx.path === "/openapi.json") return void (ctx.body = openapi);
+    if (ctx.path === "/openapi.json") {
+      ctx.state.operationId = "openapi";
+      return void (ctx.body = openapi);
+    }
     await next();
   });
   // Unauthenticated: the API reference page that renders /openapi.json; `/` leads there.

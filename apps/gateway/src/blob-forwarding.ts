@@ -18,6 +18,7 @@ const allowed = "GET, HEAD, PUT";
 export function forwardBlobs(serve: ServeBlob, logger: Logger) {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (!ctx.path.startsWith(blobPathPrefix)) return next();
+    ctx.state.operationId = "blobs"; // for the request metrics: not a documented operation
     const method = ctx.method;
     if (method === "OPTIONS") {
       ctx.set("Allow", allowed);

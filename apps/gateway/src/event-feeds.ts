@@ -3,6 +3,7 @@ import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/kit/logger";
 import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
+import { eventsDelivered } from "./metrics.ts";
 import { eventFrame, keepAliveBytes, keepAliveFrame } from "./sse.ts";
 
 type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
@@ -118,7 +119,10 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
       const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
       const log = finished.get(key);
       const replay = log && finishedLogFrom(log, req.from);
-      if (replay) return replay.length === 1 ? replay[0]! : finishedStream(replay);
+      if (replay) {
+        eventsDelivered.inc(eventsFrom(log, req.from));
+        return replay.length === 1 ? replay[0]! : finishedStream(replay);
+      }
       for (const feed of feeds.get(key) ?? []) {
         const subscriber = feed.join(req.from, req.call.signal);
         if (subscriber) {
@@ -135,6 +139,13 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
     upstreams: () => count,
     finishedLogBytes: () => finished.bytes(),
   };
+}
+
+/** How many of a finished log's events a stream from `from` gets. */
+function eventsFrom(log: FinishedLog, from: bigint): number {
+  let count = 0;
+  for (let i = log.offsets.length - 1; i >= 0 && log.offsets[i]! >= from; i--) count++;
+  return count;
 }
 
 /** A stream of a finished log: its shared bytes, then the end. */
@@ -221,7 +232,10 @@ class Feed {
     out.push(keepAliveBytes);
     // The recent frames as views of the buffers the others got: a crowd joining costs no copies.
     const first = this.recent.findIndex((f) => f.offset >= from);
-    if (first !== -1) for (const view of viewsOf(this.recent.slice(first))) out.push(view);
+    if (first !== -1) {
+      for (const view of viewsOf(this.recent.slice(first))) out.push(view);
+      eventsDelivered.inc(this.recent.length - first);
+    }
     this.subscribers.add(out);
     const leave = () => this.leave(out);
     signal.addEventListener("abort", leave, { once: true });
@@ -316,16 +330,25 @@ class Feed {
     // Where each event frame sits in the chunk (an all-ASCII chunk has as many bytes as characters).
     const ascii = chunk.length === text.length;
     let at = 0;
+    let events = 0;
     for (const { frame, offset } of frames) {
       const size = ascii ? frame.length : Buffer.byteLength(frame);
-      if (offset !== undefined) this.remember({ offset, chunk, start: at, end: at + size });
+      if (offset !== undefined) {
+        this.remember({ offset, chunk, start: at, end: at + size });
+        events++;
+      }
       at += size;
     }
+    let reached = 0;
     for (const out of this.subscribers) {
       // A reader this far behind is let go rather than buffered for: it resumes from its Last-Event-ID.
       if (out.readableLength > this.options.maxBehindBytes) this.leave(out);
-      else out.push(chunk);
+      else {
+        out.push(chunk);
+        reached++;
+      }
     }
+    if (events > 0 && reached > 0) eventsDelivered.inc(events * reached);
   }
 
   private end(finished?: FinishedLog): void {

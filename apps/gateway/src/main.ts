@@ -2,6 +2,7 @@ import { remoteBlobs } from "@loom/kit/blob-http";
 import { loadConfig } from "@loom/kit/config";
 import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
+import { serveMetrics } from "@loom/kit/metrics-server";
 import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { httpTransport } from "@loom/kit/transports";
@@ -33,9 +34,13 @@ try {
   const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
   const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
+  // Apart from the public port: scrapers reach it, clients do not.
+  const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);
+  logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
   onShutdown(logger, async () => {
     await server.close();
     await bus?.close();
+    await metrics.close();
   });
 } catch (error) {
   failStartup(logger, error);

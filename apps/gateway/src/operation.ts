@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { clientGoneSignal } from "@loom/kit/client-gone";
 import { headersFor, type Principal } from "@loom/kit/principal";
 import { bodyLimits, readJsonBody } from "./body.ts";
+import { trackSseConnection } from "./metrics.ts";
 import { parseInput } from "./validation.ts";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -86,6 +87,7 @@ export function mountOperations(router: Router, operations: Operation[], options
         ctx.status = op.response.status;
         ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
         ctx.req.socket.setNoDelay(true);
+        trackSseConnection(ctx.res);
         ctx.body = result as Readable | Buffer;
         return;
       }
@@ -95,6 +97,7 @@ export function mountOperations(router: Router, operations: Operation[], options
       ctx.status = op.response.status;
     };
     const before = op.response.stream && options.beforeStream ? [options.beforeStream] : [];
-    router.register(routerPath(op.path, op.restOfPath), [op.method], [...before, answer]);
+    // Named by the operation id: the request metrics' label (the router leaves it in ctx._matchedRouteName).
+    router.register(routerPath(op.path, op.restOfPath), [op.method], [...before, answer], { name: op.id });
   }
 }

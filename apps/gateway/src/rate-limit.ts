@@ -1,6 +1,9 @@
 import type { Context, Next } from "koa";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
+import { rateLimitRefusals } from "@loom/kit/metrics";
 import { rateLimited } from "./errors.ts";
+
+const refusals = rateLimitRefusals.labels("requests");
 
 /**
  * Per-credential rate limit (semantics.md §9): `requests` per fixed window of
@@ -27,6 +30,7 @@ export function rateLimit({ requests, windowSeconds }: { requests: number; windo
     } catch (rejected) {
       if (!(rejected instanceof RateLimiterRes)) throw rejected;
       advertise(ctx, rejected);
+      refusals.inc();
       throw rateLimited(`over the rate limit of ${requests} requests per ${windowSeconds} s for this credential`, rejected.msBeforeNext);
     }
     advertise(ctx, state);

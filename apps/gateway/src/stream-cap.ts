@@ -1,5 +1,8 @@
 import type { Context, Next } from "koa";
+import { rateLimitRefusals } from "@loom/kit/metrics";
 import { rateLimited } from "./errors.ts";
+
+const refusals = rateLimitRefusals.labels("streams");
 
 /**
  * At most `limit` SSE streams open at once per credential on this replica, so
@@ -13,7 +16,10 @@ export function streamCap(limit: number) {
   return async (ctx: Context, next: Next) => {
     const key = ctx.state.credentialKey as string;
     const count = open.get(key) ?? 0;
-    if (count >= limit) throw rateLimited(`at most ${limit} event streams may be open at once per credential`);
+    if (count >= limit) {
+      refusals.inc();
+      throw rateLimited(`at most ${limit} event streams may be open at once per credential`);
+    }
     open.set(key, count + 1);
     // Node emits "close" once per response, whatever ended it.
     ctx.res.once("close", () => {

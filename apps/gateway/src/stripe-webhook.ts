@@ -16,6 +16,7 @@ export function stripeWebhook(billing: Client<typeof BillingService>): Middlewar
   return async (ctx, next) => {
     if (ctx.path !== stripeWebhookPath) return next();
     if (ctx.method !== "POST") return next(); // answered like any unknown route, after authentication
+    ctx.state.operationId = "stripe_webhook"; // for the request metrics: not a documented operation
     const payload = await readRawBody(ctx);
     await billing.handleStripeWebhook(
       { payload, signature: ctx.get("Stripe-Signature") },

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { metricsRegistry } from "@loom/kit/metrics";
 import { apiClient, type ApiResponse } from "@loom/testing/http";
 import { openSse, type SseConnection } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";
@@ -8,6 +9,14 @@ import { startStack, type TestStack } from "./stack.ts";
 /** A credential of its own (a fresh user), so no test shares a counter with another. */
 const freshCredential = () => signAccessToken({ sub: `limits-${crypto.randomUUID()}` });
 const rateHeaders = (res: ApiResponse) => [...res.headers.keys()].filter((name) => name.startsWith("ratelimit"));
+
+/** A series' value in this process's registry (the in-process gateway counts here), 0 while it has none. */
+async function sampleOf(name: string, labels: Record<string, string>): Promise<number> {
+  const metric = metricsRegistry.getSingleMetric(name.replace(/_count$/, ""));
+  const values = (await metric!.get()).values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>;
+  const found = values.find((v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));
+  return found?.value ?? 0;
+}
 
 function expectRateLimited(res: { status: number; headers: Headers }, body: unknown) {
   expect(res.status).toBe(429);
@@ -53,9 +62,15 @@ describe("rate limits per credential, when on", () => {
   it("over the limit: 429 RateLimited, Retry-After the limiter's wait, and the limit holds for streams too", async () => {
     const credential = await freshCredential();
     const client = apiClient(stack.gatewayUrl, credential);
+    const refusals = () => sampleOf("loom_rate_limit_refusals_total", { limit: "requests" });
+    const refusedListUsers = () => sampleOf("loom_http_request_duration_seconds_count", { operation: "ListUsers", status: "429" });
+    const [refusalsBefore, listUsersBefore] = [await refusals(), await refusedListUsers()];
     for (let i = 0; i < 5; i++) expect((await client.get("/users")).status).toBe(200);
     const over = await client.get("/users");
     expectRateLimited(over, over.body);
+    // Counted by limit, and by the operation the request would have reached (refused before routing).
+    expect((await refusals()) - refusalsBefore).toBe(1);
+    expect((await refusedListUsers()) - listUsersBefore).toBe(1);
     // The window started with the first request: the wait is close to 60 s, not a fixed 1.
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(50);
     expect(Number(over.headers.get("retry-after"))).toBeLessThanOrEqual(60);

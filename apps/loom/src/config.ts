@@ -29,6 +29,12 @@ export const loomConfigSchema = z.object({
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),
   LOG_FORMAT: env.logFormat(),
+  /**
+   * Set: `GET /metrics` (Prometheus) on this port, on HOST, apart from the API
+   * port (0: any free port). Unset: no metrics listener (docs/decisions.md,
+   * "Metrics": a fixed default would collide between processes on one machine).
+   */
+  METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
 }).superRefine(requireOidcClaims).superRefine(requireBillingUrls);
 
 export type LoomConfig = z.infer<typeof loomConfigSchema>;

@@ -1,5 +1,6 @@
 import { loadConfig } from "@loom/kit/config";
 import { createLogger } from "@loom/kit/logger";
+import { serveMetrics } from "@loom/kit/metrics-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { loomConfigSchema } from "./config.ts";
 import { startEmbedded } from "./embedded.ts";
@@ -15,12 +16,18 @@ try {
       ? `records in MongoDB; data directory ${dataDir.path} (${dataDir.state}) keeps the signing key${config.S3_BUCKET || config.BLOB_DIR ? "" : " and the blobs"}`
       : `data directory ${dataDir.path} (${dataDir.state === "new" ? "new: created" : "reopened"})`,
   );
+  // Before the line that says Loom is up: whoever waits for it can scrape at once.
+  const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
+  if (metrics) logger.info({ url: `${metrics.url}/metrics` }, `metrics at ${metrics.url}/metrics`);
   logger.info({ url: server.url }, `Loom is listening on ${server.url}`);
   if (bootstrapKey) {
     logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
     logger.info(`try: curl -H "Authorization: Bearer ${bootstrapKey}" ${server.url}/users`);
   }
-  onShutdown(logger, server.close);
+  onShutdown(logger, async () => {
+    await server.close();
+    await metrics?.close();
+  });
 } catch (error) {
   failStartup(logger, error);
 }

@@ -1,6 +1,7 @@
 import type { Logger } from "@loom/kit/logger";
 import { griptapeEvents, message, textArtifact, type TextArtifact } from "./griptape.ts";
 import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
+import { countTransition } from "./metrics.ts";
 import type { RunLog } from "./run-log.ts";
 import type { RunRecord, RunsStore, StatusDetail } from "./store/port.ts";
 
@@ -27,6 +28,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const held = { from: ["RUNNING"] as const, worker: workerId };
   const running = await store.transition(run.id, { from: ["STARTING"], worker: workerId }, "RUNNING", {}, now());
   if (!running) return;
+  countTransition("STARTING", "RUNNING");
   await log.lifecycle(running);
 
   // Appends stop once the run is stopped, so nothing lands after its terminal event.
@@ -81,7 +83,9 @@ async function finish(
 ): Promise<void> {
   const at = deps.now();
   const ended = await deps.store.transition(run.id, guard, status, { statusDetail, output, completedAt: at, leaseUntil: undefined }, at);
-  if (ended) await deps.log.lifecycle(ended);
+  if (!ended) return;
+  countTransition("RUNNING", status);
+  await deps.log.lifecycle(ended);
 }
 
 /** The thread's earlier successful runs as conversation, then this run's message. */

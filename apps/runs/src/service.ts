@@ -2,6 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/kit/bus";
 import { invalidArgument, notFound } from "@loom/kit/errors";
+import { rateLimitRefusals } from "@loom/kit/metrics";
 import { isUuid, newId } from "@loom/kit/ids";
 import { jsonToValue } from "@loom/kit/json-value";
 import { pageInfo, pageWindow } from "@loom/kit/paging";
@@ -24,6 +25,7 @@ import {
   type RunStatus,
   type ThreadRecord,
 } from "./store/port.ts";
+import { countTransition } from "./metrics.ts";
 import { runSubjects } from "./subjects.ts";
 
 export interface RunsDeps {
@@ -40,6 +42,8 @@ export interface RunsDeps {
 
 /** A create that may still store its run; a retry waits for it this long before taking over. */
 const defaultIdempotencyStallMs = 10_000;
+
+const queueFullRefusals = rateLimitRefusals.labels("queued_runs");
 
 const toEnum = (status: RunStatus) => RunStatusEnum[status];
 const fromEnum = (status: RunStatusEnum): RunStatus | undefined => runStatuses.find((s) => RunStatusEnum[s] === status);
@@ -70,6 +74,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
   async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date) {
     const assistant = await assistantOf(principal, req.assistantId);
     if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) {
+      queueFullRefusals.inc();
       throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
     }
     const thread = await threadFor(principal, req, at);
@@ -121,6 +126,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
     }
     if (newThread) await store.insertThread(newThread);
     if (!(await store.insertRun(run))) return (await store.getRunById(run.id))!;
+    countTransition("NONE", "QUEUED");
     await bus.publish(runSubjects.queued, new Uint8Array());
     return run;
   }
@@ -232,6 +238,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
         at,
       );
       if (!cancelled) return { assistantRun: runMessage((await store.getRun(organizationId, run.id))!) }; // ended meanwhile
+      countTransition(run.status, "CANCELLED"); // as read just before: a run that moved on in between counts from its earlier status
       await log.lifecycle(cancelled);
       // The replica whose worker holds the run aborts its model call.
       await bus.publish(runSubjects.control(run.id), new TextEncoder().encode("cancel"));

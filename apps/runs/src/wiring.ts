@@ -13,6 +13,7 @@ import { createAiSdkChat } from "./chat/ai-sdk-chat.ts";
 import { createEchoChat } from "./chat/echo-chat.ts";
 import type { ChatBackend } from "./chat/port.ts";
 import { createChatService } from "./chat/service.ts";
+import { measureQueue } from "./metrics.ts";
 import { createRunLog } from "./run-log.ts";
 import { createRunsService } from "./service.ts";
 import { createMongoRunsStore } from "./store/mongo.ts";
@@ -61,6 +62,7 @@ export async function wireRuns(
     maxRunningPerOrganization: settings.RUN_MAX_PER_ORGANIZATION,
   });
   worker.start();
+  const unmeasureQueue = measureQueue(store);
   peers.logger.info({ model: model.id, worker: worker.workerId }, "run worker started");
   return {
     worker,
@@ -71,6 +73,7 @@ export async function wireRuns(
         router.service(ChatService, chat);
       },
       close: async () => {
+        unmeasureQueue();
         await worker.stop();
         await service.close();
       },

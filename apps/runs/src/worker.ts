@@ -6,6 +6,7 @@ import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
 import type { QueueEntry, RunRecord, RunsStore } from "./store/port.ts";
 import { isTerminal } from "./store/port.ts";
+import { countTransition, queueWait, trackExecuting } from "./metrics.ts";
 import { runSubjects } from "./subjects.ts";
 
 export interface WorkerOptions {
@@ -79,7 +80,11 @@ export function createRunWorker(options: WorkerOptions) {
     const at = now();
     if (!(await store.claimRun(entry.runId, workerId, at))) return undefined; // another worker has it
     const claimed = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
-    if (claimed) return claimed;
+    if (claimed) {
+      countTransition("QUEUED", "STARTING");
+      queueWait.observe(Math.max(0, at.getTime() - claimed.createdAt.getTime()) / 1000);
+      return claimed;
+    }
     if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
     await settleEntry(entry);
     return undefined;
@@ -143,6 +148,7 @@ export function createRunWorker(options: WorkerOptions) {
         (error: unknown) => logger.warn({ err: error, run_id: run.id }, "lease renewal failed"),
       );
     }, Math.max(10, Math.floor(options.leaseMs / 3)));
+    const executed = trackExecuting(run.organizationId);
     const done = (async () => {
       try {
         await options.log.lifecycle(run);
@@ -152,6 +158,7 @@ export function createRunWorker(options: WorkerOptions) {
       } finally {
         clearTimeout(timeout);
         clearInterval(renew);
+        executed();
         if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
         inFlight.delete(run.id);
         void pump();
@@ -172,6 +179,7 @@ export function createRunWorker(options: WorkerOptions) {
         at,
       );
       if (!lost) continue;
+      countTransition(run.status, "ERROR");
       logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
       await options.log.lifecycle(lost).catch((error: unknown) => logger.warn({ err: error }, "could not log WorkerLost"));
       if (lost.threadId) await store.unlockThread(lost.threadId, lost.id);

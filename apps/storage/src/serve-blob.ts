@@ -3,6 +3,7 @@ import fresh from "fresh";
 import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/kit/blob-exchange";
 import { notFound } from "@loom/kit/errors";
 import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
+import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
 import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";
 import { parseRange } from "./byte-ranges.ts";
 import type { BlobTokens } from "./signed-urls.ts";
@@ -62,6 +63,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
       if (request.signal.aborted) throw new ConnectError("the upload was cut off", Code.Canceled);
       throw error;
     }
+    blobBytesReceived.inc(stored.size);
     const blob = { size: stored.size, contentType: stored.contentType, etag: stored.etag };
     const recorded = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, stored.updatedAt, asset.presignedPutUntil);
     // Deleted while the bytes arrived (the asset, or its bucket, whose sweep may have run already): leave nothing behind.
@@ -106,6 +108,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
       if (request.method === "HEAD") return { status, headers: { ...headers, ...partial, "content-length": String(length) } };
       const body = await blobs.read(key, range as ByteRange | undefined, info.etag);
       if (!body) continue;
+      blobBytesSent.inc(length);
       return { status, headers: { ...headers, ...partial, "content-length": String(length) }, body };
     }
     throw new ConnectError("the asset keeps changing: try again", Code.Unavailable);

@@ -19,7 +19,7 @@ export class ConfigError extends StartupRefused {
   override name = "ConfigError";
 }
 
-/** What every service run on its own reads: where it listens, the shared service token, its log level. */
+/** What every service run on its own reads: where it listens (its API, its metrics), the shared service token, its log level. */
 export function serviceSettings(port: number) {
   return {
     PORT: env.port(port),
@@ -27,8 +27,13 @@ export function serviceSettings(port: number) {
     SERVICE_TOKEN: z.string().min(16, "must be at least 16 characters"),
     LOG_LEVEL: env.logLevel(),
     LOG_FORMAT: env.logFormat(),
+    /** `GET /metrics` (Prometheus) listens here, on HOST, apart from the API port; 0: any free port. */
+    METRICS_PORT: env.port(defaultMetricsPort),
   };
 }
+
+/** The port of every split process's `/metrics` (OpenTelemetry's Prometheus exporter's default). */
+export const defaultMetricsPort = 9464;
 
 /** A service's own database; unset MONGODB_URL keeps its data in memory. */
 export function mongoSettings(database: string) {

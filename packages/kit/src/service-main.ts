@@ -3,6 +3,7 @@ import type { Bus } from "./bus.ts";
 import { openBus } from "./bus-open.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { serveMetrics } from "./metrics-server.ts";
 import { startRpcServer } from "./rpc-server.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { failStartup, onShutdown } from "./shutdown.ts";
@@ -13,6 +14,7 @@ interface ServiceConfig {
   HOST: string;
   SERVICE_TOKEN: string;
   LOG_LEVEL: string;
+  METRICS_PORT: number;
   MONGODB_URL?: string | undefined;
   NATS_URL?: string | undefined;
 }
@@ -31,7 +33,7 @@ export type WireService<S extends z.ZodObject> = (config: z.infer<S>, peers: { l
 /**
  * The whole start of a service process (`main.ts`): configuration (a bad one
  * stops it, naming the variables), logging, the bus, the wiring, the RPC
- * server, and a graceful shutdown on SIGTERM. One start-up for every service.
+ * server, `/metrics` on METRICS_PORT, and a graceful shutdown on SIGTERM. One start-up for every service.
  */
 export async function runService<S extends z.ZodObject>(name: string, schema: S, notes: ServiceNotes, wire: WireService<S>): Promise<void> {
   const logger = createLogger(name);
@@ -45,9 +47,12 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     const service = await wire(config, { logger, bus });
     const server = await startRpcServer({ services: [service], serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST });
     logger.info({ url: server.url }, `${name} service listening`);
+    const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
+    logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
     onShutdown(logger, async () => {
       await server.close();
       await bus.close();
+      await metrics.close();
     });
   } catch (error) {
     failStartup(logger, error);

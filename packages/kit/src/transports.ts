@@ -5,10 +5,11 @@ import { directTransport } from "./in-process-transport.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
+import { observeCalls } from "./rpc-metrics.ts";
 
-/** The interceptors every service runs, in order, wherever it is hosted. */
+/** The interceptors every service runs, in order, wherever it is hosted (metrics outermost: they see the code the caller gets). */
 export function serverInterceptors(serviceToken: string, logger: Logger): Interceptor[] {
-  return [logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
+  return [observeCalls(), logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
 }
 
 /** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */

@@ -12,6 +12,8 @@ export interface SplitStack {
   gatewayUrl: string;
   /** Each process's own URL (its /healthz, /readyz, RPCs). */
   urls: Record<SplitService, string>;
+  /** Each process's `/metrics` (on its METRICS_PORT, apart from its API port). */
+  metricsUrls: Record<SplitService, string>;
   /** A running service's process id (benches watch their memory). */
   pid(name: SplitService): number | undefined;
   /** Stops one service's process: SIGTERM shuts it down, SIGKILL crashes it. */
@@ -35,6 +37,9 @@ export async function startSplitStack(
   const serviceToken = randomBytes(24).toString("base64url");
   const ports = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
   const urls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<SplitService, string>;
+  // Every process on this one host needs a metrics port of its own (each defaults to 9464).
+  const metricsPorts = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
+  const metricsUrls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${metricsPorts[name]}/metrics`])) as Record<SplitService, string>;
   const callees = { IDENTITY_URL: urls.identity, ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events, RUNS_URL: urls.runs, STORAGE_URL: urls.storage };
   // Blob bytes in a directory of this stack's own; signed URLs point at the gateway, which forwards them.
   const blobDir = await mkdtemp(join(tmpdir(), "loom-split-blobs-"));
@@ -49,7 +54,7 @@ export async function startSplitStack(
   const running = new Map<SplitService, ChildProcess>();
   const start = async (name: SplitService, extra: Record<string, string> = {}) => {
     if (running.has(name)) throw new Error(`${name} is already running`);
-    const env = { ...shared, ...wiring[name], ...perService[name], ...extra, PORT: String(ports[name]), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken };
+    const env = { ...shared, ...wiring[name], ...perService[name], ...extra, PORT: String(ports[name]), METRICS_PORT: String(metricsPorts[name]), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken };
     running.set(name, await startProcess(`apps/${name}/src/main.ts`, env, `${urls[name]}/healthz`, options));
   };
   const stopService = async (name: SplitService, signal: "SIGTERM" | "SIGKILL" = "SIGTERM") => {
@@ -69,5 +74,5 @@ export async function startSplitStack(
     await stop();
     throw failed.reason;
   }
-  return { gatewayUrl: urls.gateway, urls, pid: (name) => running.get(name)?.pid, stopService, startService: start, stop };
+  return { gatewayUrl: urls.gateway, urls, metricsUrls, pid: (name) => running.get(name)?.pid, stopService, startService: start, stop };
 }

@@ -1,0 +1,26 @@
+import { createServer } from "node:http";
+import { collectDefaultMetrics } from "prom-client";
+import { metricsRegistry } from "./metrics.ts";
+import { listen, type RunningServer } from "./rpc-server.ts";
+
+let defaultsCollected = false;
+
+/**
+ * `GET /metrics` (Prometheus text format) on a port of its own, apart from
+ * the public API: the process's series plus Node's default ones (CPU, memory,
+ * event-loop lag, GC, handles). Anything else is 404.
+ */
+export async function serveMetrics(port: number, host: string): Promise<RunningServer> {
+  if (!defaultsCollected) {
+    defaultsCollected = true;
+    collectDefaultMetrics({ register: metricsRegistry });
+  }
+  const server = createServer((req, res) => {
+    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") return void res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    metricsRegistry.metrics().then(
+      (text) => res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(text),
+      () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"),
+    );
+  });
+  return listen(server, port, host);
+}
