@@ -49,30 +49,39 @@ export function createRunWorker(options: WorkerOptions) {
   /**
    * One pass over the queue: reads what is executing (one read of the
    * leases), then the oldest queued runs outside full organizations and busy
-   * threads (one read of the queue), and claims at most one run per
-   * organization and per thread, so no queued run waits behind runs that may
-   * not start. One claim per organization per pass keeps the overshoot of the
-   * organization cap at one run per replica: a replica's next pass sees its
-   * own claims in the leases.
+   * threads (one read of the queue), chooses (`choose`) and claims them all
+   * at once, so a pass costs a few store round trips however many it starts
+   * (on SQLite, their writes share one commit).
    */
   async function claimPass(free: number): Promise<RunRecord[]> {
     const load = await store.executingLoad();
     const full = [...load.perOrganization].filter(([, n]) => n >= options.maxRunningPerOrganization).map(([org]) => org);
     const candidates = await store.queueCandidates(full, [...load.threads], Math.max(50, free * 4));
-    const organizations = new Set<string>();
+    const claimed = await Promise.all(choose(candidates, free, load.perOrganization).map(claim));
+    return claimed.filter((run): run is RunRecord => run !== undefined);
+  }
+
+  /**
+   * Oldest first, at most one run per thread (its later runs wait for this
+   * one anyway) and, per organization, what its cap leaves: all of that on a
+   * store of this process alone, one a pass on a shared one. One claim per
+   * organization per pass keeps the overshoot of the cap at one run per
+   * replica: a replica's next pass sees its own claims in the leases, the
+   * others' only then.
+   */
+  function choose(candidates: QueueEntry[], free: number, executing: Map<string, number>): QueueEntry[] {
+    const left = new Map<string, number>();
     const threads = new Set<string>();
-    const claimed: RunRecord[] = [];
+    const chosen: QueueEntry[] = [];
     for (const entry of candidates) {
-      if (claimed.length >= free || stopped) break;
-      if (organizations.has(entry.organizationId) || (entry.threadId && threads.has(entry.threadId))) continue;
-      const run = await claim(entry);
-      // Tried or taken, a thread is done for this pass: its later runs wait for this one anyway.
+      if (chosen.length >= free || stopped) break;
+      const room = left.get(entry.organizationId) ?? (store.sharedByProcesses ? 1 : options.maxRunningPerOrganization - (executing.get(entry.organizationId) ?? 0));
+      if (room <= 0 || (entry.threadId && threads.has(entry.threadId))) continue;
+      left.set(entry.organizationId, room - 1);
       if (entry.threadId) threads.add(entry.threadId);
-      if (!run) continue;
-      organizations.add(entry.organizationId);
-      claimed.push(run);
+      chosen.push(entry);
     }
-    return claimed;
+    return chosen;
   }
 
   async function claim(entry: QueueEntry): Promise<RunRecord | undefined> {
@@ -118,23 +127,29 @@ export function createRunWorker(options: WorkerOptions) {
       again = true;
       return claiming;
     }
-    claiming = (async () => {
-      try {
-        do {
-          again = false;
-          while (!stopped && inFlight.size < options.concurrency) {
-            const runs = await claimPass(options.concurrency - inFlight.size);
-            runs.forEach(start);
-            if (runs.length === 0) break;
-          }
-        } while (again && !stopped);
-      } catch (error) {
-        logger.warn({ err: error }, "claiming runs failed; trying again at the next poll");
-      } finally {
-        claiming = undefined;
-      }
-    })();
+    // Cleared in a callback of its own: when there is nothing to claim the
+    // pass ends without awaiting, and an in-body `finally` would clear
+    // `claiming` before it is assigned, leaving a settled promise there that
+    // turns every later pump away (the worker then never claims again).
+    claiming = claimWhileFree().finally(() => {
+      claiming = undefined;
+    });
     return claiming;
+  }
+
+  async function claimWhileFree(): Promise<void> {
+    try {
+      do {
+        again = false;
+        while (!stopped && inFlight.size < options.concurrency) {
+          const runs = await claimPass(options.concurrency - inFlight.size);
+          runs.forEach(start);
+          if (runs.length === 0) break;
+        }
+      } while (again && !stopped);
+    } catch (error) {
+      logger.warn({ err: error }, "claiming runs failed; trying again at the next poll");
+    }
   }
 
   function start(run: RunRecord): void {

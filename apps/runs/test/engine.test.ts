@@ -66,6 +66,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       runTimeoutMs?: number;
       leaseMs?: number;
       maxPerOrganization?: number;
+      concurrency?: number;
       maxQueuedPerOrganization?: number;
       idempotencyStallMs?: number;
       /** The events service as this replica reaches it (an empty server: down). */
@@ -86,7 +87,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const worker = createRunWorker({
       store, log, model, bus, logger,
       leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
-      concurrency: 8, maxRunningPerOrganization: options.maxPerOrganization ?? 100,
+      concurrency: options.concurrency ?? 8, maxRunningPerOrganization: options.maxPerOrganization ?? 100,
     });
     workers.push(worker);
     if (options.start !== false) worker.start();
@@ -218,6 +219,21 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const second = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     await new Promise((res) => setTimeout(res, 200)); // ten worker polls
     expect((await r.runs.getAssistantRun({ assistantRunId: second }, call)).assistantRun!.status).toBe(RunStatus.QUEUED);
+    model.script({ answer: () => "second" });
+    await r.runs.cancelAssistantRun({ assistantRunId: first }, call);
+    expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);
+  });
+
+  it("a worker woken while it is full claims the queued run once a slot frees", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const r = await replica(model, { concurrency: 1 });
+    const called = model.whenCalled();
+    const first = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await called;
+    // Created while the worker is full: its wake-up and ten polls find no free slot.
+    const second = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
+    await new Promise((res) => setTimeout(res, 200));
     model.script({ answer: () => "second" });
     await r.runs.cancelAssistantRun({ assistantRunId: first }, call);
     expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);

@@ -90,6 +90,13 @@ export interface RunGuard {
 export type RunChanges = Partial<Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil">>;
 
 export interface RunsStore extends StoreLifecycle {
+  /**
+   * Whether other processes may claim from this store's queue (MongoDB, shared
+   * by every runs replica) or only this one (SQLite, held by one process). A
+   * worker on a store of its own sees all its claims at once and may claim
+   * several runs of an organization in one pass.
+   */
+  readonly sharedByProcesses: boolean;
   /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
   insertRun(run: RunRecord): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;

@@ -124,6 +124,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const runById = (id: string) => runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
 
   return {
+    sharedByProcesses: false,
     async init() {
       migrate(handle, "runs", migrations);
     },
