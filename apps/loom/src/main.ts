@@ -1,6 +1,8 @@
+import "./tracing.ts";
 import { loadConfig } from "@loom/kit/config";
 import { createLogger } from "@loom/kit/logger";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
+import { tracing } from "@loom/kit/tracing";
 import { loomConfigSchema } from "./config.ts";
 import { startEmbedded } from "./embedded.ts";
 
@@ -20,7 +22,10 @@ try {
     logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
     logger.info(`try: curl -H "Authorization: Bearer ${bootstrapKey}" ${server.url}/users`);
   }
-  onShutdown(logger, server.close);
+  onShutdown(logger, async () => {
+    await server.close();
+    await tracing().shutdown();
+  });
 } catch (error) {
   failStartup(logger, error);
 }

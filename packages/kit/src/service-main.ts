@@ -6,6 +6,7 @@ import { createLogger, type Logger } from "./logger.ts";
 import { startRpcServer } from "./rpc-server.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { failStartup, onShutdown } from "./shutdown.ts";
+import { tracing } from "./tracing.ts";
 
 /** What every service run on its own reads (kit/config.ts `serviceSettings`, `mongoSettings`). */
 interface ServiceConfig {
@@ -48,6 +49,7 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     onShutdown(logger, async () => {
       await server.close();
       await bus.close();
+      await tracing().shutdown();
     });
   } catch (error) {
     failStartup(logger, error);

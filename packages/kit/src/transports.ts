@@ -5,10 +5,16 @@ import { directTransport } from "./in-process-transport.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
+import { traceIncomingCalls, traceOutgoingCalls } from "./rpc-tracing.ts";
+import { tracing } from "./tracing.ts";
 
-/** The interceptors every service runs, in order, wherever it is hosted. */
+/**
+ * The interceptors every service runs, in order, wherever it is hosted. The
+ * call's span comes first, so it sees the code the caller gets; with tracing
+ * off there is none (not even a no-op one on the hot path).
+ */
 export function serverInterceptors(serviceToken: string, logger: Logger): Interceptor[] {
-  return [logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
+  return [...(tracing().enabled ? [traceIncomingCalls()] : []), logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
 }
 
 /** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */
@@ -17,7 +23,7 @@ export function httpTransport(baseUrl: string, serviceToken: string): Transport 
     baseUrl,
     httpVersion: "1.1",
     useBinaryFormat: true,
-    interceptors: [sendServiceToken(serviceToken)],
+    interceptors: [...(tracing().enabled ? [traceOutgoingCalls()] : []), sendServiceToken(serviceToken)],
   });
 }
 
