@@ -49,7 +49,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
       ]),
     );
     // The model call's span: the AI SDK's own spans and the streamed chunks' appends are its children.
-    const result = await inSpan(`chat ${model.id}`, { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } }, undefined, async (span) => {
+    const result = await inSpan(`model ${model.id}`, { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } }, undefined, async (span) => {
       const answer = await model.generate({
         messages: turns,
         signal,
