@@ -21,7 +21,7 @@ export async function createNatsBus(url: string, name: string): Promise<Bus> {
   return {
     async publish(subject, data) {
       // Trace context rides in the message's headers (docs/decisions.md, "Traces").
-      const headers = publishHeaders(subject);
+      const headers = publishHeaders();
       nc.publish(subject, data, headers ? { headers } : undefined);
     },
     subscribe(subject, onMessage): Subscription {
