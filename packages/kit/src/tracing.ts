@@ -1,5 +1,5 @@
-import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Context, type Span, type TextMapGetter, type Tracer, type SpanOptions, type Attributes } from "@opentelemetry/api";
 import { createRequire } from "node:module";
+import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 
 /** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
 export interface Tracing {
@@ -96,14 +96,12 @@ export const headersGetter: TextMapGetter<{ get(key: string): string | null | un
  * a piece of work in a span of its own. With tracing off, `work` runs as is.
  */
 export function inSpan<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => Promise<T>): Promise<T> {
-  if (!started?.enabled) return work(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  if (!started?.enabled) return work(noSpan);
   return tracer().startActiveSpan(name, options, parent ?? context.active(), async (span) => {
     try {
       return await work(span);
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      throw error;
+      throw failed(span, error);
     } finally {
       span.end();
     }
@@ -112,16 +110,24 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
 
 /** `inSpan` for synchronous work (a bus delivery, an SSE frame handed to subscribers). */
 export function inSpanSync<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => T): T {
-  if (!started?.enabled) return work(trace.wrapSpanContext(INVALID_SPAN_CONTEXT));
+  if (!started?.enabled) return work(noSpan);
   return tracer().startActiveSpan(name, options, parent ?? context.active(), (span) => {
     try {
       return work(span);
     } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
-      throw error;
+      throw failed(span, error);
     } finally {
       span.end();
     }
   });
+}
+
+/** What work gets for its span with tracing off: records nothing. */
+const noSpan = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Marks the span failed with the error, and gives the error back to be thrown. */
+function failed(span: Span, error: unknown): unknown {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  return error;
 }
