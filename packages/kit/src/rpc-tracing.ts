@@ -1,3 +1,4 @@
+import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
 import { headersGetter, tracer } from "./tracing.ts";
@@ -28,21 +29,19 @@ export function traceIncomingCalls(): Interceptor {
   };
 }
 
-type Method = Parameters<Interceptor>[0] extends (req: infer R) => unknown ? (R extends { method: infer M } ? M : never) : never;
-
 /** `loom.runs.v1.RunsService/CreateAssistantRun`: gRPC's span name. */
-function procedureOf(method: Method): string {
+function procedureOf(method: DescMethod): string {
   return `${method.parent.typeName}/${method.name}`;
 }
 
-function rpcAttributes(method: Method) {
+function rpcAttributes(method: DescMethod) {
   return { "rpc.system": "connect_rpc", "rpc.service": method.parent.typeName, "rpc.method": method.name };
 }
 
 /**
  * Ends the span when the call is answered (for a streaming call: when its
- * response starts; what the stream does later runs in the span's context),
- * with the Connect code of a failure.
+ * response starts; what the stream does later is not in the trace), with
+ * the Connect code of a failure.
  */
 async function settle<T>(span: Span, call: () => Promise<T>): Promise<T> {
   try {
