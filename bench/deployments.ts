@@ -31,11 +31,11 @@ async function allInOne(key: string, main: string, name: string): Promise<Deploy
   return { name, gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
 }
 
-/** Five processes on MongoDB and NATS, fresh databases. */
-export async function split(key: string, mongoUrl: string, natsUrl: string): Promise<Deployment> {
+/** Five processes on MongoDB and NATS, fresh databases; `env` goes to every process (the tracing bench's OTEL_*). */
+export async function split(key: string, mongoUrl: string, natsUrl: string, env: Record<string, string> = {}): Promise<Deployment> {
   const db = `loom_bench_${randomBytes(4).toString("hex")}`;
   const stack = await startSplitStack(
-    { MONGODB_URL: mongoUrl, NATS_URL: natsUrl },
+    { MONGODB_URL: mongoUrl, NATS_URL: natsUrl, ...env },
     {
       identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
       assistants: { MONGODB_DB: `${db}_assistants` },

@@ -23,7 +23,7 @@ async function ingest(d: Deployment, key: string, seconds: number) {
 }
 
 /** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
-async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number, threads: number) {
+export async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number, threads: number) {
   const runId = crypto.randomUUID();
   const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   const append = (body: unknown) => fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(body) });

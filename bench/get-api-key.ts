@@ -6,7 +6,7 @@ import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/testing/split-stack";
 
 /** The id of the bootstrap key the client authenticates with: its organization's only key. */
-async function bootstrapKeyId(client: ApiClient): Promise<string> {
+export async function bootstrapKeyId(client: ApiClient): Promise<string> {
   const users = await client.get("/users");
   if (users.status !== 200) throw new Error(`ListUsers answered ${users.status}: ${JSON.stringify(users.body)}`);
   const orgId = users.body.users[0].organizations[0];

@@ -6,6 +6,7 @@ import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
+import { benchTracing } from "./tracing.ts";
 
 /**
  * `pnpm bench`: every benchmark, each comparing against a baseline measured
@@ -22,7 +23,7 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" 
 process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs", "memory", "events", "replays", "storage" or "streaming": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "runs", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -37,3 +38,6 @@ if (!only || only === "storage") {
   await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 5), seconds, connections });
 }
 if (!only || only === "streaming") await benchStreaming({ requests: Number(process.env.BENCH_STREAM_REQUESTS ?? 30) });
+if (!only || only === "tracing") {
+  await benchTracing({ seconds, connections, fanOutSeconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), rounds: Number(process.env.BENCH_TRACING_ROUNDS ?? 2), mongoUrl, natsUrl });
+}

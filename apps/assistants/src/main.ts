@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { runService } from "@loom/kit/service-main";
 import { assistantsConfigSchema } from "./config.ts";
 import { openAssistantsStore, wireAssistants } from "./wiring.ts";

@@ -5,6 +5,7 @@ import type { Bus } from "@loom/kit/bus";
 import { notFound } from "@loom/kit/errors";
 import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
+import { traceparentOf } from "@loom/kit/tracing";
 import { eventMessage } from "./event-message.ts";
 // An assistant run's terminal lifecycle event closes its log (semantics.md §6): once one is
 // stored, nothing more is appended, so a stream that ends after it has seen everything.
@@ -102,7 +103,11 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
   const subscription = bus.subscribe(subject, (data) => {
     if (closed) return;
     try {
-      take(fromBinary(EventSchema, data), true);
+      const event = fromBinary(EventSchema, data);
+      // Inside the bus delivery's span (the append's trace): the gateway's SSE delivery continues it.
+      const traceparent = traceparentOf();
+      if (traceparent) event.traceparent = traceparent;
+      take(event, true);
     } catch (error) {
       logger?.warn({ err: error, subject }, "could not decode a live event");
       return;

@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { runService } from "@loom/kit/service-main";
 import { eventsConfigSchema } from "./config.ts";
 import { openEventsStore, wireEvents } from "./wiring.ts";

@@ -21,6 +21,7 @@ import { mountOperations, type Operation } from "./operation.ts";
 import { rateLimit } from "./rate-limit.ts";
 import type { Readiness } from "./readiness.ts";
 import { requestId } from "./request-id.ts";
+import { traceRequests } from "./trace-requests.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assetOperations } from "./routes/assets.ts";
 import { assistantOperations } from "./routes/assistants.ts";
@@ -84,6 +85,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
 
   const app = new Koa({ proxy: false });
   app.silent = true; // errorHandler logs; Koa's default would print stacks to stderr
+  app.use(traceRequests());
   app.use(observeRequests(router));
   app.use(requestId);
   app.use(errorHandler(deps.logger));

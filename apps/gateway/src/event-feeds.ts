@@ -5,6 +5,7 @@ import type { Logger } from "@loom/kit/logger";
 import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
 import { eventsDelivered } from "./metrics.ts";
 import { eventFrame, keepAliveBytes, keepAliveFrame } from "./sse.ts";
+import { deliverEvent } from "./sse-tracing.ts";
 
 type FollowedEvent = Extract<FollowEventsResponse["kind"], { case: "event" }>["value"];
 
@@ -264,7 +265,7 @@ class Feed {
           continue;
         }
         const kind = message.kind;
-        if (kind.case === "event") this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value)));
+        if (kind.case === "event") deliverEvent(kind.value, () => this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value))), this.subscribers.size);
         else if (kind.case === "keepAlive") this.queue(keepAliveFrame);
       }
       // Completion (OK) comes only right after the terminal event (events.proto): the log is final.

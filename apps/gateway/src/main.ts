@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { remoteBlobs } from "@loom/kit/blob-http";
 import { loadConfig } from "@loom/kit/config";
 import { createHttpServer } from "@loom/kit/http-server";
@@ -6,6 +7,7 @@ import { serveMetrics } from "@loom/kit/metrics-server";
 import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { httpTransport } from "@loom/kit/transports";
+import { tracing } from "@loom/kit/tracing";
 import { createNatsBus } from "@loom/kit/bus-nats";
 import { buildApp } from "./app.ts";
 import { serviceClients } from "./clients.ts";
@@ -41,6 +43,7 @@ try {
     await server.close();
     await bus?.close();
     await metrics.close();
+    await tracing().shutdown();
   });
 } catch (error) {
   failStartup(logger, error);

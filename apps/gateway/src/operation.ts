@@ -6,6 +6,7 @@ import { clientGoneSignal } from "@loom/kit/client-gone";
 import { headersFor, type Principal } from "@loom/kit/principal";
 import { bodyLimits, readJsonBody } from "./body.ts";
 import { trackSseConnection } from "./metrics.ts";
+import { nameRequestSpan } from "./trace-requests.ts";
 import { parseInput } from "./validation.ts";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "PATCH" | "DELETE";
@@ -65,6 +66,7 @@ export function routerPath(path: string, restOfPath?: string): string {
 export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
   for (const op of operations) {
     const answer = async (ctx: Context) => {
+      nameRequestSpan(op.id, op.path);
       const params = op.params ? parseInput("path", op.params, ctx.params) : {};
       const query = op.query ? parseInput("query", op.query, ctx.query) : {};
       let body: unknown;

@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { runService } from "@loom/kit/service-main";
 import { identityConfigSchema } from "./config.ts";
 import { openIdentityStore, wireIdentity } from "./wiring.ts";

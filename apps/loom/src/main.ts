@@ -1,7 +1,9 @@
+import "./tracing.ts";
 import { loadConfig } from "@loom/kit/config";
 import { createLogger } from "@loom/kit/logger";
 import { serveMetrics } from "@loom/kit/metrics-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
+import { tracing } from "@loom/kit/tracing";
 import { loomConfigSchema } from "./config.ts";
 import { startEmbedded } from "./embedded.ts";
 
@@ -27,6 +29,7 @@ try {
   onShutdown(logger, async () => {
     await server.close();
     await metrics?.close();
+    await tracing().shutdown();
   });
 } catch (error) {
   failStartup(logger, error);

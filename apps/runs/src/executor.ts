@@ -1,4 +1,5 @@
 import type { Logger } from "@loom/kit/logger";
+import { inSpan, SpanKind } from "@loom/kit/tracing";
 import { griptapeEvents, message, textArtifact, type TextArtifact } from "./griptape.ts";
 import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
 import { countTransition } from "./metrics.ts";
@@ -49,10 +50,15 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
         ),
       ]),
     );
-    const result = await model.generate({
-      messages: turns,
-      signal,
-      onChunk: run.stream ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())])) : undefined,
+    // The model call's span: the AI SDK's own spans and the streamed chunks' appends are its children.
+    const result = await inSpan(`model ${model.id}`, { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } }, undefined, async (span) => {
+      const answer = await model.generate({
+        messages: turns,
+        signal,
+        onChunk: run.stream ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())])) : undefined,
+      });
+      span.setAttributes({ "gen_ai.usage.input_tokens": answer.inputTokens, "gen_ai.usage.output_tokens": answer.outputTokens });
+      return answer;
     });
     const output = textArtifact(result.text);
     if (signal.aborted) throw signal.reason;

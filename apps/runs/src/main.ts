@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { runService } from "@loom/kit/service-main";
 import { httpTransport } from "@loom/kit/transports";
 import { runsConfigSchema } from "./config.ts";

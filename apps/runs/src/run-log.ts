@@ -3,6 +3,7 @@ import { headersFor } from "@loom/kit/principal";
 import { jsonToValue } from "@loom/kit/json-value";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { lifecycleEventType } from "@loom/kit/run-lifecycle";
+import { traceIdOf } from "@loom/kit/tracing";
 import type { RunRecord } from "./store/port.ts";
 
 /**
@@ -42,8 +43,15 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
           { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
         )
       ).totalCount > 0n,
-    /** Griptape events (origin ASSISTANT); the event type is the payload's. */
-    assistant: (run: RunRecord, payloads: Array<{ type: string }>) => append(run, "ASSISTANT", payloads.map((payload) => ({ type: payload.type, payload }))),
+    /**
+     * Griptape events (origin ASSISTANT); the event type is the payload's. A
+     * run created inside a trace names it in each event's `meta.trace_id`
+     * (griptape keeps `meta` as any dict: docs/decisions.md, "Traces").
+     */
+    assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) => {
+      const traceId = traceIdOf(run.traceparent);
+      return append(run, "ASSISTANT", payloads.map((payload) => ({ type: payload.type, payload: traceId ? { ...payload, meta: { ...payload.meta, trace_id: traceId } } : payload })));
+    },
   };
 }
 

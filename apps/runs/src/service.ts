@@ -9,6 +9,7 @@ import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { headersFor, requirePrincipal, type Principal } from "@loom/kit/principal";
 import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { nameProblem } from "@loom/kit/text";
+import { traceparentOf } from "@loom/kit/tracing";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { RunsService, RunStatus as RunStatusEnum, type CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
@@ -78,6 +79,8 @@ export function createRunsService(deps: RunsDeps): RpcService {
       throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
     }
     const thread = await threadFor(principal, req, at);
+    // The create request's span, for the worker to continue (tracing off: none).
+    const traceparent = traceparentOf();
     const run: RunRecord = {
       id,
       organizationId: principal.organizationId,
@@ -108,6 +111,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
       createdBy: principal.userId,
       createdAt: at,
       updatedAt: at,
+      ...(traceparent ? { traceparent } : {}),
     };
     return { run, newThread: thread.create };
   }

@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Bus, Subscription } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
+import { contextOf, inSpan, SpanKind } from "@loom/kit/tracing";
 import { executeRun, type StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
@@ -164,7 +165,9 @@ export function createRunWorker(options: WorkerOptions) {
       );
     }, Math.max(10, Math.floor(options.leaseMs / 3)));
     const executed = trackExecuting(run.organizationId);
-    const done = (async () => {
+    // The execution continues the trace of the request that created the run (its stored traceparent).
+    const traced = { kind: SpanKind.CONSUMER, attributes: { "loom.run_id": run.id, "loom.worker": workerId } };
+    const done = inSpan("ExecuteRun", traced, contextOf(run.traceparent), async () => {
       try {
         await options.log.lifecycle(run);
         await executeRun(run, controller.signal, { store, log: options.log, model: options.model, logger, workerId, now });
@@ -178,7 +181,7 @@ export function createRunWorker(options: WorkerOptions) {
         inFlight.delete(run.id);
         void pump();
       }
-    })();
+    });
     inFlight.set(run.id, { controller, done });
   }
 

@@ -172,6 +172,18 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.getRun(org, run.id)).toMatchObject({ message: "hi" });
   });
 
+  it("keeps the traceparent of a run's creation, through its transitions (the worker continues that trace)", async () => {
+    const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    const traced = newRun({ traceparent });
+    const untraced = newRun();
+    await store.insertRun(traced);
+    await store.insertRun(untraced);
+    await store.transition(traced.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: new Date(Date.now() + 60_000) }, tick());
+    expect((await store.getRunById(traced.id))?.traceparent).toBe(traceparent);
+    expect((await store.getRun(org, traced.id))?.traceparent).toBe(traceparent);
+    expect((await store.getRunById(untraced.id))?.traceparent).toBeUndefined();
+  });
+
   it("queues runs per organization and thread: counts, skips full organizations and busy threads, drops entries", async () => {
     const [orgA, orgB] = [newId(), newId()];
     const thread = newThread();

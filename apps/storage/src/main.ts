@@ -1,3 +1,4 @@
+import "./tracing.ts";
 import { blobPathPrefix } from "@loom/kit/blob-exchange";
 import { blobHttpHandler } from "@loom/kit/blob-http";
 import { runService } from "@loom/kit/service-main";

@@ -1,5 +1,6 @@
 import { connect } from "@nats-io/transport-node";
 import type { Bus, Subscription } from "./bus.ts";
+import { deliverTraced, publishHeaders } from "./bus-tracing.ts";
 
 /**
  * The bus across replicas, over core NATS (JetStream is not needed). The
@@ -19,10 +20,12 @@ export async function createNatsBus(url: string, name: string): Promise<Bus> {
   })();
   return {
     async publish(subject, data) {
-      nc.publish(subject, data);
+      // Trace context rides in the message's headers (docs/decisions.md, "Traces").
+      const headers = publishHeaders();
+      nc.publish(subject, data, headers ? { headers } : undefined);
     },
     subscribe(subject, onMessage): Subscription {
-      const sub = nc.subscribe(subject, { callback: (error, msg) => void (error || onMessage(msg.data, msg.subject)) });
+      const sub = nc.subscribe(subject, { callback: (error, msg) => void (error || deliverTraced(msg.subject, msg.headers, () => onMessage(msg.data, msg.subject))) });
       return { unsubscribe: () => sub.unsubscribe() };
     },
     async ready() {

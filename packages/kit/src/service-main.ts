@@ -7,6 +7,7 @@ import { serveMetrics } from "./metrics-server.ts";
 import { startRpcServer } from "./rpc-server.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { failStartup, onShutdown } from "./shutdown.ts";
+import { tracing } from "./tracing.ts";
 
 /** What every service run on its own reads (kit/config.ts `serviceSettings`, `mongoSettings`). */
 interface ServiceConfig {
@@ -53,6 +54,7 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
       await server.close();
       await bus.close();
       await metrics.close();
+      await tracing().shutdown();
     });
   } catch (error) {
     failStartup(logger, error);

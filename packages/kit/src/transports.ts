@@ -6,10 +6,16 @@ import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
 import { observeCalls } from "./rpc-metrics.ts";
+import { traceIncomingCalls, traceOutgoingCalls } from "./rpc-tracing.ts";
+import { tracing } from "./tracing.ts";
 
-/** The interceptors every service runs, in order, wherever it is hosted (metrics outermost: they see the code the caller gets). */
+/**
+ * The interceptors every service runs, in order, wherever it is hosted. The
+ * call's span and its metrics come first, so they see the code the caller
+ * gets; with tracing off there is no span (not even a no-op one on the hot path).
+ */
 export function serverInterceptors(serviceToken: string, logger: Logger): Interceptor[] {
-  return [observeCalls(), logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
+  return [...(tracing().enabled ? [traceIncomingCalls()] : []), observeCalls(), logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
 }
 
 /** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */
@@ -18,7 +24,7 @@ export function httpTransport(baseUrl: string, serviceToken: string): Transport 
     baseUrl,
     httpVersion: "1.1",
     useBinaryFormat: true,
-    interceptors: [sendServiceToken(serviceToken)],
+    interceptors: [...(tracing().enabled ? [traceOutgoingCalls()] : []), sendServiceToken(serviceToken)],
   });
 }
 

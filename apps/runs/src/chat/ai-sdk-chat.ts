@@ -6,6 +6,7 @@ import { classifyProviderError } from "../models/provider-errors.ts";
 import type { ChatBackend, ChatCall, ChatUsage, ReplyDelta, ReplyPart } from "./port.ts";
 import { toPrompt, toToolSet } from "./prompt.ts";
 import { toolActionName } from "./tool-names.ts";
+import { aiSdkTelemetry } from "../models/ai-sdk-telemetry.ts";
 
 /**
  * Chat through the AI SDK. Failures come out as ModelFailure (the service maps
@@ -17,6 +18,7 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
     return {
       model,
       maxRetries,
+      telemetry: aiSdkTelemetry("loom-chat"),
       ...toPrompt(call.messages),
       ...toToolSet(call),
       ...(native ? { output: Output.object({ schema: validatedSchema(call.outputSchema as JsonObject) }) } : {}),

@@ -1,6 +1,7 @@
 import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage, type SystemModelMessage } from "ai";
 import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts";
 import { ModelFailure } from "./port.ts";
+import { aiSdkTelemetry } from "./ai-sdk-telemetry.ts";
 import { classifyProviderError } from "./provider-errors.ts";
 
 export interface AiSdkModelOptions {
@@ -20,7 +21,7 @@ export function createAiSdkModel({ id, model, maxRetries = 2 }: AiSdkModelOption
     id,
     async generate({ messages, signal, onChunk }: GenerateRequest): Promise<GenerateResult> {
       signal.throwIfAborted();
-      const prompt = { ...toPrompt(messages), model, maxRetries };
+      const prompt = { ...toPrompt(messages), model, maxRetries, telemetry: aiSdkTelemetry("loom-run") };
       // Our own controller too, so that leaving early (onChunk threw) also
       // closes the provider connection instead of leaving it to run out.
       const local = new AbortController();

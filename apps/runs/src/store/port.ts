@@ -33,6 +33,11 @@ export interface RunRecord extends Record<IdArray, string[]> {
   createdAt: Date;
   updatedAt: Date;
   completedAt?: Date;
+  /**
+   * The W3C traceparent of the request that created the run, when tracing
+   * was on: the worker's execution continues that trace.
+   */
+  traceparent?: string;
   /** Which worker holds the run, and until when, while STARTING or RUNNING. */
   worker?: string;
   leaseUntil?: Date;

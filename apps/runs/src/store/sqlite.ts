@@ -32,6 +32,8 @@ const migrations = [
    CREATE TABLE runs_idempotency (organization_id TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL, run_id TEXT NOT NULL,
      created_at INTEGER NOT NULL, attempt INTEGER NOT NULL, attempt_at INTEGER NOT NULL, PRIMARY KEY (organization_id, key));
    CREATE INDEX runs_idempotency_by_age ON runs_idempotency (created_at);`,
+  // 2: the W3C traceparent of the request that created the run (tracing).
+  `ALTER TABLE runs_runs ADD COLUMN traceparent TEXT;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -76,6 +78,7 @@ function runOf(row: Row | undefined): RunRecord | undefined {
     updatedAt: dateOf(row.updated_at)!,
     ...(row.completed_at === null ? {} : { completedAt: dateOf(row.completed_at)! }),
     ...(row.worker === null ? {} : { worker: row.worker as string }),
+    ...(row.traceparent === null || row.traceparent === undefined ? {} : { traceparent: row.traceparent as string }),
     ...(row.lease_until === null || row.lease_until === undefined ? {} : { leaseUntil: dateOf(row.lease_until)! }),
   };
 }
@@ -135,13 +138,13 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       return handle.transaction(() => {
         const inserted = prepare(
           `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
-             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
         ).run(
           run.id, run.organizationId, run.assistantId, run.threadId ?? null, JSON.stringify(run.args), run.input ?? null, run.message, run.stream ? 1 : 0,
           run.status, run.statusDetail === undefined ? null : JSON.stringify(run.statusDetail), run.output === undefined ? null : JSON.stringify(run.output),
           ...idArrays.map(([field]) => JSON.stringify(run[field])), run.createdBy, run.createdAt.getTime(), run.updatedAt.getTime(),
-          run.completedAt?.getTime() ?? null, run.worker ?? null,
+          run.completedAt?.getTime() ?? null, run.worker ?? null, run.traceparent ?? null,
         ).changes === 1;
         if (!inserted) return false;
         if (run.status === "QUEUED") {

@@ -1,0 +1,21 @@
+import { OpenTelemetry } from "@ai-sdk/otel";
+import { registerTelemetry, type TelemetryOptions } from "ai";
+import { tracing } from "@loom/kit/tracing";
+
+let registered = false;
+
+/**
+ * The AI SDK's own spans (the call, each step, the provider request) when
+ * tracing is on: the SDK 7 reports them through a registered integration
+ * (@ai-sdk/otel), per call enabled by `telemetry`. Prompts and answers are
+ * not recorded: a trace backend is not where users' words should be kept
+ * (docs/decisions.md, "Traces").
+ */
+export function aiSdkTelemetry(functionId: string): TelemetryOptions {
+  if (!tracing().enabled) return { isEnabled: false };
+  if (!registered) {
+    registered = true;
+    registerTelemetry(new OpenTelemetry());
+  }
+  return { isEnabled: true, functionId, recordInputs: false, recordOutputs: false };
+}

@@ -1,0 +1,57 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { headersGetter, tracer } from "./tracing.ts";
+
+/**
+ * Client side of a traced call: a CLIENT span per call, its W3C
+ * `traceparent` in the request headers (the server's span continues it).
+ */
+export function traceOutgoingCalls(): Interceptor {
+  return (next) => async (req) => {
+    const span = tracer().startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) });
+    const ctx = trace.setSpan(context.active(), span);
+    propagation.inject(ctx, req.header, { set: (carrier, key, value) => carrier.set(key, value) });
+    return settle(span, () => context.with(ctx, () => next(req)));
+  };
+}
+
+/**
+ * Server side: a SERVER span per call, the child of the caller's
+ * `traceparent` header when there is one, else of whatever is active (a call
+ * over the in-process transport keeps the caller's context as it is).
+ */
+export function traceIncomingCalls(): Interceptor {
+  return (next) => async (req) => {
+    const parent = propagation.extract(context.active(), req.header, headersGetter);
+    const span = tracer().startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
+    return settle(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
+  };
+}
+
+/** `loom.runs.v1.RunsService/CreateAssistantRun`: gRPC's span name. */
+function procedureOf(method: DescMethod): string {
+  return `${method.parent.typeName}/${method.name}`;
+}
+
+function rpcAttributes(method: DescMethod) {
+  return { "rpc.system": "connect_rpc", "rpc.service": method.parent.typeName, "rpc.method": method.name };
+}
+
+/**
+ * Ends the span when the call is answered (for a streaming call: when its
+ * response starts; what the stream does later is not in the trace), with
+ * the Connect code of a failure.
+ */
+async function settle<T>(span: Span, call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    const code = error instanceof ConnectError ? error.code : Code.Unknown;
+    span.setAttribute("rpc.connect_rpc.error_code", Code[code]);
+    span.setStatus({ code: SpanStatusCode.ERROR, message: Code[code] });
+    throw error;
+  } finally {
+    span.end();
+  }
+}

@@ -1,0 +1,133 @@
+import { createRequire } from "node:module";
+import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+
+/** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
+export interface Tracing {
+  enabled: boolean;
+  /** Exports the spans still buffered; a no-op when tracing is off. */
+  shutdown(): Promise<void>;
+}
+
+let started: Tracing | undefined;
+
+/**
+ * Starts OpenTelemetry for this process, configured only by the standard
+ * OTEL_* variables, and only when OTEL_EXPORTER_OTLP_ENDPOINT (or its traces
+ * variant) is set: without it, no SDK is loaded and every span is the API's
+ * no-op. `serviceName` ("loom-runs") is the default of OTEL_SERVICE_NAME.
+ *
+ * Must run before the MongoDB driver is loaded (its instrumentation hooks
+ * `require`): each main imports its `tracing.ts` first (docs/decisions.md,
+ * "Traces"). Traces only: metrics are Prometheus's (/metrics) and logs stay
+ * on stdout, so the SDK's OTLP metrics and logs are not started. The SDK is
+ * loaded (synchronously, before anything else) only when tracing is on.
+ */
+export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing {
+  if (started) return started;
+  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return (started = { enabled: false, shutdown: async () => {} });
+  const load = createRequire(import.meta.url);
+  const { NodeSDK } = load("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
+  const { MongoDBInstrumentation } = load("@opentelemetry/instrumentation-mongodb") as typeof import("@opentelemetry/instrumentation-mongodb");
+  const sdk = new NodeSDK({
+    serviceName: env.OTEL_SERVICE_NAME || serviceName,
+    instrumentations: [new MongoDBInstrumentation()],
+    metricReaders: [],
+    logRecordProcessors: [],
+  });
+  sdk.start();
+  return (started = { enabled: true, shutdown: () => sdk.shutdown().catch(() => {}) });
+}
+
+/** This process's tracing (off until startTracing ran). */
+export function tracing(): Tracing {
+  return started ?? { enabled: false, shutdown: async () => {} };
+}
+
+/**
+ * The tracer of Loom's own spans (gateway requests, RPCs, runs, the bus).
+ * Asked for each time, not kept: one taken before startTracing would stay a
+ * no-op (the SDK registers itself through its own copy of the API).
+ */
+export function tracer(): Tracer {
+  return trace.getTracer("loom");
+}
+
+export { SpanKind, SpanStatusCode, type Context, type Span } from "@opentelemetry/api";
+
+/** The W3C traceparent of the span active in `ctx`, or undefined when there is none (tracing off). */
+export function traceparentOf(ctx: Context = context.active()): string | undefined {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier.traceparent;
+}
+
+/** The context the W3C trace headers of an incoming request continue (ROOT without them). */
+export function contextOfHeaders(headers: Record<string, string | string[] | undefined>): Context {
+  return propagation.extract(ROOT_CONTEXT, headers);
+}
+
+/** Renames the active span (the gateway's request span, once the operation is known), adding attributes. */
+export function nameActiveSpan(name: string, attributes: Attributes = {}): void {
+  const span = trace.getActiveSpan();
+  span?.updateName(name);
+  span?.setAttributes(attributes);
+}
+
+/** The trace id (32 hex digits) of a W3C traceparent, or undefined. */
+export function traceIdOf(traceparent: string | undefined): string | undefined {
+  const traceId = traceparent?.split("-")[1];
+  return traceId && /^[0-9a-f]{32}$/.test(traceId) ? traceId : undefined;
+}
+
+/** The context a stored or received traceparent continues (ROOT when absent or malformed). */
+export function contextOf(traceparent: string | undefined, base: Context = ROOT_CONTEXT): Context {
+  return traceparent ? propagation.extract(base, { traceparent }) : base;
+}
+
+/** Reads W3C trace context from a Headers-like object (Connect's request headers, NATS headers). */
+export const headersGetter: TextMapGetter<{ get(key: string): string | null | undefined; keys?(): Iterable<string> }> = {
+  get: (carrier, key) => carrier.get(key) ?? undefined,
+  keys: (carrier) => (carrier.keys ? [...carrier.keys()] : []),
+};
+
+/**
+ * Runs `work` inside a new span, the child of `parent` (default: the active
+ * context), ended when it settles, its error recorded: the one way Loom wraps
+ * a piece of work in a span of its own. With tracing off, `work` runs as is.
+ */
+export function inSpan<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => Promise<T>): Promise<T> {
+  if (!started?.enabled) return work(noSpan);
+  return tracer().startActiveSpan(name, options, parent ?? context.active(), async (span) => {
+    try {
+      return await work(span);
+    } catch (error) {
+      throw failed(span, error);
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** `inSpan` for synchronous work (a bus delivery, an SSE frame handed to subscribers). */
+export function inSpanSync<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => T): T {
+  if (!started?.enabled) return work(noSpan);
+  return tracer().startActiveSpan(name, options, parent ?? context.active(), (span) => {
+    try {
+      return work(span);
+    } catch (error) {
+      throw failed(span, error);
+    } finally {
+      span.end();
+    }
+  });
+}
+
+/** What work gets for its span with tracing off: records nothing. */
+const noSpan = trace.wrapSpanContext(INVALID_SPAN_CONTEXT);
+
+/** Marks the span failed with the error, and gives the error back to be thrown. */
+function failed(span: Span, error: unknown): unknown {
+  span.recordException(error instanceof Error ? error : String(error));
+  span.setStatus({ code: SpanStatusCode.ERROR, message: error instanceof Error ? error.message : String(error) });
+  return error;
+}
