@@ -205,3 +205,12 @@ export const dateOf = (ms: unknown): Date | undefined => (ms === null || ms === 
 
 /** A NULL column as an absent field. */
 export const optional = <T>(value: unknown): T | undefined => (value === null || value === undefined ? undefined : (value as T));
+
+/** A SQLite store's lifecycle (the ports' `StoreLifecycle`): its migrations at init, the handle's probe and close. */
+export function sqliteLifecycle(handle: SqliteHandle, scope: string, migrations: readonly string[]) {
+  return {
+    init: async (): Promise<void> => migrate(handle, scope, migrations),
+    ready: handle.ping,
+    close: handle.close,
+  };
+}

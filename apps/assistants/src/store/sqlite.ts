@@ -1,4 +1,4 @@
-import { dateOf, migrate, newestFirstOrder, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
 /** Schema versions of the assistants tables (kit `migrate`): append, never edit. */
@@ -33,11 +33,7 @@ const assistantOf = (row: Row | undefined): AssistantRecord | undefined =>
 export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsStore {
   const { prepare } = handle;
   return {
-    async init() {
-      migrate(handle, "assistants", migrations);
-    },
-    ready: handle.ping,
-    close: handle.close,
+    ...sqliteLifecycle(handle, "assistants", migrations),
 
     async insert(a) {
       prepare(

@@ -1,4 +1,4 @@
-import { dateOf, migrate, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { dateOf, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
 
@@ -46,11 +46,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
   });
 
   return {
-    async init() {
-      migrate(handle, "events", migrations);
-    },
-    ready: handle.ping,
-    close: handle.close,
+    ...sqliteLifecycle(handle, "events", migrations),
 
     // Synchronous from call to commit: appends from this process are stored in the order they were made.
     async append(ref, organizationId, batch, closes = false) {

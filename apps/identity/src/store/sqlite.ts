@@ -1,4 +1,4 @@
-import { newestFirstOrder, dateOf, isUniqueViolation, migrate, optional, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, UserRecord } from "./port.ts";
 
 /** Schema versions of the identity tables (kit `migrate`): append, never edit. */
@@ -60,11 +60,7 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
     "userId" in filter ? ["organization_id = ? AND user_id = ?", [filter.organizationId, filter.userId]] : ["organization_id = ? AND user_id IS NULL", [filter.organizationId]];
 
   return {
-    async init() {
-      migrate(handle, "identity", migrations);
-    },
-    ready: handle.ping,
-    close: handle.close,
+    ...sqliteLifecycle(handle, "identity", migrations),
 
     async insertOrganization(org) {
       prepare("INSERT INTO identity_organizations (id, name, created_at) VALUES (?, ?, ?)").run(org.id, org.name, org.createdAt.getTime());

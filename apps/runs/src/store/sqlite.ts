@@ -1,4 +1,4 @@
-import { dateOf, migrate, newestFirstOrder, optional, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
 import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
@@ -128,11 +128,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
 
   return {
     sharedByProcesses: false,
-    async init() {
-      migrate(handle, "runs", migrations);
-    },
-    ready: handle.ping,
-    close: handle.close,
+    ...sqliteLifecycle(handle, "runs", migrations),
 
     async insertRun(run) {
       return handle.transaction(() => {

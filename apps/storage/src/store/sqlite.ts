@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import { dateOf, migrate, newestFirstOrder, type Row, type SqliteHandle } from "@loom/kit/sqlite";
+import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
 import { nameFilterSql } from "./name-filter.ts";
 
@@ -53,11 +53,7 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
   const { prepare } = handle;
   const live = "id = ? AND organization_id = ? AND deleting_since IS NULL";
   return {
-    async init() {
-      migrate(handle, "storage", migrations);
-    },
-    ready: handle.ping,
-    close: handle.close,
+    ...sqliteLifecycle(handle, "storage", migrations),
 
     async insertBucket(b) {
       prepare("INSERT INTO storage_buckets (id, organization_id, name, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)").run(
