@@ -28,7 +28,8 @@ export async function readRawBody(ctx: Context, limit: number = bodyLimits.defau
 
 /**
  * Reads and parses a JSON body, whatever its Content-Type says (see
- * docs/decisions.md, "HTTP surface"). An empty body is `undefined`; over the
+ * docs/decisions.md, "HTTP surface"). An empty body (no bytes) is
+ * `undefined`; whitespace alone is not JSON, so it is malformed; over the
  * limit is 413; bytes that are not UTF-8 and malformed JSON are 400. `null`
  * fields at the top level mean "absent" (semantics.md §1), so they are
  * dropped here once for every route.
@@ -41,7 +42,7 @@ export async function readJsonBody(ctx: Context, limit: number = bodyLimits.defa
   } catch {
     throw invalidArgument([{ path: "body", message: "must be UTF-8 text" }]);
   }
-  if (text.trim() === "") return undefined;
+  if (text === "") return undefined;
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

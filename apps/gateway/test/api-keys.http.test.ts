@@ -159,6 +159,16 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
       expect(await countUserKeys()).toBe(before);
     });
 
+    it("rejects a body of whitespace alone (not JSON; no body at all is an empty patch) and changes nothing", async () => {
+      const key = (await admin.post(`/users/${adminUserId}/api-keys`, { name: "kept" })).body;
+      for (const blank of ["\n", " ", "\r\n\t"]) {
+        const body = expectError(await admin.patch(`/api-keys/${key.api_key_id}`, blank), 400, "ValidationError");
+        expect(body.errors).toEqual([{ path: "body", message: "malformed JSON" }]);
+      }
+      expect((await admin.patch(`/api-keys/${key.api_key_id}`)).status).toBe(200);
+      expect((await admin.get(`/api-keys/${key.api_key_id}`)).body.name).toBe("kept");
+    });
+
     it("rejects wrong types, naming the field", async () => {
       const before = await countUserKeys();
       for (const bad of [{ name: 42 }, { name: ["x"] }, { name: { first: "x" } }, { name: true }]) {
