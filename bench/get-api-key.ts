@@ -27,7 +27,8 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   const results: LoadResult[] = [];
   const db = freshDatabaseName("loom_bench");
 
-  const store = options.mongoUrl ? "MongoDB" : "memory";
+  // Without MongoDB, the split identity process keeps an in-memory SQLite database; the all-in-one its data directory's file.
+  const store = options.mongoUrl ? "MongoDB" : "SQLite";
   const auth = { authorization: `Bearer ${key}` };
   let sample: { status: number; body: unknown } | undefined;
   let keyId = "";
