@@ -17,31 +17,41 @@ export interface AllInOne {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts main.ts with `env` over this process's environment (and a fresh data directory unless `env` names one), and waits until it says where it listens. */
-export async function startAllInOne(env: Record<string, string>): Promise<AllInOne> {
+/**
+ * Spawns main.ts with `env` over this process's environment (embedded
+ * defaults, JSON logs, and a fresh data directory unless `env` names one),
+ * collecting everything it prints.
+ */
+function spawnMain(env: Record<string, string>) {
   const child = spawn(process.execPath, [...loomNodeFlags, main], {
     env: { ...process.env, MONGODB_URL: "", NATS_URL: "", BOOTSTRAP_API_KEY: "", LOG_LEVEL: "info", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
+  const printed = { text: "" };
+  child.stdout!.on("data", (chunk: Buffer) => (printed.text += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (printed.text += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  return { child, printed, exited };
+}
+
+/** Starts main.ts (see `spawnMain`) and waits until it says where it listens. */
+export async function startAllInOne(env: Record<string, string>): Promise<AllInOne> {
+  const { child, printed, exited } = spawnMain(env);
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no start within 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`no start within 30 s:\n${printed.text}`)), 30_000);
     const look = () => {
-      const found = /Loom is listening on (http:\/\/[^"\s]+)/.exec(output)?.[1];
+      const found = /Loom is listening on (http:\/\/[^"\s]+)/.exec(printed.text)?.[1];
       if (found) (clearTimeout(timer), resolve(found));
     };
     child.stdout!.on("data", look);
-    void exited.then((code) => (clearTimeout(timer), reject(new Error(`exited with ${code}:\n${output}`))));
+    void exited.then((code) => (clearTimeout(timer), reject(new Error(`exited with ${code}:\n${printed.text}`))));
   });
   return {
     child,
     url,
-    output: () => output,
+    output: () => printed.text,
     bootstrapKey: async () => {
-      const key = () => /bootstrap API key \(shown once\): (loom_[A-Za-z0-9_-]+)/.exec(output)?.[1];
+      const key = () => /bootstrap API key \(shown once\): (loom_[A-Za-z0-9_-]+)/.exec(printed.text)?.[1];
       for (let waited = 0; !key() && waited < 3_000; waited += 20) await new Promise((r) => setTimeout(r, 20));
       return key();
     },
@@ -52,15 +62,9 @@ export async function startAllInOne(env: Record<string, string>): Promise<AllInO
   };
 }
 
-/** Runs main.ts to its end (a start that is refused) and resolves its exit code and output. */
+/** Runs main.ts (see `spawnMain`) to its end — a start that is refused — and resolves its exit code and output. */
 export async function runAllInOneToExit(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, [...loomNodeFlags, main], {
-    env: { ...process.env, MONGODB_URL: "", NATS_URL: "", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
-  return { code, output };
+  const { printed, exited } = spawnMain(env);
+  const code = await exited;
+  return { code, output: printed.text };
 }

@@ -34,8 +34,3 @@ export interface Page<T> {
   items: T[];
   totalCount: number;
 }
-
-/** The list order of semantics.md §4, for in-memory stores: newest first, ties by id. */
-export function newestFirst(a: { createdAt: Date; id: string }, b: { createdAt: Date; id: string }): number {
-  return b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
-}
