@@ -28,9 +28,8 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const { store, log, model, workerId, now } = deps;
   const held = { from: ["RUNNING"] as const, worker: workerId };
   const running = await store.transition(run.id, { from: ["STARTING"], worker: workerId }, "RUNNING", {}, now());
-  if (!running) return;
+  if (!running) return; // stopped while STARTING: whoever stopped it wrote its end
   countTransition("STARTING", "RUNNING");
-  await log.lifecycle(running);
 
   // Appends stop once the run is stopped, so nothing lands after its terminal event.
   const whileActive = async (write: () => Promise<void>) => {
@@ -38,18 +37,19 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   };
 
   const input = textArtifact(run.message);
+  let begun = false;
   try {
     const turns = await conversation(run, store);
-    await whileActive(() =>
-      log.assistant(running, [
-        griptapeEvents.startStructureRun(input, now()),
-        griptapeEvents.startPrompt(
-          model.id,
-          turns.map((t) => message(t.role, t.content)),
-          now(),
-        ),
-      ]),
-    );
+    // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
+    begun = true;
+    await log.start(run, running, [
+      griptapeEvents.startStructureRun(input, now()),
+      griptapeEvents.startPrompt(
+        model.id,
+        turns.map((t) => message(t.role, t.content)),
+        now(),
+      ),
+    ]);
     // The model call's span: the AI SDK's own spans and the streamed chunks' appends are its children.
     const result = await inSpan(`model ${model.id}`, { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } }, undefined, async (span) => {
       const answer = await model.generate({
@@ -68,6 +68,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
     ]);
     await finish(run, "SUCCEEDED", undefined, output, deps, held);
   } catch (error) {
+    if (!begun) await log.start(run, running, []); // the lifecycle so far, before the end
     const stop = signal.aborted ? (signal.reason as StopReason) : undefined;
     if (stop?.kind === "cancelled" || stop?.kind === "lease-lost") return; // whoever stopped it wrote its end
     if (stop?.kind === "timeout") return finish(run, "ERROR", { reason: "Timeout", message: "the run took longer than RUN_TIMEOUT" }, undefined, deps, held);

@@ -14,27 +14,50 @@ import type { RunRecord } from "./store/port.ts";
  * is dropped: nothing ever follows a run's terminal event.
  */
 export function createRunLog(events: Client<typeof EventsService>, now: () => Date = () => new Date()) {
-  async function append(run: RunRecord, origin: "SYSTEM" | "ASSISTANT", items: Array<{ type: string; payload: unknown }>) {
+  async function append(run: RunRecord, items: Array<{ type: string; origin: "SYSTEM" | "ASSISTANT"; payload: unknown }>) {
     const timestamp = now().getTime() / 1000;
     await events
       .appendEvents(
-      {
-        runKind: RunKind.ASSISTANT_RUN,
-        runId: run.id,
-        events: items.map((item) => ({ type: item.type, origin, payload: jsonToValue(item.payload), timestamp })),
-      },
+        {
+          runKind: RunKind.ASSISTANT_RUN,
+          runId: run.id,
+          events: items.map((item) => ({ type: item.type, origin: item.origin, payload: jsonToValue(item.payload), timestamp })),
+        },
         { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
       )
       .catch((error: unknown) => {
         if (!(error instanceof ConnectError && error.code === Code.FailedPrecondition)) throw error;
       });
   }
+  /** The lifecycle event of the run's current status (origin SYSTEM). */
+  const lifecycleEvent = (run: RunRecord) => ({
+    type: lifecycleEventType[run.status],
+    origin: "SYSTEM" as const,
+    payload: { status: run.status, ...(run.statusDetail ? { status_detail: run.statusDetail } : {}) },
+  });
+  /**
+   * Griptape events (origin ASSISTANT); the event type is the payload's. A
+   * run created inside a trace names it in each event's `meta.trace_id`
+   * (griptape keeps `meta` as any dict: docs/decisions.md, "Traces").
+   */
+  const assistantEvents = (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) => {
+    const traceId = traceIdOf(run.traceparent);
+    return payloads.map((payload) => ({
+      type: payload.type,
+      origin: "ASSISTANT" as const,
+      payload: traceId ? { ...payload, meta: { ...payload.meta, trace_id: traceId } } : payload,
+    }));
+  };
   return {
-    /** The lifecycle event of the run's current status (origin SYSTEM). */
-    lifecycle: (run: RunRecord) =>
-      append(run, "SYSTEM", [
-        { type: lifecycleEventType[run.status], payload: { status: run.status, ...(run.statusDetail ? { status_detail: run.statusDetail } : {}) } },
-      ]),
+    lifecycle: (run: RunRecord) => append(run, [lifecycleEvent(run)]),
+    assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) => append(run, assistantEvents(run, payloads)),
+    /**
+     * A run's start in one append (one write instead of three): the
+     * lifecycle events of its claim (STARTING) and of RUNNING, then its
+     * first griptape events.
+     */
+    start: (starting: RunRecord, running: RunRecord, payloads: Array<{ type: string; meta?: object }>) =>
+      append(running, [lifecycleEvent(starting), lifecycleEvent(running), ...assistantEvents(running, payloads)]),
     /** Whether the run's log has any event yet (a create taken over may have written its first). */
     started: async (run: Pick<RunRecord, "id" | "createdBy" | "organizationId">) =>
       (
@@ -43,15 +66,6 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
           { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
         )
       ).totalCount > 0n,
-    /**
-     * Griptape events (origin ASSISTANT); the event type is the payload's. A
-     * run created inside a trace names it in each event's `meta.trace_id`
-     * (griptape keeps `meta` as any dict: docs/decisions.md, "Traces").
-     */
-    assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) => {
-      const traceId = traceIdOf(run.traceparent);
-      return append(run, "ASSISTANT", payloads.map((payload) => ({ type: payload.type, payload: traceId ? { ...payload, meta: { ...payload.meta, trace_id: traceId } } : payload })));
-    },
   };
 }
 

@@ -46,6 +46,15 @@ export function createRunWorker(options: WorkerOptions) {
   let stopped = true;
   let claiming: Promise<void> | undefined;
   let again = false;
+  /**
+   * How many "queued" messages have arrived, and how many had when a pass
+   * last found the queue drained (everything it read claimed, nothing held
+   * back by a cap or a busy thread). While the two are equal, a run ending
+   * here has nothing to start: its pass is skipped (a third of the worker's
+   * reads under load). The poll still passes, for messages the bus lost.
+   */
+  let queuedMessages = 0;
+  let drainedAt = -1;
 
   /**
    * One pass over the queue: reads what is executing (one read of the
@@ -55,11 +64,18 @@ export function createRunWorker(options: WorkerOptions) {
    * (on SQLite, their writes share one commit).
    */
   async function claimPass(free: number): Promise<RunRecord[]> {
+    const seen = queuedMessages;
     const load = await store.executingLoad();
     const full = [...load.perOrganization].filter(([, n]) => n >= options.maxRunningPerOrganization).map(([org]) => org);
-    const candidates = await store.queueCandidates(full, [...load.threads], Math.max(50, free * 4));
-    const claimed = await Promise.all(choose(candidates, free, load.perOrganization).map(claim));
-    return claimed.filter((run): run is RunRecord => run !== undefined);
+    // Every candidate is outside a full organization and a busy thread, so a few per free slot fill it; a
+    // shared store claims one per organization a pass, and reads more to find enough organizations.
+    const limit = store.sharedByProcesses ? Math.max(50, free * 4) : free * 4;
+    const candidates = await store.queueCandidates(full, [...load.threads], limit);
+    const chosen = choose(candidates, free, load.perOrganization);
+    const claimed = (await Promise.all(chosen.map(claim))).filter((run): run is RunRecord => run !== undefined);
+    const drained = full.length === 0 && load.threads.size === 0 && candidates.length < limit && claimed.length === candidates.length;
+    if (drained) drainedAt = seen;
+    return claimed;
   }
 
   /**
@@ -169,7 +185,6 @@ export function createRunWorker(options: WorkerOptions) {
     const traced = { kind: SpanKind.CONSUMER, attributes: { "loom.run_id": run.id, "loom.worker": workerId } };
     const done = inSpan("ExecuteRun", traced, contextOf(run.traceparent), async () => {
       try {
-        await options.log.lifecycle(run);
         await executeRun(run, controller.signal, { store, log: options.log, model: options.model, logger, workerId, now });
       } catch (error) {
         logger.error({ err: error, run_id: run.id }, "run execution failed");
@@ -179,7 +194,7 @@ export function createRunWorker(options: WorkerOptions) {
         executed();
         if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
         inFlight.delete(run.id);
-        void pump();
+        if (drainedAt !== queuedMessages) void pump();
       }
     });
     inFlight.set(run.id, { controller, done });
@@ -209,7 +224,12 @@ export function createRunWorker(options: WorkerOptions) {
     start() {
       if (!stopped) return;
       stopped = false;
-      subscriptions.push(bus.subscribe(runSubjects.queued, () => void pump()));
+      subscriptions.push(
+        bus.subscribe(runSubjects.queued, () => {
+          queuedMessages++;
+          void pump();
+        }),
+      );
       subscriptions.push(
         bus.subscribe(runSubjects.controlAll, (data, subject) => {
           const runId = subject.split(".")[2]!;

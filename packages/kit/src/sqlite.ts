@@ -1,4 +1,5 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { walSync } from "./wal-sync.ts";
 
 /**
  * The embedded store: one SQLite database through Node's built-in
@@ -44,18 +45,20 @@ export class DatabaseInUseError extends Error {
 
 /**
  * Opens (creating if need be) a database file, or `:memory:`. WAL journal
- * with `synchronous=FULL`: a commit returns only once it is on disk (the WAL
- * is fsynced), so an acknowledged write survives a crash of the process and
- * of the machine (NORMAL would survive only the process's). Measured here:
- * 160 µs a commit with FULL, 40 µs with NORMAL (docs/decisions.md); the
- * commit group (`inCommitGroup`) spreads one over every call of a turn.
+ * with `synchronous=NORMAL`, and every commit group waits for an fdatasync
+ * of the WAL that `walSync` runs on the thread pool: an acknowledged write
+ * survives a crash of the process and of the machine, as with FULL, but the
+ * event loop does not stop while the disk flushes (with FULL, the fsync
+ * inside COMMIT took a fifth of the all-in-one's main thread under load:
+ * docs/decisions.md). The commit group (`inCommitGroup`) spreads one sync
+ * over every call of a turn.
  */
 export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHandle {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: options.exclusive ? 0 : 5_000 });
   try {
     if (options.exclusive) db.exec("PRAGMA locking_mode = EXCLUSIVE");
     db.exec("PRAGMA journal_mode = WAL");
-    db.exec("PRAGMA synchronous = FULL");
+    db.exec("PRAGMA synchronous = NORMAL");
     // A write takes the lock now and, in exclusive mode, keeps it until close.
     if (options.exclusive) db.exec("BEGIN IMMEDIATE; COMMIT");
   } catch (error) {
@@ -65,8 +68,11 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     }
     throw error;
   }
+  const wal = file === ":memory:" ? undefined : walSync(`${file}-wal`);
   let depth = 0;
   let open = true;
+  /** Set by a failed WAL sync: from then on every call fails and the probe says not ready (restart the process). */
+  let diskFailure: unknown;
   const statements = new Map<string, StatementSync>();
   let group: { committed: Promise<void>; commit(): void } | undefined;
   const openGroup = () => {
@@ -84,11 +90,19 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         depth--;
         try {
           db.exec("COMMIT");
-          settle();
         } catch (error) {
           if (db.isTransaction) db.exec("ROLLBACK");
-          settle(error);
+          return settle(error);
         }
+        if (!wal) return settle();
+        wal.synced().then(
+          () => settle(),
+          (error: unknown) => {
+            // After a failed fsync the kernel may have dropped the pages: nothing later can be trusted either.
+            diskFailure ??= error;
+            settle(error);
+          },
+        );
       },
     };
     setImmediate(opened.commit);
@@ -128,6 +142,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       }
     },
     async inCommitGroup<T>(call: () => Promise<T>): Promise<T> {
+      if (diskFailure !== undefined) throw diskFailure;
       const joined = openGroup();
       const result = await call();
       await joined.committed;
@@ -135,11 +150,12 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       if (group) await group.committed;
       return result;
     },
-    ping: async () => open && db.isOpen,
+    ping: async () => open && db.isOpen && diskFailure === undefined,
     close: async () => {
       if (!open) return;
       group?.commit();
       open = false;
+      await wal?.close();
       db.close();
     },
   };

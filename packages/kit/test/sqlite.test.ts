@@ -1,8 +1,9 @@
 import { mkdtempSync } from "node:fs";
+import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { DatabaseInUseError, groupCommitted, migrate, openSqlite } from "../src/sqlite.ts";
 
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "loom-sqlite-")), "test.db");
@@ -45,6 +46,60 @@ describe("the embedded store's SQLite handle", () => {
     expect(handle.db.isTransaction).toBe(false);
     expect(committedIds(file)).toEqual(["a", "b", "c"]);
     await handle.close();
+  });
+
+  it("acknowledges a write only once an fdatasync of the WAL covers it, one sync for the calls of a turn", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file);
+    await store.add("warm", "opens the WAL file");
+    // Every sync, held until the test lets it finish: the disk, slowed down.
+    const probe = await open(file);
+    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+    await probe.close();
+    const gates: Array<() => void> = [];
+    const synced = vi.spyOn(fileHandle, "datasync").mockImplementation(function (this: unknown) {
+      return new Promise<void>((resolve) => gates.push(resolve));
+    });
+    try {
+      let acknowledged = 0;
+      const writes = [store.add("a", "1"), store.add("b", "2")].map((w) => w.then(() => acknowledged++));
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
+      // Committed (another connection sees it) but not yet on disk: not acknowledged.
+      expect(committedIds(file)).toEqual(["a", "b", "warm"]);
+      expect(acknowledged).toBe(0);
+      // A write while that sync runs waits for the next one, which starts only after it.
+      const late = store.add("c", "3").then(() => acknowledged++);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      expect(synced).toHaveBeenCalledTimes(1);
+      gates.shift()!();
+      await Promise.all(writes);
+      expect(acknowledged).toBe(2);
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(2));
+      gates.shift()!();
+      await late;
+      expect(acknowledged).toBe(3);
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
+  });
+
+  it("fails the calls of a failed WAL sync and every later one, and reports not ready", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file);
+    await store.add("warm", "opens the WAL file");
+    const probe = await open(file);
+    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+    await probe.close();
+    const synced = vi.spyOn(fileHandle, "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    try {
+      await expect(store.add("a", "1")).rejects.toThrow(/EIO/);
+      expect(await handle.ping()).toBe(false);
+      await expect(store.count()).rejects.toThrow(/EIO/);
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
   });
 
   it("undoes a failed call's writes and keeps the others of its group", async () => {
