@@ -1,7 +1,7 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
-import { headersGetter, tracer } from "./tracing.ts";
+import { headersGetter, startSpan } from "./tracing.ts";
 
 /**
  * Client side of a traced call: a CLIENT span per call, its W3C
@@ -9,7 +9,7 @@ import { headersGetter, tracer } from "./tracing.ts";
  */
 export function traceOutgoingCalls(): Interceptor {
   return (next) => async (req) => {
-    const span = tracer().startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) });
+    const span = startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) }, context.active());
     const ctx = trace.setSpan(context.active(), span);
     propagation.inject(ctx, req.header, { set: (carrier, key, value) => carrier.set(key, value) });
     return settle(span, () => context.with(ctx, () => next(req)));
@@ -24,7 +24,7 @@ export function traceOutgoingCalls(): Interceptor {
 export function traceIncomingCalls(): Interceptor {
   return (next) => async (req) => {
     const parent = propagation.extract(context.active(), req.header, headersGetter);
-    const span = tracer().startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
+    const span = startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
     return settle(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
   };
 }

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { context, INVALID_SPAN_CONTEXT, propagation, ROOT_CONTEXT, SpanStatusCode, trace, type Attributes, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 
 /** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
 export interface Tracing {
@@ -97,7 +97,9 @@ export const headersGetter: TextMapGetter<{ get(key: string): string | null | un
  */
 export function inSpan<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => Promise<T>): Promise<T> {
   if (!started?.enabled) return work(noSpan);
-  return tracer().startActiveSpan(name, options, parent ?? context.active(), async (span) => {
+  const within = parent ?? context.active();
+  const span = startSpan(name, options, within);
+  return context.with(trace.setSpan(within, span), async () => {
     try {
       return await work(span);
     } catch (error) {
@@ -108,10 +110,28 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
   });
 }
 
+/**
+ * A new span under `parent`; but under a trace that is not sampled, a
+ * stand-in carrying that trace's context (nothing under an unsampled root
+ * records, and the SDK would still make a span, ids and all, for each: with
+ * 10% of traces sampled, that was most of tracing's cost). Attributes are
+ * set only on a span that records.
+ */
+export function startSpan(name: string, options: SpanOptions, parent: Context): Span {
+  const above = trace.getSpanContext(parent);
+  if (above && !(above.traceFlags & TraceFlags.SAMPLED) && isSpanContextValid(above)) return trace.wrapSpanContext(above);
+  const { attributes, ...rest } = options;
+  const span = tracer().startSpan(name, rest, parent);
+  if (attributes && span.isRecording()) span.setAttributes(attributes);
+  return span;
+}
+
 /** `inSpan` for synchronous work (a bus delivery, an SSE frame handed to subscribers). */
 export function inSpanSync<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => T): T {
   if (!started?.enabled) return work(noSpan);
-  return tracer().startActiveSpan(name, options, parent ?? context.active(), (span) => {
+  const within = parent ?? context.active();
+  const span = startSpan(name, options, within);
+  return context.with(trace.setSpan(within, span), () => {
     try {
       return work(span);
     } catch (error) {
