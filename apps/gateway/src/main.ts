@@ -4,6 +4,7 @@ import { loadConfig } from "@loom/kit/config";
 import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
 import { serveMetrics } from "@loom/kit/metrics-server";
+import { releaseMemoryWhenQuiet } from "@loom/kit/memory-release";
 import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { httpTransport } from "@loom/kit/transports";
@@ -39,7 +40,9 @@ try {
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);
   logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
+  const memory = releaseMemoryWhenQuiet();
   onShutdown(logger, async () => {
+    memory.stop();
     await server.close();
     await bus?.close();
     await metrics.close();

@@ -2,6 +2,7 @@ import "./tracing.ts";
 import { loadConfig } from "@loom/kit/config";
 import { createLogger } from "@loom/kit/logger";
 import { serveMetrics } from "@loom/kit/metrics-server";
+import { releaseMemoryWhenQuiet } from "@loom/kit/memory-release";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { tracing } from "@loom/kit/tracing";
 import { loomConfigSchema } from "./config.ts";
@@ -22,11 +23,13 @@ try {
   const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, `metrics at ${metrics.url}/metrics`);
   logger.info({ url: server.url }, `Loom is listening on ${server.url}`);
+  const memory = releaseMemoryWhenQuiet();
   if (bootstrapKey) {
     logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
     logger.info(`try: curl -H "Authorization: Bearer ${bootstrapKey}" ${server.url}/users`);
   }
   onShutdown(logger, async () => {
+    memory.stop();
     await server.close();
     await metrics?.close();
     await tracing().shutdown();

@@ -3,6 +3,7 @@ import type { Bus } from "./bus.ts";
 import { openBus } from "./bus-open.ts";
 import { loadConfig } from "./config.ts";
 import { createLogger, type Logger } from "./logger.ts";
+import { releaseMemoryWhenQuiet } from "./memory-release.ts";
 import { serveMetrics } from "./metrics-server.ts";
 import { startRpcServer } from "./rpc-server.ts";
 import type { RpcService } from "./rpc-service.ts";
@@ -34,7 +35,8 @@ export type WireService<S extends z.ZodObject> = (config: z.infer<S>, peers: { l
 /**
  * The whole start of a service process (`main.ts`): configuration (a bad one
  * stops it, naming the variables), logging, the bus, the wiring, the RPC
- * server, `/metrics` on METRICS_PORT, and a graceful shutdown on SIGTERM. One start-up for every service.
+ * server, `/metrics` on METRICS_PORT, memory given back after bursts
+ * (`releaseMemoryWhenQuiet`), and a graceful shutdown on SIGTERM. One start-up for every service.
  */
 export async function runService<S extends z.ZodObject>(name: string, schema: S, notes: ServiceNotes, wire: WireService<S>): Promise<void> {
   const logger = createLogger(name);
@@ -50,7 +52,9 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     logger.info({ url: server.url }, `${name} service listening`);
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
     logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
+    const memory = releaseMemoryWhenQuiet();
     onShutdown(logger, async () => {
+      memory.stop();
       await server.close();
       await bus.close();
       await metrics.close();
