@@ -289,7 +289,30 @@ export function createRunsService(deps: RunsDeps): RpcService {
     },
   };
 
-  return storeBackedService("runs", (router) => router.service(RunsService, impl), store);
+  return storeBackedService("runs", (router) => router.service(RunsService, answeredDurably(impl, store)), store);
+}
+
+/**
+ * Every answer waits until the store's writes so far are on disk
+ * (`RunsStore.durable`), failures too: a caller is told nothing a crash
+ * could take back, while the worker's own steps never wait for the disk.
+ */
+function answeredDurably(impl: ServiceImpl<typeof RunsService>, store: RunsStore): ServiceImpl<typeof RunsService> {
+  const wrapped: Record<string, unknown> = {};
+  for (const [name, method] of Object.entries(impl) as Array<[string, (req: unknown, ctx: unknown) => Promise<unknown>]>) {
+    wrapped[name] = async (req: unknown, ctx: unknown) => {
+      let answer: unknown;
+      try {
+        answer = await method(req, ctx);
+      } catch (error) {
+        await store.durable().catch(() => {});
+        throw error;
+      }
+      await store.durable();
+      return answer;
+    };
+  }
+  return wrapped as ServiceImpl<typeof RunsService>;
 }
 
 function invalidStatus(): never {

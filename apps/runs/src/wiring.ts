@@ -31,9 +31,9 @@ export interface RunSettings extends ModelConfig {
   CHAT_TIMEOUT_MS: number;
 }
 
-/** MongoDB when a URL is given, else SQLite. */
+/** MongoDB when a URL is given, else SQLite, its calls acknowledged by the service's answers (`RunsStore.durable`). */
 export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
-  openStore(settings, { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) }, "by durable()");
 
 /**
  * Store, model, run log, service and a started worker: shared by main.ts, the

@@ -25,6 +25,16 @@ export interface SqliteHandle {
    * is not.
    */
   inCommitGroup<T>(call: () => Promise<T>): Promise<T>;
+  /**
+   * Runs a store call inside this turn's transaction, like `inCommitGroup`,
+   * but resolves as soon as the call has: its writes are acknowledged later,
+   * by `durable()`. For a service whose own steps need not wait for the disk
+   * (the runs worker's), provided it awaits `durable()` before anything
+   * leaves it.
+   */
+  inGroup<T>(call: () => Promise<T>): Promise<T>;
+  /** Resolves once every write made so far is committed and on disk. */
+  durable(): Promise<void>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -73,6 +83,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   let open = true;
   /** Set by a failed WAL sync: from then on every call fails and the probe says not ready (restart the process). */
   let diskFailure: unknown;
+  /** The last group's commit and sync: groups end in order, so it covers every earlier one. */
+  let lastCommitted: Promise<void> = Promise.resolve();
   const statements = new Map<string, StatementSync>();
   let group: { committed: Promise<void>; commit(): void } | undefined;
   const openGroup = () => {
@@ -106,6 +118,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       },
     };
     setImmediate(opened.commit);
+    lastCommitted = committed;
     return (group = opened);
   };
   return {
@@ -150,6 +163,12 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       if (group) await group.committed;
       return result;
     },
+    inGroup<T>(call: () => Promise<T>): Promise<T> {
+      if (diskFailure !== undefined) return Promise.reject(diskFailure);
+      openGroup();
+      return call();
+    },
+    durable: () => (diskFailure !== undefined ? Promise.reject(diskFailure) : lastCommitted),
     ping: async () => open && db.isOpen && diskFailure === undefined,
     close: async () => {
       if (!open) return;
@@ -162,14 +181,23 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
 }
 
 /**
+ * When a store's calls are acknowledged: `"each call"` resolves every call
+ * only once its group is committed and synced; `"by durable()"` resolves
+ * calls at once and leaves the wait to the store's `durable()`, which its
+ * service awaits before answering (docs/decisions.md, "The embedded store").
+ */
+export type Acknowledgement = "each call" | "by durable()";
+
+/**
  * A store whose every call runs in the handle's commit group (the ports'
  * lifecycle included): what `openStore` gives the services on SQLite.
  */
-export function groupCommitted<S extends object>(handle: SqliteHandle, store: S): S {
+export function groupCommitted<S extends object>(handle: SqliteHandle, store: S, acknowledge: Acknowledgement = "each call"): S {
   const wrapped = { ...store } as Record<string, unknown>;
   for (const [name, member] of Object.entries(store)) {
-    if (typeof member !== "function" || name === "close") continue;
-    wrapped[name] = (...args: unknown[]) => handle.inCommitGroup(() => (member as (...a: unknown[]) => Promise<unknown>)(...args));
+    if (typeof member !== "function" || name === "close" || name === "durable") continue;
+    const call = member as (...a: unknown[]) => Promise<unknown>;
+    wrapped[name] = acknowledge === "each call" ? (...args: unknown[]) => handle.inCommitGroup(() => call(...args)) : (...args: unknown[]) => handle.inGroup(() => call(...args));
   }
   return wrapped as S;
 }

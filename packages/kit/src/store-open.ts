@@ -1,5 +1,5 @@
 import { connectMongo, type MongoHandle } from "./mongo.ts";
-import { groupCommitted, openSqlite, type SqliteHandle } from "./sqlite.ts";
+import { groupCommitted, openSqlite, type Acknowledgement, type SqliteHandle } from "./sqlite.ts";
 
 /** Where a service keeps its data: MongoDB when a URL is given, else SQLite. */
 export interface StoreSettings {
@@ -18,10 +18,14 @@ export interface StoreSettings {
  * service has the same two adapters behind its store port, so this is the
  * one place that chooses between them.
  */
-export async function openStore<S extends object>(settings: StoreSettings, adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S }): Promise<S> {
+export async function openStore<S extends object>(
+  settings: StoreSettings,
+  adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S },
+  acknowledge: Acknowledgement = "each call",
+): Promise<S> {
   if (settings.url) return adapters.mongo(await connectMongo(settings.url, settings.db));
   const handle = settings.sqlite ?? openSqlite(":memory:");
-  return groupCommitted(handle, adapters.sqlite(handle));
+  return groupCommitted(handle, adapters.sqlite(handle), acknowledge);
 }
 
 /** What every store port has besides its own business: set up (tables or indexes, idempotent), a readiness probe, and close. */

@@ -84,6 +84,44 @@ describe("the embedded store's SQLite handle", () => {
     }
   });
 
+  it("with acknowledgement by durable(), answers calls at once and durable() once their group is committed and synced", async () => {
+    const file = freshFile();
+    const handle = openSqlite(file);
+    migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
+    const store = groupCommitted(
+      handle,
+      {
+        add: async (id: string) => void handle.prepare("INSERT INTO notes (id, text) VALUES (?, '')").run(id),
+        count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
+      },
+      "by durable()",
+    );
+    await store.add("warm");
+    await handle.durable();
+    const probe = await open(file);
+    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+    await probe.close();
+    const gates: Array<() => void> = [];
+    const synced = vi.spyOn(fileHandle, "datasync").mockImplementation(() => new Promise<void>((resolve) => gates.push(resolve)));
+    try {
+      await store.add("a");
+      // Answered, and visible to this process's later calls, but neither committed nor on disk yet.
+      expect(await store.count()).toBe(2);
+      expect(committedIds(file)).toEqual(["warm"]);
+      let durable = false;
+      const done = handle.durable().then(() => (durable = true));
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
+      expect(committedIds(file)).toEqual(["a", "warm"]);
+      expect(durable).toBe(false);
+      gates.shift()!();
+      await done;
+      expect(durable).toBe(true);
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
+  });
+
   it("fails the calls of a failed WAL sync and every later one, and reports not ready", async () => {
     const file = freshFile();
     const { handle, store } = notesStore(file);

@@ -41,6 +41,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
 
   return {
     sharedByProcesses: true,
+    durable: async () => {},
     async init() {
       await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
       await runs.createIndex({ status: 1, createdAt: 1 });

@@ -102,6 +102,14 @@ export interface RunsStore extends StoreLifecycle {
    * several runs of an organization in one pass.
    */
   readonly sharedByProcesses: boolean;
+  /**
+   * Resolves once every write made so far is on disk. The store's calls may
+   * resolve before (on SQLite they do: the worker's steps do not wait for
+   * the disk); the service awaits this before it answers, so whatever a
+   * caller is told survives a crash. On MongoDB every write is acknowledged
+   * by the server already.
+   */
+  durable(): Promise<void>;
   /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
   insertRun(run: RunRecord): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;

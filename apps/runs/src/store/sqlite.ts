@@ -129,6 +129,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
 
   return {
     sharedByProcesses: false,
+    durable: () => handle.durable(),
     ...sqliteLifecycle(handle, "runs", migrations),
 
     async insertRun(run) {
