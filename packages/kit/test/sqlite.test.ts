@@ -34,6 +34,20 @@ const committedIds = (file: string) => {
   }
 };
 
+/** The prototype of fs/promises file handles: spying on its `datasync` sees every WAL sync (the handle makes one per sync). */
+async function fileHandlePrototype(file: string): Promise<{ datasync(): Promise<void> }> {
+  const probe = await open(file);
+  await probe.close();
+  return Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
+}
+
+/** Every WAL sync held until `release()` lets the oldest one finish: the disk, slowed down. */
+async function heldSyncs(file: string) {
+  const gates: Array<() => void> = [];
+  const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockImplementation(() => new Promise<void>((resolve) => gates.push(resolve)));
+  return { synced, release: () => gates.shift()!() };
+}
+
 describe("the embedded store's SQLite handle", () => {
   it("acknowledges a write only once it is committed, and commits the calls of one turn together", async () => {
     const file = freshFile();
@@ -52,14 +66,7 @@ describe("the embedded store's SQLite handle", () => {
     const file = freshFile();
     const { handle, store } = notesStore(file);
     await store.add("warm", "opens the WAL file");
-    // Every sync, held until the test lets it finish: the disk, slowed down.
-    const probe = await open(file);
-    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-    await probe.close();
-    const gates: Array<() => void> = [];
-    const synced = vi.spyOn(fileHandle, "datasync").mockImplementation(function (this: unknown) {
-      return new Promise<void>((resolve) => gates.push(resolve));
-    });
+    const { synced, release } = await heldSyncs(file);
     try {
       let acknowledged = 0;
       const writes = [store.add("a", "1"), store.add("b", "2")].map((w) => w.then(() => acknowledged++));
@@ -71,11 +78,11 @@ describe("the embedded store's SQLite handle", () => {
       const late = store.add("c", "3").then(() => acknowledged++);
       await new Promise((resolve) => setTimeout(resolve, 20));
       expect(synced).toHaveBeenCalledTimes(1);
-      gates.shift()!();
+      release();
       await Promise.all(writes);
       expect(acknowledged).toBe(2);
       await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(2));
-      gates.shift()!();
+      release();
       await late;
       expect(acknowledged).toBe(3);
     } finally {
@@ -98,11 +105,7 @@ describe("the embedded store's SQLite handle", () => {
     );
     await store.add("warm");
     await handle.durable();
-    const probe = await open(file);
-    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-    await probe.close();
-    const gates: Array<() => void> = [];
-    const synced = vi.spyOn(fileHandle, "datasync").mockImplementation(() => new Promise<void>((resolve) => gates.push(resolve)));
+    const { synced, release } = await heldSyncs(file);
     try {
       await store.add("a");
       // Answered, and visible to this process's later calls, but neither committed nor on disk yet.
@@ -113,7 +116,7 @@ describe("the embedded store's SQLite handle", () => {
       await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
       expect(committedIds(file)).toEqual(["a", "warm"]);
       expect(durable).toBe(false);
-      gates.shift()!();
+      release();
       await done;
       expect(durable).toBe(true);
     } finally {
@@ -126,10 +129,7 @@ describe("the embedded store's SQLite handle", () => {
     const file = freshFile();
     const { handle, store } = notesStore(file);
     await store.add("warm", "opens the WAL file");
-    const probe = await open(file);
-    const fileHandle = Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-    await probe.close();
-    const synced = vi.spyOn(fileHandle, "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
     try {
       await expect(store.add("a", "1")).rejects.toThrow(/EIO/);
       expect(await handle.ping()).toBe(false);
