@@ -70,7 +70,8 @@ describe.skipIf(!needsChromium("the /docs page in a browser"))("the API referenc
     expect(new URL(page.url()).pathname).toBe("/docs");
     // Rendered: one block per operation, each open (docExpansion "full"). Slow: Swagger UI resolves each
     // OpenAPI 3.1 operation on its own (ApiDOM), 10 to 60 s for all of them on a busy 2-core machine.
-    await page.waitForFunction(`document.querySelectorAll(".opblock.is-open").length === ${operationIds.length}`, undefined, { timeout: 240_000, polling: 250 });
+    // Counted by a locator, not a waitForFunction string: the page's CSP (no 'unsafe-eval') refuses the eval a string predicate needs.
+    await expect.poll(() => page.locator(".opblock.is-open").count(), { timeout: 240_000, interval: 250 }).toBe(operationIds.length);
 
     const shownIds = await page.locator(".opblock-summary-operation-id").allTextContents();
     expect([...shownIds].sort()).toEqual([...operationIds].sort());

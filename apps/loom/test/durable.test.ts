@@ -98,6 +98,10 @@ describe("a second process on the same data directory", () => {
     expect(second.code).toBe(1);
     expect(second.output).toContain(`the data directory ${dir} is in use by another Loom process (pid ${loom.child.pid})`);
     expect(second.output).not.toMatch(/\n\s+at /); // no stack trace
+    // Whatever LOG_LEVEL says: a process that will not start says why.
+    const silent = await runAllInOneToExit({ LOOM_DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent" });
+    expect(silent.code).toBe(1);
+    expect(silent.output).toContain(`the data directory ${dir} is in use by another Loom process`);
     // The first one is untouched and still serves.
     expect((await fetch(`${loom.url}/readyz`)).status).toBe(200);
   }, 60_000);

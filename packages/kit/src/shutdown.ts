@@ -36,7 +36,10 @@ export class StartupRefused extends Error {
 
 /** Prints a startup failure (bad config, unreachable database) and exits non-zero. */
 export function failStartup(logger: Logger, error: unknown): never {
-  if (error instanceof StartupRefused) logger.fatal(error.message);
-  else logger.fatal({ err: error }, error instanceof Error ? error.message : "startup failed");
+  const message = error instanceof Error ? error.message : "startup failed";
+  if (error instanceof StartupRefused) logger.fatal(message);
+  else logger.fatal({ err: error }, message);
+  // Whatever LOG_LEVEL says ("silent" too): a process that will not start says why.
+  if (!logger.isLevelEnabled("fatal")) process.stderr.write(`${message}\n`);
   process.exit(1);
 }
