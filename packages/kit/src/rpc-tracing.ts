@@ -22,9 +22,12 @@ export function traceOutgoingCalls(): Interceptor {
  * over the in-process transport keeps the caller's context as it is).
  */
 export function traceIncomingCalls(): Interceptor {
-  return (next) => async (req) => {
-    const parent = propagation.extract(context.active(), req.header, headersGetter);
+  return (next) => (req) => {
+    const active = context.active();
+    const parent = propagation.extract(active, req.header, headersGetter);
     const span = startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
+    // Under a trace that is not sampled there is nothing to record: the call just goes on in that trace.
+    if (!span.isRecording()) return parent === active ? next(req) : context.with(parent, () => next(req));
     return settle(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
   };
 }
