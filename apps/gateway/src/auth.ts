@@ -3,6 +3,7 @@ import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { unauthenticated } from "@loom/kit/errors";
 import type { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import type { Context, Next } from "koa";
+import { callHeaders } from "./call-headers.ts";
 import { credentialKey, type PrincipalCache } from "./principal-cache.ts";
 
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -19,7 +20,7 @@ export function authenticate(identity: Client<typeof IdentityService>, cache: Pr
     const key = credentialKey(credential);
     let principal = cache?.get(key);
     if (!principal) {
-      const answer = await identity.authenticate({ credential }, { headers: { "x-request-id": String(ctx.state.requestId) } });
+      const answer = await identity.authenticate({ credential }, { headers: callHeaders(ctx) });
       if (!answer.principal) throw unauthenticated();
       principal = { userId: answer.principal.userId, organizationId: answer.principal.organizationId };
       if (cache && answer.cacheableUntil) cache.put(key, principal, answer.principal.apiKeyId, timestampDate(answer.cacheableUntil));

@@ -5,6 +5,7 @@ import type { z } from "zod";
 import { clientGoneSignal } from "@loom/kit/client-gone";
 import { headersFor, type Principal } from "@loom/kit/principal";
 import { bodyLimits, readJsonBody } from "./body.ts";
+import { callHeaders } from "./call-headers.ts";
 import { trackSseConnection } from "./metrics.ts";
 import { nameRequestSpan } from "./trace-requests.ts";
 import { parseInput } from "./validation.ts";
@@ -82,7 +83,7 @@ export function mountOperations(router: Router, operations: Operation[], options
         query,
         body,
         principal,
-        call: { headers: { ...headersFor(principal), "x-request-id": String(ctx.state.requestId) }, signal },
+        call: { headers: { ...headersFor(principal), ...callHeaders(ctx) }, signal },
         ctx,
       });
       if (op.response.stream) {

@@ -2,6 +2,7 @@ import type { Client } from "@connectrpc/connect";
 import type { Middleware } from "koa";
 import type { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { readRawBody } from "./body.ts";
+import { callHeaders } from "./call-headers.ts";
 
 export const stripeWebhookPath = "/billing/stripe-webhook";
 
@@ -20,7 +21,7 @@ export function stripeWebhook(billing: Client<typeof BillingService>): Middlewar
     const payload = await readRawBody(ctx);
     await billing.handleStripeWebhook(
       { payload, signature: ctx.get("Stripe-Signature") },
-      { headers: { "x-request-id": String(ctx.state.requestId) } },
+      { headers: callHeaders(ctx) },
     );
     ctx.status = 200;
     ctx.body = { received: true };

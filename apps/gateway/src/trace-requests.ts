@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from "koa";
-import { contextOfHeaders, inSpan, nameActiveSpan, SpanKind, SpanStatusCode, tracing } from "@loom/kit/tracing";
+import { contextOfHeaders, endWhenSettled, nameActiveSpan, runInSpan, SpanKind, SpanStatusCode, startSpan, traceHeadersOf, tracing, withSpan } from "@loom/kit/tracing";
 
 const probes = new Set(["/healthz", "/readyz"]);
 
@@ -15,20 +15,44 @@ export const traceIdHeader = "X-Trace-Id";
  */
 export function traceRequests(): Middleware {
   if (!tracing().enabled) return (_ctx, next) => next();
-  return (ctx: Context, next: Next) =>
+  return (ctx: Context, next: Next) => {
     // Probes are not traced: a kubelet asking every few seconds would bury the requests.
-    probes.has(ctx.path) ? next() : inSpan(`${ctx.method} unmatched`, { kind: SpanKind.SERVER, attributes: { "http.request.method": ctx.method, "url.path": ctx.path } }, contextOfHeaders(ctx.headers), async (span) => {
-      ctx.set(traceIdHeader, span.spanContext().traceId);
-      try {
-        await next();
-      } finally {
-        span.setAttribute("http.response.status_code", ctx.status);
-        if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-      }
-    });
+    if (probes.has(ctx.path)) return next();
+    const parent = contextOfHeaders(ctx.headers);
+    // The sampler decides here, at the root. Named by the method alone until the router names it.
+    const span = startSpan(ctx.method, { kind: SpanKind.SERVER }, parent);
+    ctx.set(traceIdHeader, span.spanContext().traceId);
+    // A request whose trace is not sampled (most, at a low sampling ratio) records nothing: no
+    // attributes, no settling, and no context to run in, which cost the most; its calls carry
+    // its trace in their headers (`traceHeadersFor`), so what they store and start joins it.
+    if (!span.isRecording()) {
+      ctx.state.traceHeaders = traceHeadersOf(withSpan(parent, span));
+      return next();
+    }
+    span.updateName(`${ctx.method} unmatched`);
+    span.setAttributes({ "http.request.method": ctx.method, "url.path": ctx.path });
+    return runInSpan(span, parent, () =>
+      endWhenSettled(
+        span,
+        next().finally(() => {
+          span.setAttribute("http.response.status_code", ctx.status);
+          if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+        }),
+      ),
+    );
+  };
+}
+
+/**
+ * The trace headers a request's Connect calls send: its trace when it is
+ * not sampled (a sampled one is the active context, which the transports
+ * carry on themselves).
+ */
+export function traceHeadersFor(ctx: Context): Record<string, string> | undefined {
+  return ctx.state.traceHeaders as Record<string, string> | undefined;
 }
 
 /** Names the request's span after the operation that answers it (`CreateAssistantRun`). */
 export function nameRequestSpan(operationId: string, route: string): void {
-  nameActiveSpan(operationId, { "http.route": route });
+  nameActiveSpan(operationId, "http.route", route);
 }

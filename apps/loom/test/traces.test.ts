@@ -181,6 +181,56 @@ describe.skipIf(!needsJaeger("traces of the all-in-one process"))("traces of a s
   }, 60_000);
 });
 
+/**
+ * A request whose trace is not sampled records nothing, but its trace goes
+ * on: its calls carry it in their headers instead of an async context, and
+ * its run's events still name it.
+ */
+describe.skipIf(!needsJaeger("an unsampled trace in the all-in-one process"))("a request whose trace is not sampled", () => {
+  let jaeger: Jaeger;
+  let loom: ChildProcess;
+  let url: string;
+  const key = `loom_traces-${randomBytes(24).toString("base64url")}`;
+
+  beforeAll(async () => {
+    jaeger = await startJaeger();
+    const port = await freePort();
+    url = `http://127.0.0.1:${port}`;
+    loom = await startProcess(
+      "apps/loom/src/main.ts",
+      { PORT: String(port), BOOTSTRAP_API_KEY: key, OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint, OTEL_BSP_SCHEDULE_DELAY: "100", OTEL_TRACES_SAMPLER: "always_off" },
+      `${url}/healthz`,
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    if (loom) await stopProcess(loom);
+    await jaeger?.close();
+  });
+
+  it("answers with its trace id, and its run's events name that trace; nothing is exported", async () => {
+    const api = apiClient(url, key);
+    const assistant = await api.post("/assistants", { name: "untraced", input: "Say {{ args[0] }}" });
+    const created = await api.post(`/assistants/${assistant.body.assistant_id}/runs`, { args: ["hello"] });
+    const traceId = created.headers.get("x-trace-id");
+    expect(traceId).toMatch(/^[0-9a-f]{32}$/);
+    let events: Array<{ type: string; payload: { meta?: unknown } }> = [];
+    await vi.waitFor(
+      async () => {
+        events = (await api.get(`/assistant-runs/${created.body.assistant_run_id}/events`)).body.events;
+        expect(events.at(-1)?.type).toBe("AssistantRunSucceeded");
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+    const griptapeEvents = events.filter((e) => e.type.endsWith("Event"));
+    expect(griptapeEvents.length).toBeGreaterThan(0);
+    for (const event of griptapeEvents) expect(event.payload.meta).toEqual({ trace_id: traceId });
+    // Past the exporter's 100 ms batching: still nothing in Jaeger.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await jaeger.trace(traceId!)).toEqual([]);
+  }, 60_000);
+});
+
 /** Waits until Jaeger holds a span for every step and no span's parent is missing (each process exports on its own). */
 async function completeTrace(jaeger: Jaeger, traceId: string, steps: Array<{ what: string; matches: (s: JaegerSpan) => boolean }>): Promise<JaegerSpan[]> {
   return vi.waitFor(

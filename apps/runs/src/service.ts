@@ -9,7 +9,7 @@ import { pageInfo, pageWindow } from "@loom/kit/paging";
 import { headersFor, requirePrincipal, type Principal } from "@loom/kit/principal";
 import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { nameProblem } from "@loom/kit/text";
-import { traceparentOf } from "@loom/kit/tracing";
+import { callTraceparent } from "@loom/kit/tracing";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { RunsService, RunStatus as RunStatusEnum, type CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
@@ -72,15 +72,13 @@ export function createRunsService(deps: RunsDeps): RpcService {
   }
 
   /** Everything a create checks and reads, before it writes anything: a refused create writes nothing. */
-  async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date) {
+  async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date, traceparent: string | undefined) {
     const assistant = await assistantOf(principal, req.assistantId);
     if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) {
       queueFullRefusals.inc();
       throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
     }
     const thread = await threadFor(principal, req, at);
-    // The create request's span, for the worker to continue (tracing off: none).
-    const traceparent = traceparentOf();
     const run: RunRecord = {
       id,
       organizationId: principal.organizationId,
@@ -144,7 +142,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
    * recorded id, whose unique _id refuses a second run should the first
    * request wake up.
    */
-  async function keyedCreate(principal: Principal, req: CreateAssistantRunRequest): Promise<RunRecord> {
+  async function keyedCreate(principal: Principal, req: CreateAssistantRunRequest, traceparent: string | undefined): Promise<RunRecord> {
     const { organizationId } = principal;
     const key = req.idempotencyKey;
     const stallMs = deps.idempotencyStallMs ?? defaultIdempotencyStallMs;
@@ -155,7 +153,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const at = now();
       const record = await store.getIdempotency(organizationId, key, new Date(at.getTime() - idempotencyWindowMs));
       if (!record) {
-        const prepared = await prepare(principal, req, newId(), at);
+        const prepared = await prepare(principal, req, newId(), at, traceparent);
         const fresh: IdempotencyRecord = { organizationId, key, fingerprint: req.requestFingerprint, runId: prepared.run.id, createdAt: at, attempt: 0, attemptAt: at };
         if (!(await store.putIdempotency(fresh))) {
           // Taken meanwhile, or an expired record not pruned yet: drop the latter and look again.
@@ -177,7 +175,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
       if (run) return run;
       const attempt = record.attempt + 1;
       if (at.getTime() - record.attemptAt.getTime() > stallMs && (await store.takeOverIdempotency(organizationId, key, attempt, at))) {
-        return enqueue(await prepare(principal, req, record.runId, at), true);
+        return enqueue(await prepare(principal, req, record.runId, at, traceparent), true);
       }
       if (at.getTime() > giveUp) throw new ConnectError("a request with this Idempotency-Key is still in progress", Code.Unavailable);
       // Backing off: many waiters polling at once would slow the very store the first request is writing to.
@@ -188,15 +186,15 @@ export function createRunsService(deps: RunsDeps): RpcService {
   /** Keyed creates in progress on this replica: a concurrent one with the same key and body waits for it instead of polling. */
   const keyedInProgress = new Map<string, { fingerprint: string; done: Promise<RunRecord> }>();
 
-  async function coalesced(principal: Principal, req: CreateAssistantRunRequest): Promise<RunRecord> {
+  async function coalesced(principal: Principal, req: CreateAssistantRunRequest, traceparent: string | undefined): Promise<RunRecord> {
     const id = `${principal.organizationId}:${req.idempotencyKey}`;
     const earlier = keyedInProgress.get(id);
     if (earlier?.fingerprint === req.requestFingerprint) {
       const run = await earlier.done.catch(() => undefined);
       if (run) return run;
     }
-    if (earlier) return keyedCreate(principal, req); // another body, or the first failed: decide on the record
-    const done = keyedCreate(principal, req);
+    if (earlier) return keyedCreate(principal, req, traceparent); // another body, or the first failed: decide on the record
+    const done = keyedCreate(principal, req, traceparent);
     keyedInProgress.set(id, { fingerprint: req.requestFingerprint, done });
     try {
       return await done;
@@ -215,10 +213,12 @@ export function createRunsService(deps: RunsDeps): RpcService {
     async createAssistantRun(req, ctx) {
       const principal = requirePrincipal(ctx);
       checkCreate(req);
+      // The create request's trace, for the worker to continue (tracing off: none).
+      const traceparent = callTraceparent(ctx.requestHeader);
       if (req.idempotencyKey) {
-        return { assistantRun: runMessage(await coalesced(principal, req)) };
+        return { assistantRun: runMessage(await coalesced(principal, req, traceparent)) };
       }
-      const run = await enqueue(await prepare(principal, req, newId(), now()), false);
+      const run = await enqueue(await prepare(principal, req, newId(), now(), traceparent), false);
       return { assistantRun: runMessage(run) };
     },
 

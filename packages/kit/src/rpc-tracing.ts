@@ -1,17 +1,26 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
-import { headersGetter, startSpan } from "./tracing.ts";
+import { carriesTraceContext, headersGetter, isSampled, isUnsampledTraceparent, startSpan } from "./tracing.ts";
+
+const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
 
 /**
  * Client side of a traced call: a CLIENT span per call, its W3C
  * `traceparent` in the request headers (the server's span continues it).
+ * Under a trace that is not sampled there is nothing to record: the call
+ * only carries that trace's context on, so the server's work stays in it.
  */
 export function traceOutgoingCalls(): Interceptor {
   return (next) => async (req) => {
-    const span = startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) }, context.active());
-    const ctx = trace.setSpan(context.active(), span);
-    propagation.inject(ctx, req.header, { set: (carrier, key, value) => carrier.set(key, value) });
+    const active = context.active();
+    if (!isSampled(active)) {
+      propagation.inject(active, req.header, headerSetter);
+      return next(req);
+    }
+    const span = startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) }, active);
+    const ctx = trace.setSpan(active, span);
+    propagation.inject(ctx, req.header, headerSetter);
     return settle(span, () => context.with(ctx, () => next(req)));
   };
 }
@@ -23,11 +32,14 @@ export function traceOutgoingCalls(): Interceptor {
  */
 export function traceIncomingCalls(): Interceptor {
   return (next) => (req) => {
+    if (isUnsampledTraceparent(req.header.get("traceparent"))) return next(req);
     const active = context.active();
-    const parent = propagation.extract(active, req.header, headersGetter);
+    const parent = carriesTraceContext((name) => req.header.has(name)) ? propagation.extract(active, req.header, headersGetter) : active;
+    // Under a trace that is not sampled there is nothing to record: the call runs as it came, its
+    // trace in its headers for what keeps it (`callTraceparent`). Entering a context for it cost
+    // more than anything else tracing does on an unsampled request (docs/decisions.md, "Traces").
+    if (!isSampled(parent)) return next(req);
     const span = startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
-    // Under a trace that is not sampled there is nothing to record: the call just goes on in that trace.
-    if (!span.isRecording()) return parent === active ? next(req) : context.with(parent, () => next(req));
     return settle(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
   };
 }

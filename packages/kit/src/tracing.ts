@@ -43,13 +43,16 @@ export function tracing(): Tracing {
   return started ?? { enabled: false, shutdown: async () => {} };
 }
 
+let sdkTracer: Tracer | undefined;
+
 /**
  * The tracer of Loom's own spans (gateway requests, RPCs, runs, the bus).
- * Asked for each time, not kept: one taken before startTracing would stay a
- * no-op (the SDK registers itself through its own copy of the API).
+ * Kept only once tracing has started: one taken before startTracing would
+ * stay a no-op (the SDK registers itself through its own copy of the API).
  */
 export function tracer(): Tracer {
-  return trace.getTracer("loom");
+  if (!started?.enabled) return trace.getTracer("loom");
+  return (sdkTracer ??= trace.getTracer("loom"));
 }
 
 export { SpanKind, SpanStatusCode, type Context, type Span } from "@opentelemetry/api";
@@ -61,16 +64,75 @@ export function traceparentOf(ctx: Context = context.active()): string | undefin
   return carrier.traceparent;
 }
 
-/** The context the W3C trace headers of an incoming request continue (ROOT without them). */
-export function contextOfHeaders(headers: Record<string, string | string[] | undefined>): Context {
-  return propagation.extract(ROOT_CONTEXT, headers);
+let propagatedFields: string[] | undefined;
+
+/**
+ * The headers the configured propagators read and write (W3C's
+ * `traceparent`, `tracestate` and `baggage` by default; OTEL_PROPAGATORS
+ * may name others), asked once tracing has started.
+ */
+export function traceHeaderNames(): string[] {
+  if (!started?.enabled) return propagation.fields();
+  return (propagatedFields ??= propagation.fields());
 }
 
-/** Renames the active span (the gateway's request span, once the operation is known), adding attributes. */
-export function nameActiveSpan(name: string, attributes: Attributes = {}): void {
+/** Whether a header carrier holds any trace context to extract (most requests carry none: nothing to parse). */
+export function carriesTraceContext(has: (name: string) => boolean): boolean {
+  for (const name of traceHeaderNames()) if (has(name)) return true;
+  return false;
+}
+
+/**
+ * The traceparent a Connect handler's work belongs to: the active span's,
+ * or, for a call under a trace that is not sampled (which runs outside any
+ * context: nothing of it records), the one its caller sent in its headers.
+ * What a run keeps so its execution continues the trace of its creation.
+ */
+export function callTraceparent(requestHeader: Headers): string | undefined {
+  return traceparentOf() ?? requestHeader.get("traceparent") ?? undefined;
+}
+
+/** The trace headers (`traceparent`, …) that carry `ctx`'s trace to a callee: for calls made outside that context. */
+export function traceHeadersOf(ctx: Context): Record<string, string> {
+  const carrier: Record<string, string> = {};
+  propagation.inject(ctx, carrier);
+  return carrier;
+}
+
+const w3cTraceparent = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
+
+/**
+ * Whether a `traceparent` header names a trace that is not sampled (its
+ * flags' last bit clear), read without building a context: most calls, at
+ * a low sampling ratio. False without one, or when the propagators in use
+ * do not read it (OTEL_PROPAGATORS).
+ */
+export function isUnsampledTraceparent(traceparent: string | null | undefined): boolean {
+  if (!traceparent || !w3cTraceparent.test(traceparent) || !traceHeaderNames().includes("traceparent")) return false;
+  return (Number.parseInt(traceparent.slice(53), 16) & TraceFlags.SAMPLED) === 0;
+}
+
+/** The context the W3C trace headers of an incoming request continue (ROOT without them). */
+export function contextOfHeaders(headers: Record<string, string | string[] | undefined>): Context {
+  return carriesTraceContext((name) => headers[name] !== undefined) ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
+}
+
+/** Whether `ctx` is inside a trace that records: false with tracing off, outside any trace, and under an unsampled one. */
+export function isSampled(ctx: Context): boolean {
+  const spanContext = trace.getSpanContext(ctx);
+  return spanContext !== undefined && (spanContext.traceFlags & TraceFlags.SAMPLED) !== 0;
+}
+
+/**
+ * Renames the active span (the gateway's request span, once the operation
+ * is known) and sets one attribute, if it records: under an unsampled
+ * trace, nothing is made.
+ */
+export function nameActiveSpan(name: string, attribute: string, value: string): void {
   const span = trace.getActiveSpan();
-  span?.updateName(name);
-  span?.setAttributes(attributes);
+  if (!span?.isRecording()) return;
+  span.updateName(name);
+  span.setAttribute(attribute, value);
 }
 
 /** The trace id (32 hex digits) of a W3C traceparent, or undefined. */
@@ -99,6 +161,8 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
   if (!started?.enabled) return work(noSpan);
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);
+  // A span that records nothing needs no settling: the work just runs in its trace.
+  if (!span.isRecording()) return context.with(trace.setSpan(within, span), work, undefined, span);
   return context.with(trace.setSpan(within, span), async () => {
     try {
       return await work(span);
@@ -131,6 +195,7 @@ export function inSpanSync<T>(name: string, options: SpanOptions, parent: Contex
   if (!started?.enabled) return work(noSpan);
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);
+  if (!span.isRecording()) return context.with(trace.setSpan(within, span), work, undefined, span);
   return context.with(trace.setSpan(within, span), () => {
     try {
       return work(span);
@@ -140,6 +205,31 @@ export function inSpanSync<T>(name: string, options: SpanOptions, parent: Contex
       span.end();
     }
   });
+}
+
+/**
+ * Runs `work` with `span` active (the child of `parent`); the caller ends
+ * the span. For a span whose start and end the caller shapes itself (the
+ * gateway's request span).
+ */
+export function runInSpan<T>(span: Span, parent: Context, work: () => T): T {
+  return context.with(withSpan(parent, span), work);
+}
+
+/** `parent` with `span` as its active span. */
+export function withSpan(parent: Context, span: Span): Context {
+  return trace.setSpan(parent, span);
+}
+
+/** Ends `span` once `work` settles, its error recorded. */
+export async function endWhenSettled<T>(span: Span, work: Promise<T>): Promise<T> {
+  try {
+    return await work;
+  } catch (error) {
+    throw failed(span, error);
+  } finally {
+    span.end();
+  }
 }
 
 /** What work gets for its span with tracing off: records nothing. */

@@ -1,9 +1,10 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { context, ROOT_CONTEXT, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
+import { context, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
+import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, describe, expect, it } from "vitest";
-import { traceIncomingCalls } from "../src/rpc-tracing.ts";
-import { startSpan } from "../src/tracing.ts";
+import { traceIncomingCalls, traceOutgoingCalls } from "../src/rpc-tracing.ts";
+import { callTraceparent, contextOfHeaders, startSpan } from "../src/tracing.ts";
 
 const exporter = new InMemorySpanExporter();
 const processor = new SimpleSpanProcessor({ exporter });
@@ -22,10 +23,14 @@ const contextManager: ContextManager = {
   },
 };
 context.setGlobalContextManager(contextManager);
+propagation.setGlobalPropagator(new W3CTraceContextPropagator());
 afterAll(() => {
   trace.disable();
   context.disable();
+  propagation.disable();
 });
+
+const rpc = () => ({ header: new Headers(), method: { name: "GetApiKey", parent: { typeName: "loom.identity.v1.IdentityService" } } }) as unknown as { header: Headers };
 
 const parent = (traceFlags: TraceFlags) =>
   trace.setSpanContext(ROOT_CONTEXT, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags, isRemote: true });
@@ -69,5 +74,54 @@ describe("Loom's spans", () => {
     expect(span?.name).toBe("loom.identity.v1.IdentityService/GetApiKey");
     expect(span?.parentSpanContext?.spanId).toBe("b7ad6b7169203331");
     expect(seen[1]).toBe(span?.spanContext().spanId);
+  });
+
+  it("an outgoing call under an unsampled trace carries that trace on without a span; under a sampled one, its CLIENT span; outside a trace, nothing", async () => {
+    const sent: Array<string | null> = [];
+    const call = traceOutgoingCalls()((async (req: { header: Headers }) => {
+      sent.push(req.header.get("traceparent"));
+      return {};
+    }) as never);
+    exporter.reset();
+    await context.with(parent(TraceFlags.NONE), () => call(rpc() as never));
+    await processor.forceFlush();
+    expect(sent[0]).toBe("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00");
+    expect(exporter.getFinishedSpans()).toEqual([]);
+    await context.with(parent(TraceFlags.SAMPLED), () => call(rpc() as never));
+    await processor.forceFlush();
+    const [span] = exporter.getFinishedSpans();
+    expect(span?.parentSpanContext?.spanId).toBe("b7ad6b7169203331");
+    expect(sent[1]).toBe(`00-0af7651916cd43dd8448eb211c80319c-${span?.spanContext().spanId}-01`);
+    await call(rpc() as never);
+    expect(sent[2]).toBeNull();
+  });
+
+  it("a call that arrives with an unsampled traceparent makes no span and enters no context: its trace is read from its headers", async () => {
+    const seen: Array<string | undefined> = [];
+    const req = rpc();
+    const call = traceIncomingCalls()((async () => {
+      seen.push(trace.getSpanContext(context.active())?.traceId, callTraceparent(req.header));
+      return {};
+    }) as never);
+    req.header.set("traceparent", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00");
+    exporter.reset();
+    await call(req as never);
+    await processor.forceFlush();
+    expect(seen).toEqual([undefined, "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"]);
+    expect(exporter.getFinishedSpans()).toEqual([]);
+  });
+
+  it("a sampled call's traceparent is its active span's, whatever its headers say", async () => {
+    const span = startSpan("loom.runs.v1.RunsService/CreateAssistantRun", {}, parent(TraceFlags.SAMPLED));
+    const header = new Headers({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" });
+    const seen = context.with(trace.setSpan(ROOT_CONTEXT, span), () => callTraceparent(header));
+    span.end();
+    expect(seen).toBe(`00-0af7651916cd43dd8448eb211c80319c-${span.spanContext().spanId}-01`);
+  });
+
+  it("a request's headers are parsed only when they carry trace context", () => {
+    expect(contextOfHeaders({ host: "loom" })).toBe(ROOT_CONTEXT);
+    const continued = contextOfHeaders({ host: "loom", traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" });
+    expect(trace.getSpanContext(continued)).toMatchObject({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", isRemote: true });
   });
 });
