@@ -9,9 +9,9 @@ export interface LoadResult {
   errors: number;
 }
 
-/** Drives one URL with autocannon: a short warm-up, then the measured run. */
-export async function load(name: string, url: string, headers: Record<string, string>, seconds: number, connections: number): Promise<LoadResult> {
-  await autocannon({ url, headers, connections, duration: 1 });
+/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run. */
+export async function load(name: string, url: string, headers: Record<string, string>, seconds: number, connections: number, warmUpSeconds = 1): Promise<LoadResult> {
+  await autocannon({ url, headers, connections, duration: warmUpSeconds });
   const result = await autocannon({ url, headers, connections, duration: seconds });
   return {
     name,

@@ -13,7 +13,8 @@ import { load, printTable, type LoadResult } from "./load.ts";
  * processes on the NATS bus; and the all-in-one) and the SSE fan-out (split,
  * MongoDB + NATS), each with tracing off, on (every span exported over OTLP
  * to a Jaeger this bench starts, the SDK's default batching) and on with 10%
- * of traces sampled, the three alternating `rounds` times. Goal: ≤ 10%
+ * of traces sampled, the three alternating `rounds` times, each process
+ * warmed up to its steady state first (`warmUpSeconds`). Goal: ≤ 10%
  * throughput lost, ≤ 10 ms added p99.
  */
 export async function benchTracing(options: { seconds: number; connections: number; fanOutSeconds: number; rounds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
@@ -37,7 +38,7 @@ export async function benchTracing(options: { seconds: number; connections: numb
         const keyId = await bootstrapKeyId(apiClient(stack.gatewayUrl, key));
         const target = `GetApiKey: gateway + identity processes (memory; ${options.natsUrl ? "NATS bus" : "no bus"})`;
         console.log(`tracing: ${target}, tracing ${mode}`);
-        apiRows.push({ target, mode, result: await load(target, `${stack.gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections) });
+        apiRows.push({ target, mode, result: await load(target, `${stack.gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections, warmUpSeconds) });
         await stack.stop();
 
         const port = await freePort();
@@ -45,7 +46,7 @@ export async function benchTracing(options: { seconds: number; connections: numb
         const loomKeyId = await bootstrapKeyId(apiClient(`http://127.0.0.1:${port}`, key));
         const allInOne = "GetApiKey: all-in-one process (SQLite file)";
         console.log(`tracing: ${allInOne}, tracing ${mode}`);
-        apiRows.push({ target: allInOne, mode, result: await load(allInOne, `http://127.0.0.1:${port}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections) });
+        apiRows.push({ target: allInOne, mode, result: await load(allInOne, `http://127.0.0.1:${port}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections, warmUpSeconds) });
         await stopProcess(loom);
       }
     }
@@ -70,7 +71,7 @@ export async function benchTracing(options: { seconds: number; connections: numb
   const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const targets = [...new Set(apiRows.map((r) => r.target))];
   printTable(
-    `Tracing overhead, GetApiKey — ${options.connections} connections, ${options.seconds} s per row, off/on alternating ${options.rounds}× (goal: ≤ 10% fewer req/s, ≤ 10 ms more p99)`,
+    `Tracing overhead, GetApiKey — ${options.connections} connections, ${options.seconds} s per row after ${warmUpSeconds} s of warm-up, off/on alternating ${options.rounds}× (goal: ≤ 10% fewer req/s, ≤ 10 ms more p99)`,
     targets.flatMap((target) => {
       const of = (mode: string) => apiRows.filter((r) => r.target === target && r.mode === mode).map((r) => r.result);
       const rps = (rs: LoadResult[]) => mean(rs.map((r) => r.requestsPerSecond));
@@ -100,5 +101,13 @@ export async function benchTracing(options: { seconds: number; connections: numb
   const failed = apiRows.filter((r) => r.result.non2xx > 0 || r.result.errors > 0);
   if (failed.length > 0) throw new Error(`requests failed in: ${failed.map((r) => `${r.target} (tracing ${r.mode})`).join(", ")}`);
 }
+
+/**
+ * Each process is driven this long before its row is measured: a fresh
+ * process took ~6 s of load to reach its steady throughput, a traced one
+ * longer (docs/benchmarks.md, "Tracing overhead, session 10"), and a 1 s
+ * warm-up measured the traced modes mid-way there. Every mode gets the same.
+ */
+const warmUpSeconds = Number(process.env.BENCH_TRACING_WARM_UP ?? 8);
 
 const signed = (value: number, unit: string) => `${value >= 0 ? "+" : ""}${value.toFixed(1)}${unit}`;
