@@ -104,4 +104,43 @@ describe("runs store on SQLite", () => {
     expect((await second.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual([run.id]);
     await second.close();
   });
+
+  it("holds runs in flight written through: reads are copies, undone writes are forgotten, the row stays the judge", async () => {
+    const handle = openSqlite(":memory:");
+    const store = createSqliteRunsStore(handle);
+    await store.init();
+    const run = newRun({ args: ["a"] });
+    await store.insertRun(run);
+    // A caller's changes to what it was given reach neither the store nor later readers.
+    run.args.push("changed by the caller");
+    const read = (await store.getRun(org, run.id))!;
+    read.args.push("changed by a reader");
+    read.status = "FAILED";
+    expect(await store.getRun(org, run.id)).toMatchObject({ args: ["a"], status: "QUEUED" });
+
+    // A transition built from the held record is what a read of the row gives.
+    const lease = new Date(clock + 60_000);
+    const starting = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: lease, statusDetail: { reason: "why", message: undefined } }, tick());
+    const fromRow = await createSqliteRunsStore(handle).getRunById(run.id);
+    expect(starting).toEqual(fromRow);
+    expect(fromRow).toMatchObject({ status: "STARTING", worker: "w", leaseUntil: lease, statusDetail: { reason: "why" } });
+    expect(await store.renewLease(run.id, "w", new Date(clock + 120_000))).toBe(true);
+    expect(await store.getRunById(run.id)).toEqual(await createSqliteRunsStore(handle).getRunById(run.id));
+
+    // Written in a transaction that is then undone: the held record is forgotten with it.
+    expect(() =>
+      handle.transaction(() => {
+        void store.transition(run.id, { from: ["STARTING"] }, "RUNNING", {}, tick());
+        throw new Error("undone");
+      }),
+    ).toThrow("undone");
+    expect((await store.getRunById(run.id))?.status).toBe("STARTING");
+
+    // The guard is the row's: a held record does not let a transition through that the row refuses.
+    expect(await store.transition(run.id, { from: ["STARTING"], worker: "someone else" }, "RUNNING", {}, tick())).toBeUndefined();
+    const done = await store.transition(run.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined }, tick());
+    expect(done).toEqual(await createSqliteRunsStore(handle).getRunById(run.id));
+    expect(await store.transition(run.id, { from: ["STARTING"] }, "FAILED", {}, tick())).toBeUndefined();
+    await handle.close();
+  });
 });

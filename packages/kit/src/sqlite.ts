@@ -35,6 +35,12 @@ export interface SqliteHandle {
   inGroup<T>(call: () => Promise<T>): Promise<T>;
   /** Resolves once every write made so far is committed and on disk. */
   durable(): Promise<void>;
+  /**
+   * Calls `listener` whenever writes are undone (a failed call's savepoint, a
+   * transaction or commit group rolled back): for what a store holds beside
+   * its tables, which must then be forgotten.
+   */
+  afterRollback(listener: () => void): void;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -86,6 +92,10 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   /** The last group's commit and sync: groups end in order, so it covers every earlier one. */
   let lastCommitted: Promise<void> = Promise.resolve();
   const statements = new Map<string, StatementSync>();
+  const rollbackListeners: Array<() => void> = [];
+  const rolledBack = () => {
+    for (const listener of rollbackListeners) listener();
+  };
   let group: { committed: Promise<void>; commit(): void } | undefined;
   const openGroup = () => {
     if (group) return group;
@@ -104,6 +114,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
           db.exec("COMMIT");
         } catch (error) {
           if (db.isTransaction) db.exec("ROLLBACK");
+          rolledBack();
           return settle(error);
         }
         if (!wal) return settle();
@@ -138,6 +149,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         } catch (error) {
           db.exec("ROLLBACK TO loom_work");
           db.exec("RELEASE loom_work");
+          rolledBack();
           throw error;
         }
       }
@@ -148,7 +160,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         db.exec("COMMIT");
         return result;
       } catch (error) {
-        db.exec("ROLLBACK");
+        if (db.isTransaction) db.exec("ROLLBACK");
+        rolledBack();
         throw error;
       } finally {
         depth--;
@@ -169,6 +182,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       return call();
     },
     durable: () => (diskFailure !== undefined ? Promise.reject(diskFailure) : lastCommitted),
+    afterRollback: (listener) => void rollbackListeners.push(listener),
     ping: async () => open && db.isOpen && diskFailure === undefined,
     close: async () => {
       if (!open) return;

@@ -1,6 +1,6 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
-import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
@@ -118,14 +118,45 @@ const queueEntryOf = (row: Row): QueueEntry => ({
 const runWithLease = "SELECT r.*, l.until AS lease_until FROM runs_runs r LEFT JOIN runs_leases l ON l.run_id = r.id";
 const executing = "('STARTING', 'RUNNING')";
 
+/** A run record no caller shares with another: its arrays and dates copied (callers get records as if read anew). */
+function copyOfRun(run: RunRecord): RunRecord {
+  const copy = { ...run, args: [...run.args], createdAt: new Date(run.createdAt.getTime()), updatedAt: new Date(run.updatedAt.getTime()) };
+  for (const [field] of idArrays) copy[field] = [...run[field]];
+  if (run.completedAt) copy.completedAt = new Date(run.completedAt.getTime());
+  if (run.leaseUntil) copy.leaseUntil = new Date(run.leaseUntil.getTime());
+  return copy;
+}
+
 /**
  * SQLite adapter (the embedded store). A state change is one guarded UPDATE
  * in a transaction with the queue and lease rows it moves, so a run is never
  * QUEUED without its queue entry nor executing without its lease on disk.
+ *
+ * Runs that are not finished are also held in memory, written through:
+ * the store is this process's alone (`sharedByProcesses` false), every
+ * write to a run or its lease passes here, so the held record is the row.
+ * Reads of them (the worker's, every poll's) skip the row mapping, and a
+ * transition is a guarded UPDATE without RETURNING whose record is built
+ * from the held one: ~12% of a run's CPU (docs/benchmarks.md, issue 15,
+ * session 10). The database stays the judge of every guard; a run leaves
+ * memory when it finishes, so memory follows the runs in flight, not
+ * history. A failed commit fails the store for good (`openSqlite`), so a
+ * held record can never outlive a write that did not reach the disk in a
+ * process that goes on serving.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
-  const runById = (id: string) => runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
+  const held = new Map<string, RunRecord>();
+  // Undone writes may have reached a held record: forget them all (they are read again when needed).
+  handle.afterRollback(() => held.clear());
+  const hold = (run: RunRecord) => (isTerminal(run.status) ? held.delete(run.id) : held.set(run.id, run));
+  const runById = (id: string) => {
+    const kept = held.get(id);
+    if (kept) return copyOfRun(kept);
+    const run = runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
+    if (run) hold(copyOfRun(run));
+    return run;
+  };
 
   return {
     sharedByProcesses: false,
@@ -145,6 +176,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           run.completedAt?.getTime() ?? null, run.worker ?? null, run.traceparent ?? null,
         ).changes === 1;
         if (!inserted) return false;
+        hold(copyOfRun(run));
         if (run.status === "QUEUED") {
           prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
             run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime());
@@ -189,7 +221,36 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         where += " AND EXISTS (SELECT 1 FROM runs_leases WHERE run_id = ? AND until < ?)";
         params.push(id, guard.leaseExpiredBefore.getTime());
       }
-      return handle.transaction(() => {
+      const kept = held.get(id);
+      if (kept) {
+        return handle.transaction(() => {
+          const changed = prepare(`UPDATE runs_runs SET ${set} WHERE ${where}`).run(to, at.getTime(), ...(values as (string | number | null)[]), ...params).changes;
+          if (changed !== 1) return undefined;
+          if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
+          const next: RunRecord = { ...kept, status: to, updatedAt: at };
+          for (const field of fields) {
+            // As on MongoDB: a change to undefined removes the field. As stored: JSON columns as read back.
+            const value = rest[field];
+            if (value === undefined) delete next[field];
+            else Object.assign(next, { [field]: field === "completedAt" ? new Date((value as Date).getTime()) : field === "worker" ? value : JSON.parse(JSON.stringify(value)) });
+          }
+          if ("leaseUntil" in changes) {
+            if (leaseUntil === undefined) {
+              prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
+              delete next.leaseUntil;
+            } else {
+              prepare(
+                `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
+                 ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
+              ).run(id, next.worker ?? "", leaseUntil.getTime(), next.organizationId, next.threadId ?? null);
+              next.leaseUntil = leaseUntil;
+            }
+          }
+          hold(copyOfRun(next));
+          return copyOfRun(next);
+        });
+      }
+      const changed = handle.transaction(() => {
         const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(to, at.getTime(), ...(values as (string | number | null)[]), ...params);
         if (!row) return undefined;
         if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
@@ -206,18 +267,22 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         }
         return runOf({ ...row, lease_until: leaseUntil?.getTime() ?? null });
       });
+      if (changed) hold(copyOfRun(changed));
+      return changed;
     },
     async claimRun(id, worker, at) {
       return prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").run(id, worker, at.getTime()).changes === 1;
     },
     async renewLease(id, worker, leaseUntil) {
       // Still ours: the run is executing and held by this worker, and so is its lease.
-      return (
+      const renewed =
         prepare(
           `UPDATE runs_leases SET until = ? WHERE run_id = ? AND worker = ?
              AND EXISTS (SELECT 1 FROM runs_runs WHERE id = ? AND worker = ? AND status IN ${executing})`,
-        ).run(leaseUntil.getTime(), id, worker, id, worker).changes === 1
-      );
+        ).run(leaseUntil.getTime(), id, worker, id, worker).changes === 1;
+      const kept = held.get(id);
+      if (renewed && kept) kept.leaseUntil = new Date(leaseUntil.getTime());
+      return renewed;
     },
     async queueCandidates(skipOrganizations, skipThreads, limit) {
       if (skipOrganizations.length === 0 && skipThreads.length === 0) {
