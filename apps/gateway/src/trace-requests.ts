@@ -32,8 +32,7 @@ export function traceRequests(): Middleware {
     span.updateName(`${ctx.method} unmatched`);
     span.setAttributes({ "http.request.method": ctx.method, "url.path": ctx.path });
     return runInSpan(span, parent, () =>
-      endWhenSettled(
-        span,
+      endWhenSettled(span, () =>
         next().finally(() => {
           span.setAttribute("http.response.status_code", ctx.status);
           if (ctx.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

@@ -1,5 +1,5 @@
 import { createRequire } from "node:module";
-import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Attributes, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
 
 /** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
 export interface Tracing {
@@ -162,16 +162,8 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);
   // A span that records nothing needs no settling: the work just runs in its trace.
-  if (!span.isRecording()) return context.with(trace.setSpan(within, span), work, undefined, span);
-  return context.with(trace.setSpan(within, span), async () => {
-    try {
-      return await work(span);
-    } catch (error) {
-      throw failed(span, error);
-    } finally {
-      span.end();
-    }
-  });
+  if (!span.isRecording()) return runInSpan(span, within, () => work(span));
+  return runInSpan(span, within, () => endWhenSettled(span, () => work(span)));
 }
 
 /**
@@ -195,8 +187,8 @@ export function inSpanSync<T>(name: string, options: SpanOptions, parent: Contex
   if (!started?.enabled) return work(noSpan);
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);
-  if (!span.isRecording()) return context.with(trace.setSpan(within, span), work, undefined, span);
-  return context.with(trace.setSpan(within, span), () => {
+  if (!span.isRecording()) return runInSpan(span, within, () => work(span));
+  return runInSpan(span, within, () => {
     try {
       return work(span);
     } catch (error) {
@@ -221,10 +213,10 @@ export function withSpan(parent: Context, span: Span): Context {
   return trace.setSpan(parent, span);
 }
 
-/** Ends `span` once `work` settles, its error recorded. */
-export async function endWhenSettled<T>(span: Span, work: Promise<T>): Promise<T> {
+/** Runs `work` and ends `span` once it settles, its error recorded. */
+export async function endWhenSettled<T>(span: Span, work: () => Promise<T>): Promise<T> {
   try {
-    return await work;
+    return await work();
   } catch (error) {
     throw failed(span, error);
   } finally {
