@@ -48,12 +48,12 @@ const idArrayColumns: Record<IdArray, string> = {
 };
 const idArrays = Object.entries(idArrayColumns) as [IdArray, string][];
 
-/** What a transition may change on the run row, and how each is stored (the lease has its own table). */
-const changeColumns: Record<Exclude<keyof RunChanges, "leaseUntil">, [column: string, store: (value: never) => unknown]> = {
-  statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v)],
-  output: ["output", (v: unknown) => JSON.stringify(v)],
-  completedAt: ["completed_at", (v: Date) => v.getTime()],
-  worker: ["worker", (v: string) => v],
+/** What a transition may change on the run row, how each is stored, and how it reads back (the lease has its own table). */
+const changeColumns: Record<Exclude<keyof RunChanges, "leaseUntil">, [column: string, store: (value: never) => string | number, load: (stored: never) => unknown]> = {
+  statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
+  output: ["output", (v: unknown) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
+  completedAt: ["completed_at", (v: Date) => v.getTime(), (stored: number) => dateOf(stored)],
+  worker: ["worker", (v: string) => v, (stored: string) => stored],
 };
 
 /** A run row (with its lease's `until`, joined) as a record: NULL columns become absent fields. */
@@ -140,9 +140,9 @@ function copyOfRun(run: RunRecord): RunRecord {
  * from the held one: ~12% of a run's CPU (docs/benchmarks.md, issue 15,
  * session 10). The database stays the judge of every guard; a run leaves
  * memory when it finishes, so memory follows the runs in flight, not
- * history. A failed commit fails the store for good (`openSqlite`), so a
- * held record can never outlive a write that did not reach the disk in a
- * process that goes on serving.
+ * history. Writes undone (a failed call's savepoint, a commit that failed)
+ * forget every held run (`afterRollback`): a held record never outlives a
+ * write that was rolled back. A failed WAL sync fails the store for good.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
@@ -209,7 +209,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       const values = fields.map((field) => {
         const value = rest[field];
         // As on MongoDB: a change to undefined removes the field.
-        return value === undefined ? null : (changeColumns[field][1] as (v: unknown) => unknown)(value);
+        return value === undefined ? null : (changeColumns[field][1] as (v: unknown) => string | number)(value);
       });
       let where = `id = ? AND status IN (${guard.from.map(() => "?").join(", ")})`;
       const params: (string | number)[] = [id, ...guard.from];
@@ -221,54 +221,42 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         where += " AND EXISTS (SELECT 1 FROM runs_leases WHERE run_id = ? AND until < ?)";
         params.push(id, guard.leaseExpiredBefore.getTime());
       }
-      const kept = held.get(id);
-      if (kept) {
-        return handle.transaction(() => {
-          const changed = prepare(`UPDATE runs_runs SET ${set} WHERE ${where}`).run(to, at.getTime(), ...(values as (string | number | null)[]), ...params).changes;
-          if (changed !== 1) return undefined;
-          if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
-          const next: RunRecord = { ...kept, status: to, updatedAt: at };
-          for (const field of fields) {
-            // As on MongoDB: a change to undefined removes the field. As stored: JSON columns as read back.
-            const value = rest[field];
-            if (value === undefined) delete next[field];
-            else Object.assign(next, { [field]: field === "completedAt" ? new Date((value as Date).getTime()) : field === "worker" ? value : JSON.parse(JSON.stringify(value)) });
-          }
+      return handle.transaction(() => {
+        const kept = held.get(id);
+        let next: RunRecord;
+        if (kept) {
+          // Held: the row is the record, so the record after the change is built, not read back.
+          if (prepare(`UPDATE runs_runs SET ${set} WHERE ${where}`).run(to, at.getTime(), ...values, ...params).changes !== 1) return undefined;
+          next = { ...kept, status: to, updatedAt: at };
+          fields.forEach((field, i) => {
+            const stored = values[i];
+            if (stored === null) delete next[field];
+            else Object.assign(next, { [field]: (changeColumns[field][2] as (v: unknown) => unknown)(stored) });
+          });
           if ("leaseUntil" in changes) {
-            if (leaseUntil === undefined) {
-              prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
-              delete next.leaseUntil;
-            } else {
-              prepare(
-                `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
-                 ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
-              ).run(id, next.worker ?? "", leaseUntil.getTime(), next.organizationId, next.threadId ?? null);
-              next.leaseUntil = leaseUntil;
-            }
+            if (leaseUntil === undefined) delete next.leaseUntil;
+            else next.leaseUntil = leaseUntil;
           }
-          hold(copyOfRun(next));
-          return copyOfRun(next);
-        });
-      }
-      const changed = handle.transaction(() => {
-        const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(to, at.getTime(), ...(values as (string | number | null)[]), ...params);
-        if (!row) return undefined;
+        } else {
+          const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(to, at.getTime(), ...values, ...params);
+          if (!row) return undefined;
+          // The row of RETURNING has no lease (it lives in runs_leases): the changed one, or the one standing.
+          const lease = "leaseUntil" in changes ? (leaseUntil?.getTime() ?? null) : (prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null);
+          next = runOf({ ...row, lease_until: lease })!;
+        }
         if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
-        if (!("leaseUntil" in changes)) {
-          // The lease as it stands (the row of RETURNING has none: it lives in runs_leases).
-          return runOf({ ...row, lease_until: prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null });
+        if ("leaseUntil" in changes) {
+          if (leaseUntil === undefined) prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
+          else {
+            prepare(
+              `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
+               ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
+            ).run(id, next.worker ?? "", leaseUntil.getTime(), next.organizationId, next.threadId ?? null);
+          }
         }
-        if (leaseUntil === undefined) prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
-        else {
-          prepare(
-            `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
-             ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
-          ).run(id, (row.worker as string | null) ?? "", leaseUntil.getTime(), row.organization_id as string, row.thread_id as string | null);
-        }
-        return runOf({ ...row, lease_until: leaseUntil?.getTime() ?? null });
+        hold(next);
+        return copyOfRun(next);
       });
-      if (changed) hold(copyOfRun(changed));
-      return changed;
     },
     async claimRun(id, worker, at) {
       return prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").run(id, worker, at.getTime()).changes === 1;
