@@ -3,8 +3,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/kit/ids";
-import { openSqlite } from "@loom/kit/sqlite";
-import { createSqliteEventsStore } from "../src/store/sqlite.ts";
+import { migrate, openSqlite } from "@loom/kit/sqlite";
+import { createSqliteEventsStore, eventsMigrations } from "../src/store/sqlite.ts";
 import type { EventsStore, LogRef, NewEventRecord } from "../src/store/port.ts";
 
 /** What only the embedded store promises beyond the contract: a file outlives the process, and a batch is all or nothing. */
@@ -47,6 +47,38 @@ describe("events store on SQLite", () => {
     await expect(store.append(log, org, [event("x"), event("y"), { ...event("z"), id: first!.id }], true)).rejects.toThrow();
     expect(await store.list(log, org, 0, 10)).toEqual({ items: [first], totalCount: 1 });
     expect((await store.append(log, org, [event("next")]))?.map((e) => e.offset)).toEqual([1]);
+    await store.close();
+  });
+
+  it("moves the events of a version 1 file into version 2's tables, every field and id lookup kept", async () => {
+    const file = join(dir, "version-1.db");
+    const v1 = openSqlite(file);
+    migrate(v1, "events", eventsMigrations.slice(0, 1));
+    const structure = { runKind: "structure-run", runId: newId() } satisfies LogRef;
+    const assistant = { runKind: "assistant-run", runId: newId() } satisfies LogRef;
+    const ids = [newId(), newId(), newId()];
+    v1.db.exec(`INSERT INTO events_logs (id, run_kind, run_id, organization_id, length, closed) VALUES
+      (1, 'structure-run', '${structure.runId}', '${org}', 2, 0), (2, 'assistant-run', '${assistant.runId}', '${org}', 1, 1)`);
+    v1.db.exec(`INSERT INTO events_events (id, log_id, log_offset, type, origin, payload, timestamp, created_at) VALUES
+      ('${ids[0]}', 1, 0, 'a', 'USER', '{"n":1.5}', 1767225600.25, 1772600767089),
+      ('${ids[1]}', 1, 1, 'b', 'USER', 'null', 1767225601, 1772600767090),
+      ('${ids[2]}', 2, 0, 'end', 'SYSTEM', '[true]', 1767225602, 1772600767091)`);
+    await v1.close();
+
+    const store = await open(file);
+    const first = { id: ids[0], ...structure, organizationId: org, offset: 0, type: "a", origin: "USER", payload: { n: 1.5 }, timestamp: 1767225600.25, createdAt: new Date(1772600767089) };
+    expect(await store.list(structure, org, 0, 10)).toEqual({
+      items: [first, { id: ids[1], ...structure, organizationId: org, offset: 1, type: "b", origin: "USER", payload: null, timestamp: 1767225601, createdAt: new Date(1772600767090) }],
+      totalCount: 2,
+    });
+    expect(await store.list(assistant, org, 0, 10)).toEqual({
+      items: [{ id: ids[2], ...assistant, organizationId: org, offset: 0, type: "end", origin: "SYSTEM", payload: [true], timestamp: 1767225602, createdAt: new Date(1772600767091) }],
+      totalCount: 1,
+    });
+    expect(await store.get(org, ids[0]!)).toEqual(first);
+    expect(await store.get(org, ids[2]!)).toBeUndefined(); // assistant-run events are not read by id
+    await expect(store.append(assistant, org, [event("late")])).rejects.toMatchObject({ code: 9 });
+    expect((await store.append(structure, org, [event("c")]))?.map((e) => e.offset)).toEqual([2]);
     await store.close();
   });
 });

@@ -5,17 +5,32 @@ import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
 /**
  * Schema versions of the events tables (kit `migrate`): append, never edit.
  * A log is a row with its owner, its length and whether it is closed, so an
- * append or a read checks and extends it without counting events; events
- * point at their log by its integer key and sit in (log, offset) order in
- * their index, so a window is one range scan. The payload is JSON text: it
- * is never queried.
+ * append or a read checks and extends it without counting events. The
+ * payload is JSON text: it is never queried.
+ *
+ * Version 2 keys events by (log, offset) alone, in a table without rowid:
+ * the events of a run sit together in the one B-tree, an append writes
+ * beside the log's last event, and a window is one range scan. Version 1
+ * also kept a unique index of event ids; its keys are random uuids, so every
+ * event dirtied a page of its own there, written to the WAL at commit: a
+ * third of the WAL's writes and of an append's CPU (docs/benchmarks.md,
+ * issue 15, session 11). Only structure-run events are read by id
+ * (semantics.md §6), so only they are indexed by it, in `events_by_id`;
+ * ids are made by the service (`newId`), unique without an index.
  */
-const migrations = [
+export const eventsMigrations = [
   `CREATE TABLE events_logs (id INTEGER PRIMARY KEY, run_kind TEXT NOT NULL, run_id TEXT NOT NULL, organization_id TEXT NOT NULL,
      length INTEGER NOT NULL, closed INTEGER NOT NULL DEFAULT 0, UNIQUE (run_kind, run_id));
    CREATE TABLE events_events (id TEXT PRIMARY KEY, log_id INTEGER NOT NULL REFERENCES events_logs (id), log_offset INTEGER NOT NULL,
      type TEXT NOT NULL, origin TEXT NOT NULL, payload TEXT NOT NULL, timestamp REAL NOT NULL, created_at INTEGER NOT NULL,
      UNIQUE (log_id, log_offset));`,
+  `CREATE TABLE events_by_log (log_id INTEGER NOT NULL REFERENCES events_logs (id), log_offset INTEGER NOT NULL, id TEXT NOT NULL,
+     type TEXT NOT NULL, origin TEXT NOT NULL, payload TEXT NOT NULL, timestamp REAL NOT NULL, created_at INTEGER NOT NULL,
+     PRIMARY KEY (log_id, log_offset)) WITHOUT ROWID;
+   CREATE TABLE events_by_id (id TEXT PRIMARY KEY, log_id INTEGER NOT NULL, log_offset INTEGER NOT NULL) WITHOUT ROWID;
+   INSERT INTO events_by_log SELECT log_id, log_offset, id, type, origin, payload, timestamp, created_at FROM events_events;
+   INSERT INTO events_by_id SELECT e.id, e.log_id, e.log_offset FROM events_events e JOIN events_logs l ON l.id = e.log_id WHERE l.run_kind = 'structure-run';
+   DROP TABLE events_events;`,
 ];
 
 interface LogRow {
@@ -46,7 +61,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
   });
 
   return {
-    ...sqliteLifecycle(handle, "events", migrations),
+    ...sqliteLifecycle(handle, "events", eventsMigrations),
 
     // Synchronous from call to commit: appends from this process are stored in the order they were made.
     async append(ref, organizationId, batch, closes = false) {
@@ -57,11 +72,13 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
         if (log.organization_id !== organizationId) return undefined;
         if (log.closed) throw logClosed();
-        const insert = prepare("INSERT INTO events_events (id, log_id, log_offset, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        const insert = prepare("INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+        const byId = ref.runKind === "structure-run" ? prepare("INSERT INTO events_by_id (id, log_id, log_offset) VALUES (?, ?, ?)") : undefined;
         const stored = batch.map((e, i): EventRecord => {
           const offset = log.length + i;
           const payload = JSON.stringify(e.payload);
-          insert.run(e.id, log.id, offset, e.type, e.origin, payload, e.timestamp, e.createdAt.getTime());
+          insert.run(log.id, offset, e.id, e.type, e.origin, payload, e.timestamp, e.createdAt.getTime());
+          byId?.run(e.id, log.id, offset);
           // What a read will give back, not the caller's objects.
           return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: JSON.parse(payload), timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
         });
@@ -75,14 +92,15 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       if (!log) return { items: [], totalCount: 0 };
       if (log.organization_id !== organizationId) return undefined;
       if (offset >= log.length || limit <= 0) return { items: [], totalCount: log.length };
-      const rows = prepare(`SELECT ${eventColumns} FROM events_events e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`).all(log.id, offset, limit);
+      const rows = prepare(`SELECT ${eventColumns} FROM events_by_log e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`).all(log.id, offset, limit);
       return { items: rows.map((row) => eventOf(row, ref, organizationId)), totalCount: log.length };
     },
 
     async get(organizationId, eventId) {
       const row = prepare(
-        `SELECT ${eventColumns}, l.run_kind, l.run_id FROM events_events e JOIN events_logs l ON l.id = e.log_id
-         WHERE e.id = ? AND l.organization_id = ? AND l.run_kind = 'structure-run'`,
+        `SELECT ${eventColumns}, l.run_kind, l.run_id FROM events_by_id b
+           JOIN events_by_log e ON e.log_id = b.log_id AND e.log_offset = b.log_offset JOIN events_logs l ON l.id = b.log_id
+         WHERE b.id = ? AND l.organization_id = ? AND l.run_kind = 'structure-run'`,
       ).get(eventId, organizationId);
       return row && eventOf(row, { runKind: row.run_kind as LogKind, runId: row.run_id as string }, organizationId);
     },
