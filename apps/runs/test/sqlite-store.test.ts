@@ -89,6 +89,25 @@ describe("runs store on SQLite", () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
+  it("keeps the claims of runs in flight only: a run's claim goes when it finishes, still refused while it runs", async () => {
+    const handle = openSqlite(":memory:");
+    const store = createSqliteRunsStore(handle);
+    await store.init();
+    const claims = () => handle.db.prepare("SELECT run_id FROM runs_claims ORDER BY run_id").all().map((row) => row.run_id);
+    const [finishing, running] = [newRun(), newRun()];
+    for (const run of [finishing, running]) {
+      await store.insertRun(run);
+      expect(await store.claimRun(run.id, "w", tick())).toBe(true);
+      await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    }
+    await store.transition(finishing.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+    expect(claims()).toEqual([running.id]);
+    expect(await store.claimRun(running.id, "other", tick())).toBe(false);
+    // A finished run cannot be started again, claim or not: its guarded move to STARTING fails.
+    expect(await store.transition(finishing.id, { from: ["QUEUED"] }, "STARTING", { worker: "other" }, tick())).toBeUndefined();
+    await store.close();
+  });
+
   it("keeps runs across a restart on a file: init at every start leaves the tables as they are", async () => {
     const dir = await mkdtemp(join(tmpdir(), "loom-runs-sqlite-"));
     dirs.push(dir);

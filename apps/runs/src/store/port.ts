@@ -125,7 +125,10 @@ export interface RunsStore extends StoreLifecycle {
   /**
    * The right to start a run, given once per run: an insert on a unique key,
    * which holds even on stores that do not isolate concurrent updates of one
-   * document (FerretDB). The claimer then moves the run to STARTING.
+   * document (FerretDB). The claimer then moves the run to STARTING. A store
+   * may forget the claim of a finished run (the SQLite one does): a finished
+   * run has no queue entry to be claimed through, and its guarded move to
+   * STARTING would fail.
    */
   claimRun(id: string, worker: string, at: Date): Promise<boolean>;
   /** Extends a lease, only while the worker still holds the run. */

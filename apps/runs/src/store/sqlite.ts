@@ -7,7 +7,11 @@ import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntr
  *
  * `runs_queue` holds only queued runs and `runs_leases` only executing ones
  * (with their organization and thread), so the worker's reads cost what is
- * queued or executing, never the history in `runs_runs`. A run's lease lives
+ * queued or executing, never the history in `runs_runs`. `runs_claims`
+ * loses a run's claim when the run finishes (version 3): a table the size of
+ * the runs in flight stays in a few pages, where one row per run ever made
+ * put each claim on a page of its own (run ids are random), one more page
+ * for every commit to write. A run's lease lives
  * in `runs_leases` alone; reads of a run join it. Lists of values (statuses,
  * skipped organizations and threads) are bound as one JSON array and read
  * with `json_each`, so each query is one cached statement; the hot ones
@@ -36,6 +40,8 @@ const migrations = [
    CREATE INDEX runs_idempotency_by_age ON runs_idempotency (created_at);`,
   // 2: the W3C traceparent of the request that created the run (tracing).
   `ALTER TABLE runs_runs ADD COLUMN traceparent TEXT;`,
+  // 3: claims are kept while their run is not finished (the history's claims, keyed by random ids, cost a WAL page per run).
+  `DELETE FROM runs_claims WHERE run_id IN (SELECT id FROM runs_runs WHERE status IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'));`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -245,6 +251,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           next = runOf({ ...row, lease_until: lease })!;
         }
         if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
+        if (isTerminal(to)) prepare("DELETE FROM runs_claims WHERE run_id = ?").run(id);
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
           else {
