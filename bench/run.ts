@@ -30,7 +30,7 @@ if (!only || only === "api-keys") {
   if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
   else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
 }
-if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), mongoUrl, natsUrl });
+if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3), mongoUrl, natsUrl });
 if (!only || only === "memory") await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });

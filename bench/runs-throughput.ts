@@ -154,6 +154,66 @@ async function measureAllInOne(main: string, deployment: string, key: string, se
   }
 }
 
+/**
+ * The ladder on this revision's all-in-one against `baselineMain`'s, both
+ * processes up at once and their rows interleaved: per round, each client
+ * count on one then the other (which goes first alternates), after a warm-up
+ * of each. The machine's pace drifts by more than the difference measured
+ * within minutes, so rows taken one deployment after the other compared the
+ * drift. Each row is the mean of its rounds; "vs in-memory" is the ratio of
+ * the means, and the per-round ratios are printed beside them.
+ */
+async function measureAgainst(baselineMain: string, baselineName: string, key: string, seconds: number, rounds: number): Promise<Row[]> {
+  const started = [] as Array<{ name: string; loom: Awaited<ReturnType<typeof startProcess>>; api: ApiClient; assistantId: string }>;
+  try {
+    for (const [main, name] of [[baselineMain, baselineName], ["apps/loom/src/main.ts", "all-in-one, SQLite file"]] as const) {
+      const port = await freePort();
+      const loom = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
+      const api = apiClient(`http://127.0.0.1:${port}`, key);
+      started.push({ name, loom, api, assistantId: (await api.post("/assistants", { name: "bench" })).body.assistant_id });
+    }
+    for (const d of started) await driveRuns(d.api, d.assistantId, 100, seconds); // warm-up, not counted
+    const measured = new Map<string, Row[]>();
+    for (let round = 0; round < rounds; round++) {
+      for (const clients of [1, 10, 100]) {
+        for (const d of round % 2 === 0 ? started : [...started].reverse()) {
+          const key = `${d.name}/${clients}`;
+          measured.set(key, [...(measured.get(key) ?? []), await row(d.name, d.api, d.assistantId, clients, seconds)]);
+        }
+      }
+    }
+    const mean = (rs: Row[], field: "runs/s" | "p50 ms" | "p99 ms" | "baseline req/s") => rs.reduce((sum, r) => sum + r[field], 0) / rs.length;
+    const rows: Row[] = [];
+    for (const d of started) {
+      for (const clients of [1, 10, 100]) {
+        const rs = measured.get(`${d.name}/${clients}`)!;
+        const runsPerSecond = mean(rs, "runs/s");
+        const baselineReqs = mean(rs, "baseline req/s");
+        const row: Row = {
+          deployment: `${d.name}, mean of ${rounds}`,
+          clients,
+          "runs/s": Math.round(runsPerSecond * 10) / 10,
+          "p50 ms": Math.round(mean(rs, "p50 ms")),
+          "p99 ms": Math.round(mean(rs, "p99 ms")),
+          "baseline req/s": Math.round(baselineReqs),
+          "runs vs baseline": `${((100 * runsPerSecond) / baselineReqs).toFixed(1)}%`,
+          failed: rs.reduce((sum, r) => sum + r.failed, 0),
+          unfinished: rs.reduce((sum, r) => sum + r.unfinished, 0),
+        };
+        if (d !== started[0]) {
+          const before = measured.get(`${started[0]!.name}/${clients}`)!;
+          const perRound = rs.map((r, i) => `${((100 * r["runs/s"]) / before[i]!["runs/s"]).toFixed(0)}`).join("/");
+          row["vs in-memory"] = `${((100 * runsPerSecond) / mean(before, "runs/s")).toFixed(1)}% (rounds ${perRound})`;
+        }
+        rows.push(row);
+      }
+    }
+    return rows;
+  } finally {
+    for (const d of started) await stopProcess(d.loom);
+  }
+}
+
 async function measure(deployment: string, gatewayUrl: string, key: string, seconds: number): Promise<Row[]> {
   const api = apiClient(gatewayUrl, key);
   const assistantId = (await api.post("/assistants", { name: "bench" })).body.assistant_id;
@@ -201,7 +261,7 @@ function historyRows(pair: { fresh: Row; after: Row }, seconds: number): History
  * GET every 20 ms) with loom:echo at 1, 10 and 100 concurrent clients, on the
  * embedded process and on separate processes with MongoDB + NATS.
  */
-export async function benchRunsThroughput(options: { seconds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
+export async function benchRunsThroughput(options: { seconds: number; rounds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const rows: Row[] = [];
 
@@ -212,13 +272,8 @@ export async function benchRunsThroughput(options: { seconds: number; mongoUrl?:
   if (only === undefined || only === "ladder") {
     // Issue 15: the durable store within 20% of the in-memory stores it replaced, in this run.
     const baseline = baselineRevision();
-    const inMemory = baseline ? await measureAllInOne(baseline.main, `all-in-one, in-memory (${baseline.rev})`, key, options.seconds) : [];
-    const durable = await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds);
-    for (const r of durable) {
-      const before = inMemory.find((b) => b.clients === r.clients);
-      if (before) r["vs in-memory"] = `${((100 * r["runs/s"]) / before["runs/s"]).toFixed(1)}%`;
-    }
-    rows.push(...inMemory, ...durable);
+    if (baseline) rows.push(...(await measureAgainst(baseline.main, `all-in-one, in-memory (${baseline.rev})`, key, options.seconds, options.rounds)));
+    else rows.push(...(await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds)));
   }
   if (only !== "history-mongo" && only !== "ladder") {
     // The default caps: no RUN_* settings.

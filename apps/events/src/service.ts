@@ -14,7 +14,7 @@ import { nameProblem } from "@loom/kit/text";
 import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
 import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
-import type { EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
 import { eventsAppended } from "./metrics.ts";
 
 export { eventMessage };
@@ -40,6 +40,15 @@ export interface EventsDeps {
   now?: () => Date;
   /** FollowEvents knobs (tests shorten the hole grace). */
   follow?: Partial<FollowTiming>;
+  /**
+   * Assistant-run logs are written by the runs service alone (semantics.md
+   * §6). When its answers wait for the durability of this same database (the
+   * all-in-one: one SQLite file, one WAL, written in order), an append to
+   * one is answered once written, and its events are published once on
+   * disk: whatever the runs service then tells anyone waits for its own
+   * `durable()`, which covers the append. Every other answer waits here.
+   */
+  runLogsCoveredByRuns?: boolean;
 }
 
 type Violation = { path: string; message: string };
@@ -164,10 +173,27 @@ export function createEventsService(deps: EventsDeps): RpcService {
       }
       if (violations.length > 0 || !log) throw invalidArgument(violations);
       const closes = log.runKind === "assistant-run" && batch.some((e) => e.origin === "SYSTEM" && terminalLifecycleEvents.has(e.type));
-      const stored = await store.append(log, organizationId, batch, closes);
+      const answerWhenWritten = log.runKind === "assistant-run" && deps.runLogsCoveredByRuns === true;
+      let stored: EventRecord[] | undefined;
+      try {
+        stored = await store.append(log, organizationId, batch, closes);
+      } catch (error) {
+        // Failures too tell nothing a crash could take back (a closed log).
+        if (!answerWhenWritten) await store.durable().catch(() => {});
+        throw error;
+      }
+      if (!answerWhenWritten) await store.durable();
       if (!stored) throw notFound(runNames[log.runKind]);
       const events = stored.map(eventMessage);
       eventsAppended.inc(events.length);
+      if (answerWhenWritten) {
+        // Published once on disk, in the order appended (durable() resolves in the order of the writes).
+        store.durable().then(
+          () => publish(log, events),
+          (error: unknown) => logger?.error({ err: error, run_id: log.runId }, "events not published: the database could not sync them"),
+        );
+        return { events };
+      }
       await publish(log, events);
       return { events };
     },

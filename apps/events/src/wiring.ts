@@ -2,20 +2,25 @@ import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import { openStore, type StoreSettings } from "@loom/kit/store-open";
 import type { RpcService } from "@loom/kit/rpc-service";
-import { createEventsService } from "./service.ts";
+import { createEventsService, type EventsDeps } from "./service.ts";
 import { createMongoEventsStore } from "./store/mongo.ts";
 import { createSqliteEventsStore } from "./store/sqlite.ts";
 import type { EventsStore } from "./store/port.ts";
 
-/** MongoDB when a URL is given, else SQLite. */
+/**
+ * MongoDB when a URL is given, else SQLite. On SQLite an append resolves
+ * once written, its acknowledgement left to `EventsStore.durable` (the
+ * service waits for it before answering or publishing); reads resolve once
+ * what they read is on disk.
+ */
 export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
-  openStore(settings, { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) });
+  openStore(settings, { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) }, { append: "by durable()" });
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.
  * Stored events are published on `bus` when one is given.
  */
-export async function wireEvents(store: EventsStore, bus?: Bus, logger?: Logger): Promise<RpcService> {
+export async function wireEvents(store: EventsStore, bus?: Bus, logger?: Logger, options: Pick<EventsDeps, "runLogsCoveredByRuns"> = {}): Promise<RpcService> {
   await store.init();
-  return createEventsService({ store, bus, logger });
+  return createEventsService({ store, bus, logger, ...options });
 }

@@ -49,7 +49,9 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
   const bus = await openBus(config.NATS_URL, "loom");
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
   const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
-  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }));
+  // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
+  // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
+  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), { runLogsCoveredByRuns: true });
   // The runs service calls assistants and events, in process like everything else.
   const peers = inProcessTransport([assistants, events], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {

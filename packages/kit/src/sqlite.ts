@@ -202,16 +202,20 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
  */
 export type Acknowledgement = "each call" | "by durable()";
 
+/** One acknowledgement for every call of a store, or one per method (a method not named: "each call"). */
+export type Acknowledgements<S> = Acknowledgement | Partial<Record<keyof S & string, Acknowledgement>>;
+
 /**
  * A store whose every call runs in the handle's commit group (the ports'
  * lifecycle included): what `openStore` gives the services on SQLite.
  */
-export function groupCommitted<S extends object>(handle: SqliteHandle, store: S, acknowledge: Acknowledgement = "each call"): S {
+export function groupCommitted<S extends object>(handle: SqliteHandle, store: S, acknowledge: Acknowledgements<S> = "each call"): S {
   const wrapped = { ...store } as Record<string, unknown>;
   for (const [name, member] of Object.entries(store)) {
     if (typeof member !== "function" || name === "close" || name === "durable") continue;
     const call = member as (...a: unknown[]) => Promise<unknown>;
-    wrapped[name] = acknowledge === "each call" ? (...args: unknown[]) => handle.inCommitGroup(() => call(...args)) : (...args: unknown[]) => handle.inGroup(() => call(...args));
+    const mode = typeof acknowledge === "string" ? acknowledge : ((acknowledge as Record<string, Acknowledgement | undefined>)[name] ?? "each call");
+    wrapped[name] = mode === "each call" ? (...args: unknown[]) => handle.inCommitGroup(() => call(...args)) : (...args: unknown[]) => handle.inGroup(() => call(...args));
   }
   return wrapped as S;
 }

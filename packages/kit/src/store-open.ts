@@ -1,5 +1,5 @@
 import { connectMongo, type MongoHandle } from "./mongo.ts";
-import { groupCommitted, openSqlite, type Acknowledgement, type SqliteHandle } from "./sqlite.ts";
+import { groupCommitted, openSqlite, type Acknowledgements, type SqliteHandle } from "./sqlite.ts";
 
 /** Where a service keeps its data: MongoDB when a URL is given, else SQLite. */
 export interface StoreSettings {
@@ -21,7 +21,7 @@ export interface StoreSettings {
 export async function openStore<S extends object>(
   settings: StoreSettings,
   adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S },
-  acknowledge: Acknowledgement = "each call",
+  acknowledge: Acknowledgements<S> = "each call",
 ): Promise<S> {
   if (settings.url) return adapters.mongo(await connectMongo(settings.url, settings.db));
   const handle = settings.sqlite ?? openSqlite(":memory:");

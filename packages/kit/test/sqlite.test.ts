@@ -1,9 +1,9 @@
 import { mkdtempSync } from "node:fs";
-import { open } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it, vi } from "vitest";
+import { failingSync, heldSyncs } from "@loom/testing/held-syncs";
 import { DatabaseInUseError, groupCommitted, migrate, openSqlite } from "../src/sqlite.ts";
 
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "loom-sqlite-")), "test.db");
@@ -33,20 +33,6 @@ const committedIds = (file: string) => {
     reader.close();
   }
 };
-
-/** The prototype of fs/promises file handles: spying on its `datasync` sees every WAL sync (the handle makes one per sync). */
-async function fileHandlePrototype(file: string): Promise<{ datasync(): Promise<void> }> {
-  const probe = await open(file);
-  await probe.close();
-  return Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
-}
-
-/** Every WAL sync held until `release()` lets the oldest one finish: the disk, slowed down. */
-async function heldSyncs(file: string) {
-  const gates: Array<() => void> = [];
-  const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockImplementation(() => new Promise<void>((resolve) => gates.push(resolve)));
-  return { synced, release: () => gates.shift()!() };
-}
 
 describe("the embedded store's SQLite handle", () => {
   it("acknowledges a write only once it is committed, and commits the calls of one turn together", async () => {
@@ -125,11 +111,42 @@ describe("the embedded store's SQLite handle", () => {
     }
   });
 
+  it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", async () => {
+    const file = freshFile();
+    const handle = openSqlite(file);
+    migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
+    const store = groupCommitted(
+      handle,
+      {
+        add: async (id: string) => void handle.prepare("INSERT INTO notes (id, text) VALUES (?, '')").run(id),
+        count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
+      },
+      { add: "by durable()" },
+    );
+    await store.add("warm");
+    await handle.durable();
+    const { synced, release } = await heldSyncs(file);
+    try {
+      await store.add("a"); // answered while its sync is held
+      let counted: number | undefined;
+      const count = store.count().then((n) => (counted = n));
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(counted).toBeUndefined(); // a read waits for the disk
+      release();
+      await count;
+      expect(counted).toBe(2);
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
+  });
+
   it("fails the calls of a failed WAL sync and every later one, and reports not ready", async () => {
     const file = freshFile();
     const { handle, store } = notesStore(file);
     await store.add("warm", "opens the WAL file");
-    const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+    const synced = await failingSync(file);
     try {
       await expect(store.add("a", "1")).rejects.toThrow(/EIO/);
       expect(await handle.ping()).toBe(false);

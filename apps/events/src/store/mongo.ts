@@ -176,6 +176,7 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   }
 
   return {
+    durable: async () => {},
     async init() {
       await claims.createIndex({ runKind: 1, runId: 1, first: -1 });
       await events.createIndex({ runKind: 1, runId: 1, offset: 1 }, { unique: true });

@@ -46,6 +46,14 @@ export interface LogWindow {
  */
 export interface EventsStore extends StoreLifecycle {
   /**
+   * Resolves once every write made so far is on disk. An append may resolve
+   * before (on SQLite it does: `openEventsStore`); the service awaits this
+   * before it answers or publishes, so nothing a crash could take back is
+   * told or sent. Reads resolve only once what they read is on disk. On
+   * MongoDB every write is acknowledged by the server already.
+   */
+  durable(): Promise<void>;
+  /**
    * Stores a non-empty batch at consecutive offsets, in batch order, after
    * everything appended before; concurrent appends to one log (from any
    * number of replicas) never share or skip an offset. Creates the log, bound

@@ -62,6 +62,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
 
   return {
     ...sqliteLifecycle(handle, "events", eventsMigrations),
+    durable: () => handle.durable(),
 
     // Synchronous from call to commit: appends from this process are stored in the order they were made.
     async append(ref, organizationId, batch, closes = false) {
