@@ -97,10 +97,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     for (const listener of rollbackListeners) listener();
   };
   let group: { committed: Promise<void>; commit(): void } | undefined;
+  const changesSoFar = db.prepare("SELECT total_changes() AS n");
+  const totalChanges = () => Number(changesSoFar.get()!.n);
   const openGroup = () => {
     if (group) return group;
     db.exec("BEGIN IMMEDIATE");
     depth++;
+    // A group that writes nothing has nothing to sync: it waits only for the groups before it (what it read may be theirs).
+    const earlier = lastCommitted;
+    const changesBefore = totalChanges();
     let settle!: (error?: unknown) => void;
     const committed = new Promise<void>((resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))));
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
@@ -118,6 +123,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
           return settle(error);
         }
         if (!wal) return settle();
+        if (totalChanges() === changesBefore) return void earlier.then(() => settle(), settle);
         wal.synced().then(
           () => settle(),
           (error: unknown) => {

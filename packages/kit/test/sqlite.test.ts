@@ -111,6 +111,31 @@ describe("the embedded store's SQLite handle", () => {
     }
   });
 
+  it("syncs nothing for a group that only reads, which still answers only once the groups before it are on disk", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file);
+    await store.add("warm", "opens the WAL file");
+    const { synced, release } = await heldSyncs(file);
+    try {
+      let added = false;
+      const add = store.add("a", "1").then(() => (added = true));
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1)); // its group committed, its sync held
+      let counted: number | undefined;
+      const count = store.count().then((n) => (counted = n)); // a later group, reading what the held one wrote
+      await new Promise((r) => setTimeout(r, 20));
+      expect([added, counted]).toEqual([false, undefined]);
+      release();
+      await Promise.all([add, count]);
+      expect(counted).toBe(2);
+      expect(synced).toHaveBeenCalledTimes(1); // none for the read
+      expect(await store.count()).toBe(2);
+      expect(synced).toHaveBeenCalledTimes(1);
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
+  });
+
   it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", async () => {
     const file = freshFile();
     const handle = openSqlite(file);
