@@ -1,4 +1,5 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { checkpointOffThread, type CheckpointResult } from "./wal-checkpointer.ts";
 import { walSync } from "./wal-sync.ts";
 
 /**
@@ -41,6 +42,11 @@ export interface SqliteHandle {
    * its tables, which must then be forgotten.
    */
   afterRollback(listener: () => void): void;
+  /**
+   * Checkpoints the WAL now, on the checkpointing thread (it runs every half
+   * second anyway); nothing to do for `:memory:`.
+   */
+  checkpoint(): Promise<CheckpointResult>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
 }
@@ -85,6 +91,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     throw error;
   }
   const wal = file === ":memory:" ? undefined : walSync(`${file}-wal`);
+  // Checkpoints off the event loop (wal-checkpointer.ts); an exclusive database admits no second connection, and is not written to.
+  const checkpointer = file === ":memory:" || options.exclusive ? undefined : checkpointOffThread(file);
+  if (checkpointer) db.exec("PRAGMA wal_autocheckpoint = 0");
   let depth = 0;
   let open = true;
   /** Set by a failed WAL sync: from then on every call fails and the probe says not ready (restart the process). */
@@ -189,12 +198,14 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     },
     durable: () => (diskFailure !== undefined ? Promise.reject(diskFailure) : lastCommitted),
     afterRollback: (listener) => void rollbackListeners.push(listener),
+    checkpoint: () => checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }),
     ping: async () => open && db.isOpen && diskFailure === undefined,
     close: async () => {
       if (!open) return;
       group?.commit();
       open = false;
       await wal?.close();
+      await checkpointer?.close();
       db.close();
     },
   };

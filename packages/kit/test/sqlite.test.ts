@@ -136,6 +136,26 @@ describe("the embedded store's SQLite handle", () => {
     }
   });
 
+  it("checkpoints the WAL on a thread of its own: none inside a commit, and a checkpoint lets the WAL start over", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file);
+    try {
+      expect(handle.db.prepare("PRAGMA wal_autocheckpoint").get()).toEqual({ wal_autocheckpoint: 0 });
+      const text = "x".repeat(2_000);
+      for (let group = 0; group < 40; group++) await Promise.all(Array.from({ length: 50 }, (_, i) => store.add(`${group}-${i}`, text)));
+      const done = await handle.checkpoint(); // the thread may have checkpointed some already: its timer runs meanwhile
+      expect(done.checkpointed).toBe(done.log);
+      await store.add("after", "the WAL starts over");
+      expect((await handle.checkpoint()).log).toBeLessThan(10);
+      expect(await store.count()).toBe(2_001);
+    } finally {
+      await handle.close();
+    }
+    const reopened = openSqlite(file);
+    expect(Number(reopened.db.prepare("SELECT count(*) AS n FROM notes").get()!.n)).toBe(2_001);
+    await reopened.close();
+  });
+
   it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", async () => {
     const file = freshFile();
     const handle = openSqlite(file);
