@@ -4,12 +4,12 @@ import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it, vi } from "vitest";
 import { failingSync, heldSyncs } from "@loom/testing/held-syncs";
-import { DatabaseInUseError, groupCommitted, migrate, openSqlite } from "../src/sqlite.ts";
+import { DatabaseInUseError, groupCommitted, migrate, openSqlite, type Acknowledgements } from "../src/sqlite.ts";
 
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "loom-sqlite-")), "test.db");
 
 /** A tiny store over one table, as the services' adapters are written. */
-function notesStore(file: string) {
+function notesStore(file: string, acknowledge: Acknowledgements<{ add: unknown; addPair: unknown; count: unknown }> = "each call") {
   const handle = openSqlite(file);
   migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
   const store = groupCommitted(handle, {
@@ -20,7 +20,7 @@ function notesStore(file: string) {
         handle.prepare("INSERT INTO notes (id, text) VALUES (?, 'pair')").run(b);
       }),
     count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
-  });
+  }, acknowledge);
   return { handle, store };
 }
 
@@ -79,21 +79,12 @@ describe("the embedded store's SQLite handle", () => {
 
   it("with acknowledgement by durable(), answers calls at once and durable() once their group is committed and synced", async () => {
     const file = freshFile();
-    const handle = openSqlite(file);
-    migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
-    const store = groupCommitted(
-      handle,
-      {
-        add: async (id: string) => void handle.prepare("INSERT INTO notes (id, text) VALUES (?, '')").run(id),
-        count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
-      },
-      "by durable()",
-    );
-    await store.add("warm");
+    const { handle, store } = notesStore(file, "by durable()");
+    await store.add("warm", "");
     await handle.durable();
     const { synced, release } = await heldSyncs(file);
     try {
-      await store.add("a");
+      await store.add("a", "");
       // Answered, and visible to this process's later calls, but neither committed nor on disk yet.
       expect(await store.count()).toBe(2);
       expect(committedIds(file)).toEqual(["warm"]);
@@ -158,21 +149,12 @@ describe("the embedded store's SQLite handle", () => {
 
   it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", async () => {
     const file = freshFile();
-    const handle = openSqlite(file);
-    migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
-    const store = groupCommitted(
-      handle,
-      {
-        add: async (id: string) => void handle.prepare("INSERT INTO notes (id, text) VALUES (?, '')").run(id),
-        count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
-      },
-      { add: "by durable()" },
-    );
-    await store.add("warm");
+    const { handle, store } = notesStore(file, { add: "by durable()" });
+    await store.add("warm", "");
     await handle.durable();
     const { synced, release } = await heldSyncs(file);
     try {
-      await store.add("a"); // answered while its sync is held
+      await store.add("a", ""); // answered while its sync is held
       let counted: number | undefined;
       const count = store.count().then((n) => (counted = n));
       await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
