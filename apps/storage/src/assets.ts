@@ -3,6 +3,7 @@ import { notFound } from "@loom/kit/errors";
 import { isUuid } from "@loom/kit/ids";
 import type { BlobStore } from "./blobs/port.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
+import { updateTime } from "./update-time.ts";
 
 /** Limits of what may be stored (README, "Storage"). */
 export interface StorageLimits {
@@ -45,7 +46,7 @@ export function createAssetAccess(deps: { store: StorageStore; blobs: BlobStore;
     if (!changed && stillOpen) return asset;
     const blob = stored ? { size: stored.size, contentType: stored.contentType, etag: stored.etag } : asset.blob;
     if (!blob) return asset; // nothing uploaded, nothing to record
-    const updated = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, changed ? stored.updatedAt : asset.updatedAt, stillOpen ? asset.presignedPutUntil : undefined);
+    const updated = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, changed ? updateTime(asset.updatedAt, stored.updatedAt) : asset.updatedAt, stillOpen ? asset.presignedPutUntil : undefined);
     if (changed) logger.debug({ asset: asset.id, size: blob.size }, "took over an upload made through a presigned URL");
     return updated ?? asset;
   }

@@ -8,6 +8,7 @@ import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./b
 import { parseRange } from "./byte-ranges.ts";
 import type { BlobTokens } from "./signed-urls.ts";
 import type { StorageStore } from "./store/port.ts";
+import { updateTime } from "./update-time.ts";
 
 export interface ServeBlobDeps {
   store: StorageStore;
@@ -65,7 +66,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     }
     blobBytesReceived.inc(stored.size);
     const blob = { size: stored.size, contentType: stored.contentType, etag: stored.etag };
-    const recorded = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, stored.updatedAt, asset.presignedPutUntil);
+    const recorded = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, updateTime(asset.updatedAt, stored.updatedAt), asset.presignedPutUntil);
     // Deleted while the bytes arrived (the asset, or its bucket, whose sweep may have run already): leave nothing behind.
     if (!recorded || !(await store.getBucket(asset.organizationId, asset.bucketId))) {
       await blobs.delete(blobKey(asset));
