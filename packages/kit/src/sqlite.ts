@@ -105,7 +105,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   const rolledBack = () => {
     for (const listener of rollbackListeners) listener();
   };
-  let group: { committed: Promise<void>; commit(): void } | undefined;
+  let group: { committed: Promise<void>; earlier: Promise<void>; changesBefore: number; commit(): void } | undefined;
   const changesSoFar = db.prepare("SELECT total_changes() AS n");
   const totalChanges = () => Number(changesSoFar.get()!.n);
   const openGroup = () => {
@@ -120,6 +120,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
     const opened = {
       committed,
+      earlier,
+      changesBefore,
       commit() {
         if (group !== opened) return;
         group = undefined;
@@ -196,7 +198,11 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       openGroup();
       return call();
     },
-    durable: () => (diskFailure !== undefined ? Promise.reject(diskFailure) : lastCommitted),
+    durable: () => {
+      if (diskFailure !== undefined) return Promise.reject(diskFailure);
+      // An open group that has written nothing yet holds none of the writes made so far: they are all in the groups before it.
+      return group && totalChanges() === group.changesBefore ? group.earlier : lastCommitted;
+    },
     afterRollback: (listener) => void rollbackListeners.push(listener),
     checkpoint: () => checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }),
     ping: async () => open && db.isOpen && diskFailure === undefined,

@@ -127,6 +127,32 @@ describe("the embedded store's SQLite handle", () => {
     }
   });
 
+  it("durable() in a group that has written nothing yet waits only for the groups before it", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file, "by durable()");
+    await store.add("warm", "");
+    await handle.durable();
+    const { synced, release } = await heldSyncs(file);
+    try {
+      expect(await store.count()).toBe(1); // opens this turn's group, writes nothing
+      let durable = false;
+      void handle.durable().then(() => (durable = true));
+      await new Promise<void>((resolve) => queueMicrotask(resolve)); // before the group's commit, which waits for the turn to end
+      await new Promise<void>((resolve) => queueMicrotask(resolve));
+      expect(durable).toBe(true);
+      await store.add("a", ""); // now the open group holds a write
+      let written = false;
+      const done = handle.durable().then(() => (written = true));
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
+      expect(written).toBe(false);
+      release();
+      await done;
+    } finally {
+      synced.mockRestore();
+      await handle.close();
+    }
+  });
+
   it("checkpoints the WAL on a thread of its own: none inside a commit, and a checkpoint lets the WAL start over", async () => {
     const file = freshFile();
     const { handle, store } = notesStore(file);
