@@ -177,8 +177,8 @@ async function measureAgainst(baselineMain: string, baselineName: string, key: s
     for (let round = 0; round < rounds; round++) {
       for (const clients of [1, 10, 100]) {
         for (const d of round % 2 === 0 ? started : [...started].reverse()) {
-          const key = `${d.name}/${clients}`;
-          measured.set(key, [...(measured.get(key) ?? []), await row(d.name, d.api, d.assistantId, clients, seconds)]);
+          const slot = `${d.name}/${clients}`;
+          measured.set(slot, [...(measured.get(slot) ?? []), await row(d.name, d.api, d.assistantId, clients, seconds)]);
         }
       }
     }

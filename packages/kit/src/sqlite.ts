@@ -108,6 +108,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   let group: { committed: Promise<void>; earlier: Promise<void>; changesBefore: number; commit(): void } | undefined;
   const changesSoFar = db.prepare("SELECT total_changes() AS n");
   const totalChanges = () => Number(changesSoFar.get()!.n);
+  /** Whether a group has written nothing so far: every write made is then in the groups before it. */
+  const wroteNothing = (opened: { changesBefore: number }) => totalChanges() === opened.changesBefore;
   const openGroup = () => {
     if (group) return group;
     db.exec("BEGIN IMMEDIATE");
@@ -134,7 +136,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
           return settle(error);
         }
         if (!wal) return settle();
-        if (totalChanges() === changesBefore) return void earlier.then(() => settle(), settle);
+        if (wroteNothing(opened)) return void earlier.then(() => settle(), settle);
         wal.synced().then(
           () => settle(),
           (error: unknown) => {
@@ -200,8 +202,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     },
     durable: () => {
       if (diskFailure !== undefined) return Promise.reject(diskFailure);
-      // An open group that has written nothing yet holds none of the writes made so far: they are all in the groups before it.
-      return group && totalChanges() === group.changesBefore ? group.earlier : lastCommitted;
+      return group && wroteNothing(group) ? group.earlier : lastCommitted;
     },
     afterRollback: (listener) => void rollbackListeners.push(listener),
     checkpoint: () => checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }),

@@ -34,6 +34,27 @@ const committedIds = (file: string) => {
   }
 };
 
+/**
+ * A notes store on a fresh file, its WAL open and its first write on disk,
+ * then `test` with every WAL sync held (`heldSyncs`); restored and closed after.
+ */
+async function withHeldSyncs(
+  acknowledge: Parameters<typeof notesStore>[1],
+  test: (held: ReturnType<typeof notesStore> & { file: string } & Awaited<ReturnType<typeof heldSyncs>>) => Promise<void>,
+) {
+  const file = freshFile();
+  const { handle, store } = notesStore(file, acknowledge);
+  await store.add("warm", "opens the WAL file");
+  await handle.durable();
+  const { synced, release } = await heldSyncs(file);
+  try {
+    await test({ file, handle, store, synced, release });
+  } finally {
+    synced.mockRestore();
+    await handle.close();
+  }
+}
+
 describe("the embedded store's SQLite handle", () => {
   it("acknowledges a write only once it is committed, and commits the calls of one turn together", async () => {
     const file = freshFile();
@@ -48,12 +69,8 @@ describe("the embedded store's SQLite handle", () => {
     await handle.close();
   });
 
-  it("acknowledges a write only once an fdatasync of the WAL covers it, one sync for the calls of a turn", async () => {
-    const file = freshFile();
-    const { handle, store } = notesStore(file);
-    await store.add("warm", "opens the WAL file");
-    const { synced, release } = await heldSyncs(file);
-    try {
+  it("acknowledges a write only once an fdatasync of the WAL covers it, one sync for the calls of a turn", () =>
+    withHeldSyncs("each call", async ({ file, store, synced, release }) => {
       let acknowledged = 0;
       const writes = [store.add("a", "1"), store.add("b", "2")].map((w) => w.then(() => acknowledged++));
       await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
@@ -71,19 +88,10 @@ describe("the embedded store's SQLite handle", () => {
       release();
       await late;
       expect(acknowledged).toBe(3);
-    } finally {
-      synced.mockRestore();
-      await handle.close();
-    }
-  });
+    }));
 
-  it("with acknowledgement by durable(), answers calls at once and durable() once their group is committed and synced", async () => {
-    const file = freshFile();
-    const { handle, store } = notesStore(file, "by durable()");
-    await store.add("warm", "");
-    await handle.durable();
-    const { synced, release } = await heldSyncs(file);
-    try {
+  it("with acknowledgement by durable(), answers calls at once and durable() once their group is committed and synced", () =>
+    withHeldSyncs("by durable()", async ({ file, handle, store, synced, release }) => {
       await store.add("a", "");
       // Answered, and visible to this process's later calls, but neither committed nor on disk yet.
       expect(await store.count()).toBe(2);
@@ -96,18 +104,10 @@ describe("the embedded store's SQLite handle", () => {
       release();
       await done;
       expect(durable).toBe(true);
-    } finally {
-      synced.mockRestore();
-      await handle.close();
-    }
-  });
+    }));
 
-  it("syncs nothing for a group that only reads, which still answers only once the groups before it are on disk", async () => {
-    const file = freshFile();
-    const { handle, store } = notesStore(file);
-    await store.add("warm", "opens the WAL file");
-    const { synced, release } = await heldSyncs(file);
-    try {
+  it("syncs nothing for a group that only reads, which still answers only once the groups before it are on disk", () =>
+    withHeldSyncs("each call", async ({ store, synced, release }) => {
       let added = false;
       const add = store.add("a", "1").then(() => (added = true));
       await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1)); // its group committed, its sync held
@@ -121,19 +121,10 @@ describe("the embedded store's SQLite handle", () => {
       expect(synced).toHaveBeenCalledTimes(1); // none for the read
       expect(await store.count()).toBe(2);
       expect(synced).toHaveBeenCalledTimes(1);
-    } finally {
-      synced.mockRestore();
-      await handle.close();
-    }
-  });
+    }));
 
-  it("durable() in a group that has written nothing yet waits only for the groups before it", async () => {
-    const file = freshFile();
-    const { handle, store } = notesStore(file, "by durable()");
-    await store.add("warm", "");
-    await handle.durable();
-    const { synced, release } = await heldSyncs(file);
-    try {
+  it("durable() in a group that has written nothing yet waits only for the groups before it", () =>
+    withHeldSyncs("by durable()", async ({ handle, store, synced, release }) => {
       expect(await store.count()).toBe(1); // opens this turn's group, writes nothing
       let durable = false;
       void handle.durable().then(() => (durable = true));
@@ -147,11 +138,7 @@ describe("the embedded store's SQLite handle", () => {
       expect(written).toBe(false);
       release();
       await done;
-    } finally {
-      synced.mockRestore();
-      await handle.close();
-    }
-  });
+    }));
 
   it("checkpoints the WAL on a thread of its own: none inside a commit, and a checkpoint lets the WAL start over", async () => {
     const file = freshFile();
@@ -173,13 +160,8 @@ describe("the embedded store's SQLite handle", () => {
     await reopened.close();
   });
 
-  it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", async () => {
-    const file = freshFile();
-    const { handle, store } = notesStore(file, { add: "by durable()" });
-    await store.add("warm", "");
-    await handle.durable();
-    const { synced, release } = await heldSyncs(file);
-    try {
+  it("acknowledges each method as told: a method named 'by durable()' answers at once, the others once on disk", () =>
+    withHeldSyncs({ add: "by durable()" }, async ({ store, synced, release }) => {
       await store.add("a", ""); // answered while its sync is held
       let counted: number | undefined;
       const count = store.count().then((n) => (counted = n));
@@ -189,11 +171,7 @@ describe("the embedded store's SQLite handle", () => {
       release();
       await count;
       expect(counted).toBe(2);
-    } finally {
-      synced.mockRestore();
-      await handle.close();
-    }
-  });
+    }));
 
   it("fails the calls of a failed WAL sync and every later one, and reports not ready", async () => {
     const file = freshFile();

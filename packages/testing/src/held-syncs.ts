@@ -18,7 +18,7 @@ export async function heldSyncs(file: string) {
   return { synced, release: () => gates.shift()!() };
 }
 
-/** Every WAL sync fails once with EIO. */
+/** The next WAL sync fails with EIO (the disk, broken once). */
 export async function failingSync(file: string) {
   return vi.spyOn(await fileHandlePrototype(file), "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
 }
