@@ -22,8 +22,8 @@ export interface SqliteHandle {
    * Group commit: runs a store call inside the transaction that every store
    * call of this turn of the event loop shares, and resolves only once that
    * transaction is committed (one fsync for all of them, when the turn
-   * ends). An acknowledged write is on disk; a read returns nothing that
-   * is not.
+   * ends, or when the previous group's sync ends if it still runs then).
+   * An acknowledged write is on disk; a read returns nothing that is not.
    */
   inCommitGroup<T>(call: () => Promise<T>): Promise<T>;
   /**
@@ -100,16 +100,37 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   let diskFailure: unknown;
   /** The last group's commit and sync: groups end in order, so it covers every earlier one. */
   let lastCommitted: Promise<void> = Promise.resolve();
+  /** Whether a committed group's WAL sync is running: the open group then waits for it to end before it commits. */
+  let syncing = false;
   const statements = new Map<string, StatementSync>();
   const rollbackListeners: Array<() => void> = [];
   const rolledBack = () => {
     for (const listener of rollbackListeners) listener();
   };
-  let group: { committed: Promise<void>; earlier: Promise<void>; changesBefore: number; commit(): void } | undefined;
+  interface Group {
+    committed: Promise<void>;
+    earlier: Promise<void>;
+    changesBefore: number;
+    /** Whether its turn has ended: it commits as soon as no sync runs. */
+    due: boolean;
+    commit(): void;
+  }
+  let group: Group | undefined;
   const changesSoFar = db.prepare("SELECT total_changes() AS n");
   const totalChanges = () => Number(changesSoFar.get()!.n);
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
   const wroteNothing = (opened: { changesBefore: number }) => totalChanges() === opened.changesBefore;
+  /**
+   * Commits the group when its turn of the event loop ends, or, if a sync
+   * is running then, when that sync ends: while the disk flushes, writes
+   * gather in the open group, so the busier the process, the larger each
+   * commit and the fewer of them (each COMMIT writes every page it changed).
+   */
+  const commitWhenIdle = (opened: Group) => {
+    if (opened.due) return;
+    opened.due = true;
+    if (!syncing) opened.commit();
+  };
   const openGroup = () => {
     if (group) return group;
     db.exec("BEGIN IMMEDIATE");
@@ -120,12 +141,13 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     let settle!: (error?: unknown) => void;
     const committed = new Promise<void>((resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))));
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
-    const opened = {
+    const opened: Group = {
       committed,
       earlier,
       changesBefore,
+      due: false,
       commit() {
-        if (group !== opened) return;
+        if (group !== opened || syncing) return;
         group = undefined;
         depth--;
         try {
@@ -137,6 +159,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         }
         if (!wal) return settle();
         if (wroteNothing(opened)) return void earlier.then(() => settle(), settle);
+        syncing = true;
         wal.synced().then(
           () => settle(),
           (error: unknown) => {
@@ -144,12 +167,22 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
             diskFailure ??= error;
             settle(error);
           },
-        );
+        ).finally(() => {
+          syncing = false;
+          if (group?.due) group.commit();
+        });
       },
     };
-    setImmediate(opened.commit);
+    setImmediate(() => commitWhenIdle(opened));
     lastCommitted = committed;
     return (group = opened);
+  };
+  /** What a caller waits for to know every write so far is on disk. */
+  const durable = (): Promise<void> => {
+    if (diskFailure !== undefined) return Promise.reject(diskFailure);
+    if (!group) return lastCommitted;
+    if (wroteNothing(group)) return group.earlier;
+    return group.committed;
   };
   return {
     db,
@@ -188,11 +221,10 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     },
     async inCommitGroup<T>(call: () => Promise<T>): Promise<T> {
       if (diskFailure !== undefined) throw diskFailure;
-      const joined = openGroup();
+      openGroup();
       const result = await call();
-      await joined.committed;
-      // A call that awaited inside itself may have written in a later group too.
-      if (group) await group.committed;
+      // Everything written so far, which covers what the call wrote and anything it read.
+      await durable();
       return result;
     },
     inGroup<T>(call: () => Promise<T>): Promise<T> {
@@ -200,17 +232,18 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       openGroup();
       return call();
     },
-    durable: () => {
-      if (diskFailure !== undefined) return Promise.reject(diskFailure);
-      return group && wroteNothing(group) ? group.earlier : lastCommitted;
-    },
+    durable,
     afterRollback: (listener) => void rollbackListeners.push(listener),
     checkpoint: () => checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }),
     ping: async () => open && db.isOpen && diskFailure === undefined,
     close: async () => {
       if (!open) return;
-      group?.commit();
       open = false;
+      if (group) {
+        group.due = true;
+        group.commit(); // now, or when the running sync ends
+      }
+      await lastCommitted.catch(() => {});
       await wal?.close();
       await checkpointer?.close();
       db.close();

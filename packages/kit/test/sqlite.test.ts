@@ -90,6 +90,25 @@ describe("the embedded store's SQLite handle", () => {
       expect(acknowledged).toBe(3);
     }));
 
+  it("keeps the group open while the previous group's sync runs, and commits what was written meanwhile at once when it ends", () =>
+    withHeldSyncs("each call", async ({ file, store, synced, release }) => {
+      const first = store.add("a", "1");
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(1));
+      // Two more turns while that sync is held: one open group gathers both, committed by none of them.
+      const second = store.add("b", "2");
+      await new Promise((r) => setImmediate(r));
+      const third = store.add("c", "3");
+      await new Promise((r) => setTimeout(r, 20));
+      expect(committedIds(file)).toEqual(["a", "warm"]);
+      release();
+      await first;
+      await vi.waitFor(() => expect(synced).toHaveBeenCalledTimes(2)); // one commit and one sync for both
+      expect(committedIds(file)).toEqual(["a", "b", "c", "warm"]);
+      release();
+      await Promise.all([second, third]);
+      expect(synced).toHaveBeenCalledTimes(2);
+    }));
+
   it("with acknowledgement by durable(), answers calls at once and durable() once their group is committed and synced", () =>
     withHeldSyncs("by durable()", async ({ file, handle, store, synced, release }) => {
       await store.add("a", "");
