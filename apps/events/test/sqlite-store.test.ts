@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/kit/ids";
-import { migrate, openSqlite } from "@loom/kit/sqlite";
+import { migrate, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
 import { createSqliteEventsStore, eventsMigrations } from "../src/store/sqlite.ts";
 import type { EventsStore, LogRef, NewEventRecord } from "../src/store/port.ts";
 
@@ -47,6 +47,31 @@ describe("events store on SQLite", () => {
     await expect(store.append(log, org, [event("x"), event("y"), { ...event("z"), id: first!.id }], true)).rejects.toThrow();
     expect(await store.list(log, org, 0, 10)).toEqual({ items: [first], totalCount: 1 });
     expect((await store.append(log, org, [event("next")]))?.map((e) => e.offset)).toEqual([1]);
+    await store.close();
+  });
+
+  it("reads an open log's row once for all its appends and reads, and forgets it when the log closes", async () => {
+    const handle = openSqlite(":memory:");
+    let rowReads = 0;
+    const counting: SqliteHandle = {
+      ...handle,
+      prepare: (sql) => {
+        const statement = handle.prepare(sql);
+        if (!sql.startsWith("SELECT id, organization_id, length, closed FROM events_logs")) return statement;
+        return { get: (...params: Parameters<typeof statement.get>) => (rowReads++, statement.get(...params)) } as typeof statement;
+      },
+    };
+    const store = createSqliteEventsStore(counting);
+    await store.init();
+    const log = { runKind: "assistant-run", runId: newId() } satisfies LogRef;
+    await store.append(log, org, [event("QUEUED")]);
+    await store.append(log, org, [event("STARTING"), event("RUNNING")]);
+    expect(await store.list(log, org, 1, 10)).toMatchObject({ totalCount: 3, items: [{ offset: 1 }, { offset: 2 }] });
+    await store.append(log, org, [event("SUCCEEDED")], true);
+    expect(rowReads).toBe(1); // the first append's look for a log that did not exist yet
+    await expect(store.append(log, org, [event("late")])).rejects.toMatchObject({ code: 9 }); // FAILED_PRECONDITION, read from the table
+    expect(rowReads).toBe(2);
+    expect((await store.list(log, org, 0, 10))?.totalCount).toBe(4);
     await store.close();
   });
 

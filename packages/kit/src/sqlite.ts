@@ -111,6 +111,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     committed: Promise<void>;
     earlier: Promise<void>;
     changesBefore: number;
+    /** Set once it is seen to have written (it stays so): later checks need not ask SQLite. */
+    wrote: boolean;
     /** Whether its turn has ended: it commits as soon as no sync runs. */
     due: boolean;
     commit(): void;
@@ -119,7 +121,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   const changesSoFar = db.prepare("SELECT total_changes() AS n");
   const totalChanges = () => Number(changesSoFar.get()!.n);
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
-  const wroteNothing = (opened: { changesBefore: number }) => totalChanges() === opened.changesBefore;
+  const wroteNothing = (opened: Group) => !(opened.wrote ||= totalChanges() !== opened.changesBefore);
   /**
    * Commits the group when its turn of the event loop ends, or, if a sync
    * is running then, when that sync ends: while the disk flushes, writes
@@ -145,6 +147,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       committed,
       earlier,
       changesBefore,
+      wrote: false,
       due: false,
       commit() {
         if (group !== opened || syncing) return;

@@ -42,11 +42,37 @@ interface LogRow {
 
 const eventColumns = "e.id, e.log_offset, e.type, e.origin, e.payload, e.timestamp, e.created_at";
 
-/** SQLite adapter (the embedded store): an append is one transaction, whatever the batch's size. */
+/** How many log rows `createSqliteEventsStore` keeps in memory at most: past it, it forgets them all. */
+const heldLogsLimit = 10_000;
+
+/**
+ * SQLite adapter (the embedded store): an append is one transaction, whatever the batch's size.
+ *
+ * The rows of logs appended to and not closed are also held in memory,
+ * written through (the database is this process's alone, and every write to
+ * a log row passes here): a run's four appends and its polls read the row
+ * once, not each time (~7 µs a lookup). A log leaves memory when it closes,
+ * and all of them when more than `heldLogsLimit` are held (structure-run
+ * logs never close) or when writes are undone (`afterRollback`), so memory
+ * follows the runs in flight, not history.
+ */
 export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
   const { prepare } = handle;
-  const findLog = (ref: LogRef) =>
-    prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
+  const held = new Map<string, LogRow>();
+  handle.afterRollback(() => held.clear());
+  const keyOf = (ref: LogRef) => `${ref.runKind}:${ref.runId}`;
+  const findLog = (ref: LogRef) => {
+    const key = keyOf(ref);
+    const kept = held.get(key);
+    if (kept) return kept;
+    const row = prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
+    if (row && !row.closed) hold(key, { ...row });
+    return row;
+  };
+  const hold = (key: string, row: LogRow) => {
+    if (held.size >= heldLogsLimit) held.clear();
+    held.set(key, row);
+  };
   const eventOf = (row: Row, ref: LogRef, organizationId: string): EventRecord => ({
     id: row.id as string,
     runKind: ref.runKind,
@@ -80,10 +106,13 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
           const payload = JSON.stringify(e.payload);
           insert.run(log.id, offset, e.id, e.type, e.origin, payload, e.timestamp, e.createdAt.getTime());
           byId?.run(e.id, log.id, offset);
-          // What a read will give back, not the caller's objects.
-          return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: JSON.parse(payload), timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
+          // The batch's payload itself, as on MongoDB (callers treat records as read-only): what a read gives back, without a JSON.parse per event.
+          return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: e.payload, timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
         });
-        prepare("UPDATE events_logs SET length = ?, closed = ? WHERE id = ?").run(log.length + batch.length, closes ? 1 : 0, log.id);
+        const length = log.length + batch.length;
+        prepare("UPDATE events_logs SET length = ?, closed = ? WHERE id = ?").run(length, closes ? 1 : 0, log.id);
+        if (closes) held.delete(keyOf(ref));
+        else hold(keyOf(ref), { ...log, length });
         return stored;
       });
     },
