@@ -66,7 +66,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     const kept = held.get(key);
     if (kept) return kept;
     const row = prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
-    if (row && !row.closed) hold(key, { ...row });
+    if (row && !row.closed) hold(key, { id: row.id, organization_id: row.organization_id, length: row.length, closed: 0 });
     return row;
   };
   const hold = (key: string, row: LogRow) => {
@@ -111,8 +111,11 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         });
         const length = log.length + batch.length;
         prepare("UPDATE events_logs SET length = ?, closed = ? WHERE id = ?").run(length, closes ? 1 : 0, log.id);
-        if (closes) held.delete(keyOf(ref));
-        else hold(keyOf(ref), { ...log, length });
+        const key = keyOf(ref);
+        const kept = held.get(key);
+        if (closes) held.delete(key);
+        else if (kept) kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
+        else hold(key, { id: log.id, organization_id: log.organization_id, length, closed: 0 });
         return stored;
       });
     },
