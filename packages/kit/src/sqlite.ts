@@ -113,7 +113,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     changesBefore: number;
     /** Set once it is seen to have written (it stays so): later checks need not ask SQLite. */
     wrote: boolean;
-    /** Whether its turn has ended: it commits as soon as no sync runs. */
+    /** Whether its turn has ended (or the handle closes): it commits as soon as no sync runs. */
     due: boolean;
     commit(): void;
   }
@@ -123,15 +123,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
   const wroteNothing = (opened: Group) => !(opened.wrote ||= totalChanges() !== opened.changesBefore);
   /**
-   * Commits the group when its turn of the event loop ends, or, if a sync
-   * is running then, when that sync ends: while the disk flushes, writes
-   * gather in the open group, so the busier the process, the larger each
-   * commit and the fewer of them (each COMMIT writes every page it changed).
+   * Commits the group now or, if a sync is running, when that sync ends
+   * (`commit` waits while one runs; the sync's end commits a due group):
+   * while the disk flushes, writes gather in the open group, so the busier
+   * the process, the larger each commit and the fewer of them (each COMMIT
+   * writes every page it changed).
    */
   const commitWhenIdle = (opened: Group) => {
-    if (opened.due) return;
     opened.due = true;
-    if (!syncing) opened.commit();
+    opened.commit();
   };
   const openGroup = () => {
     if (group) return group;
@@ -242,10 +242,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     close: async () => {
       if (!open) return;
       open = false;
-      if (group) {
-        group.due = true;
-        group.commit(); // now, or when the running sync ends
-      }
+      if (group) commitWhenIdle(group);
       await lastCommitted.catch(() => {});
       await wal?.close();
       await checkpointer?.close();

@@ -66,9 +66,11 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     const kept = held.get(key);
     if (kept) return kept;
     const row = prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
-    if (row && !row.closed) hold(key, { id: row.id, organization_id: row.organization_id, length: row.length, closed: 0 });
+    if (row && !row.closed) hold(key, openLog(row, row.length));
     return row;
   };
+  /** The store's own copy of an open log's row (node:sqlite's rows are not ours to keep changing). */
+  const openLog = (row: LogRow, length: number): LogRow => ({ id: row.id, organization_id: row.organization_id, length, closed: 0 });
   const hold = (key: string, row: LogRow) => {
     if (held.size >= heldLogsLimit) held.clear();
     held.set(key, row);
@@ -115,7 +117,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         const kept = held.get(key);
         if (closes) held.delete(key);
         else if (kept) kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
-        else hold(key, { id: log.id, organization_id: log.organization_id, length, closed: 0 });
+        else hold(key, openLog(log, length));
         return stored;
       });
     },
