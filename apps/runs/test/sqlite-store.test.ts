@@ -162,4 +162,51 @@ describe("runs store on SQLite", () => {
     expect(await store.transition(run.id, { from: ["STARTING"] }, "FAILED", {}, tick())).toBeUndefined();
     await handle.close();
   });
+  it("holds the queue and the leases written through: what the tables say, in queue order, undone writes forgotten", async () => {
+    const handle = openSqlite(":memory:");
+    const store = createSqliteRunsStore(handle);
+    await store.init();
+    const fromTables = () => createSqliteRunsStore(handle);
+    const other = newId();
+    // Inserted out of queue order (a create that took longer), and two at the same millisecond: ordered by time, then id.
+    const first = newRun();
+    const tied = [newRun(), newRun()];
+    tied[1]!.createdAt = tied[0]!.createdAt;
+    const elsewhere = newRun({ organizationId: other, threadId: newId() });
+    await store.queueCandidates([], [], 10); // loaded (empty) before the writes, so they go through
+    for (const run of [elsewhere, tied[1]!, first, tied[0]!]) await store.insertRun(run);
+    const order = [first, ...[...tied].sort((a, b) => (a.id < b.id ? -1 : 1)), elsewhere].map((run) => run.id);
+    expect((await store.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual(order);
+    expect(await store.queueCandidates([], [], 10)).toEqual(await fromTables().queueCandidates([], [], 10));
+    expect((await store.queueCandidates([org], [], 10)).map((entry) => entry.runId)).toEqual([elsewhere.id]);
+    expect((await store.queueCandidates([], [elsewhere.threadId!], 2)).map((entry) => entry.runId)).toEqual(order.slice(0, 2));
+    expect([await store.countQueued(org), await store.countQueued(other)]).toEqual([3, 1]);
+
+    // A claim moves a run from the queue to the leases.
+    await store.transition(first.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    await store.transition(elsewhere.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    expect(await store.countQueued(org)).toBe(2);
+    expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1], [other, 1]]), threads: new Set([elsewhere.threadId]) });
+    expect(await store.executingLoad()).toEqual(await fromTables().executingLoad());
+
+    // Undone with the transaction that made them: the queue and the leases are the tables' again.
+    expect(() =>
+      handle.transaction(() => {
+        void store.transition(tied[0]!.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+        void store.transition(first.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+        throw new Error("undone");
+      }),
+    ).toThrow("undone");
+    expect(await store.queueCandidates([], [], 10)).toEqual(await fromTables().queueCandidates([], [], 10));
+    expect(await store.countQueued(org)).toBe(2);
+    expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1], [other, 1]]), threads: new Set([elsewhere.threadId]) });
+
+    // Finished and dropped: gone from both.
+    await store.transition(first.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+    await store.dropQueueEntry(tied[0]!.id);
+    expect((await store.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual([tied[1]!.id]);
+    expect(await store.executingLoad()).toEqual(await fromTables().executingLoad());
+    expect(await store.countQueued(org)).toBe(1);
+    await handle.close();
+  });
 });

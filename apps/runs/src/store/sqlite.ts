@@ -1,22 +1,24 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
+import { InFlight } from "./in-flight.ts";
 import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
  *
  * `runs_queue` holds only queued runs and `runs_leases` only executing ones
- * (with their organization and thread), so the worker's reads cost what is
- * queued or executing, never the history in `runs_runs`. `runs_claims`
+ * (with their organization and thread), so loading them (the store holds
+ * both in memory, `InFlight`) costs what is queued or executing, never the
+ * history in `runs_runs`. `runs_claims`
  * loses a run's claim when the run finishes (version 3): a table the size of
  * the runs in flight stays in a few pages, where one row per run ever made
  * put each claim on a page of its own (run ids are random), one more page
  * for every commit to write. A run's lease lives
  * in `runs_leases` alone; reads of a run join it. Lists of values (statuses,
- * skipped organizations and threads) are bound as one JSON array and read
- * with `json_each`, so each query is one cached statement; the hot ones
- * (a transition's guard, the worker's queue read with nothing to skip) bind
- * their few values instead, as `json_each` costs tens of µs a call.
+ * stale thread holders) are bound as one JSON array and read with
+ * `json_each`, so each query is one cached statement; the hot one (a
+ * transition's guard) binds its few values instead, as `json_each` costs
+ * tens of µs a call.
  */
 const migrations = [
   `CREATE TABLE runs_runs (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, assistant_id TEXT NOT NULL, thread_id TEXT,
@@ -149,12 +151,27 @@ function copyOfRun(run: RunRecord): RunRecord {
  * history. Writes undone (a failed call's savepoint, a commit that failed)
  * forget every held run (`afterRollback`): a held record never outlives a
  * write that was rolled back. A failed WAL sync fails the store for good.
+ * The queue and the leases are held the same way (`InFlight`): the worker
+ * reads them once a pass, and a pass per run is what low concurrency makes.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
   const held = new Map<string, RunRecord>();
+  let inFlight: InFlight | undefined;
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
-  handle.afterRollback(() => held.clear());
+  handle.afterRollback(() => {
+    held.clear();
+    inFlight = undefined;
+  });
+  const inFlightNow = () =>
+    (inFlight ??= new InFlight(
+      prepare("SELECT * FROM runs_queue ORDER BY created_at, run_id").all().map(queueEntryOf),
+      prepare("SELECT run_id, organization_id, thread_id FROM runs_leases").all().map((row) => ({
+        runId: row.run_id as string,
+        organizationId: row.organization_id as string,
+        ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
+      })),
+    ));
   const hold = (run: RunRecord) => (isTerminal(run.status) ? held.delete(run.id) : held.set(run.id, run));
   const runById = (id: string) => {
     const kept = held.get(id);
@@ -184,12 +201,14 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         if (!inserted) return false;
         hold(copyOfRun(run));
         if (run.status === "QUEUED") {
-          prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
-            run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime());
+          const queued = prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
+            run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime()).changes === 1;
+          if (queued) inFlight?.enqueue({ runId: run.id, organizationId: run.organizationId, ...(run.threadId === undefined ? {} : { threadId: run.threadId }), createdAt: run.createdAt });
         }
         if (run.leaseUntil) {
-          prepare("INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
-            run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null);
+          const leased = prepare("INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
+            run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null).changes === 1;
+          if (leased) inFlight?.lease(run.id, run.organizationId, run.threadId);
         }
         return true;
       });
@@ -250,15 +269,21 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           const lease = "leaseUntil" in changes ? (leaseUntil?.getTime() ?? null) : (prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null);
           next = runOf({ ...row, lease_until: lease })!;
         }
-        if (to !== "QUEUED") prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
+        if (to !== "QUEUED") {
+          prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
+          inFlight?.dequeue(id);
+        }
         if (isTerminal(to)) prepare("DELETE FROM runs_claims WHERE run_id = ?").run(id);
         if ("leaseUntil" in changes) {
-          if (leaseUntil === undefined) prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
-          else {
+          if (leaseUntil === undefined) {
+            prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
+            inFlight?.unlease(id);
+          } else {
             prepare(
               `INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?)
                ON CONFLICT (run_id) DO UPDATE SET worker = excluded.worker, until = excluded.until`,
             ).run(id, next.worker ?? "", leaseUntil.getTime(), next.organizationId, next.threadId ?? null);
+            inFlight?.lease(id, next.organizationId, next.threadId);
           }
         }
         hold(next);
@@ -279,34 +304,16 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       if (renewed && kept) kept.leaseUntil = new Date(leaseUntil.getTime());
       return renewed;
     },
-    async queueCandidates(skipOrganizations, skipThreads, limit) {
-      if (skipOrganizations.length === 0 && skipThreads.length === 0) {
-        return prepare("SELECT * FROM runs_queue ORDER BY created_at, run_id LIMIT ?").all(limit).map(queueEntryOf);
-      }
-      const rows = prepare(
-        `SELECT * FROM runs_queue
-         WHERE organization_id NOT IN (SELECT value FROM json_each(?))
-           AND (thread_id IS NULL OR thread_id NOT IN (SELECT value FROM json_each(?)))
-         ORDER BY created_at, run_id LIMIT ?`,
-      ).all(JSON.stringify(skipOrganizations), JSON.stringify(skipThreads), limit);
-      return rows.map(queueEntryOf);
-    },
+    queueCandidates: async (skipOrganizations, skipThreads, limit) => inFlightNow().candidates(skipOrganizations, skipThreads, limit),
     async dropQueueEntry(runId) {
       prepare("DELETE FROM runs_queue WHERE run_id = ?").run(runId);
+      inFlight?.dequeue(runId);
     },
     async releaseClaim(runId) {
       prepare("DELETE FROM runs_claims WHERE run_id = ?").run(runId);
     },
-    countQueued: async (organizationId) => Number(prepare("SELECT count(*) AS n FROM runs_queue WHERE organization_id = ?").get(organizationId)!.n),
-    async executingLoad() {
-      const perOrganization = new Map<string, number>();
-      const threads = new Set<string>();
-      for (const row of prepare("SELECT organization_id, thread_id FROM runs_leases").all()) {
-        perOrganization.set(row.organization_id as string, (perOrganization.get(row.organization_id as string) ?? 0) + 1);
-        if (row.thread_id !== null) threads.add(row.thread_id as string);
-      }
-      return { perOrganization, threads };
-    },
+    countQueued: async (organizationId) => inFlightNow().countQueued(organizationId),
+    executingLoad: async () => inFlightNow().executingLoad(),
     async expiredLeases(now, limit) {
       const rows = prepare(
         `SELECT r.*, l.until AS lease_until FROM runs_leases l JOIN runs_runs r ON r.id = l.run_id
