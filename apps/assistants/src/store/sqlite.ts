@@ -29,9 +29,38 @@ const assistantOf = (row: Row | undefined): AssistantRecord | undefined =>
     updatedAt: dateOf(row.updated_at)!,
   };
 
-/** SQLite adapter (the embedded store): one row per assistant, its id arrays as JSON text, times as epoch milliseconds. */
+/** A record no caller shares: its arrays and dates copied. */
+const copyOf = (a: AssistantRecord): AssistantRecord => ({
+  ...a,
+  knowledgeBaseIds: [...a.knowledgeBaseIds],
+  retrieverIds: [...a.retrieverIds],
+  rulesetIds: [...a.rulesetIds],
+  structureIds: [...a.structureIds],
+  toolIds: [...a.toolIds],
+  createdAt: new Date(a.createdAt.getTime()),
+  updatedAt: new Date(a.updatedAt.getTime()),
+});
+
+/** Assistants held after a read, at most this many (all forgotten past it): a run's create reads its assistant. */
+const heldLimit = 1_000;
+
+/**
+ * SQLite adapter (the embedded store): one row per assistant, its id arrays
+ * as JSON text, times as epoch milliseconds. Assistants read are held in
+ * memory, written through (the file is this process's alone), so every
+ * run's create after the first reads no row and parses no JSON; forgotten
+ * past `heldLimit`, and all of them when writes are undone.
+ */
 export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsStore {
   const { prepare } = handle;
+  const held = new Map<string, AssistantRecord>();
+  handle.afterRollback(() => held.clear());
+  const hold = (assistant: AssistantRecord | undefined) => {
+    if (!assistant) return undefined;
+    if (held.size >= heldLimit) held.clear();
+    held.set(assistant.id, assistant);
+    return copyOf(assistant);
+  };
   return {
     ...sqliteLifecycle(handle, "assistants", migrations),
 
@@ -42,10 +71,14 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
       ).run(a.id, a.organizationId, a.name, a.description, a.input ?? null, json(a.knowledgeBaseIds), json(a.retrieverIds), json(a.rulesetIds),
         json(a.structureIds), json(a.toolIds), a.createdBy, a.createdAt.getTime(), a.updatedAt.getTime());
     },
-    get: async (organizationId, id) => assistantOf(prepare("SELECT * FROM assistants_assistants WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    async get(organizationId, id) {
+      const kept = held.get(id);
+      if (kept) return kept.organizationId === organizationId ? copyOf(kept) : undefined;
+      return hold(assistantOf(prepare("SELECT * FROM assistants_assistants WHERE id = ? AND organization_id = ?").get(id, organizationId)));
+    },
     async update(organizationId, id, patch, at) {
       // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
-      return assistantOf(
+      return hold(assistantOf(
         prepare(
           `UPDATE assistants_assistants SET name = coalesce(?, name), description = coalesce(?, description), input = coalesce(?, input),
              knowledge_base_ids = coalesce(?, knowledge_base_ids), ruleset_ids = coalesce(?, ruleset_ids), structure_ids = coalesce(?, structure_ids),
@@ -53,9 +86,13 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
            WHERE id = ? AND organization_id = ? RETURNING *`,
         ).get(patch.name ?? null, patch.description ?? null, patch.input ?? null, json(patch.knowledgeBaseIds), json(patch.rulesetIds),
           json(patch.structureIds), json(patch.toolIds), at.getTime(), id, organizationId),
-      );
+      ));
     },
-    delete: async (organizationId, id) => prepare("DELETE FROM assistants_assistants WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
+    async delete(organizationId, id) {
+      const deleted = prepare("DELETE FROM assistants_assistants WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1;
+      if (deleted) held.delete(id);
+      return deleted;
+    },
     async list(organizationId, skip, limit) {
       const totalCount = Number(prepare("SELECT count(*) AS n FROM assistants_assistants WHERE organization_id = ?").get(organizationId)!.n);
       const items = prepare(`SELECT * FROM assistants_assistants WHERE organization_id = ? ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(organizationId, limit, skip);
