@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { freshDataDir } from "@loom/testing/data-dir";
-import { loomNodeFlags } from "@loom/testing/processes";
+import { nodeFlagsFor } from "@loom/testing/processes";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
@@ -23,7 +23,7 @@ export interface AllInOne {
  * collecting everything it prints.
  */
 function spawnMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, [...loomNodeFlags, main], {
+  const child = spawn(process.execPath, [...nodeFlagsFor(main), main], {
     env: { ...process.env, MONGODB_URL: "", NATS_URL: "", BOOTSTRAP_API_KEY: "", LOG_LEVEL: "info", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,7 +1,9 @@
+import { pipeline } from "node:stream";
 import { Code, ConnectError } from "@connectrpc/connect";
 import fresh from "fresh";
 import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/kit/blob-exchange";
 import { notFound } from "@loom/kit/errors";
+import { countingStreamedBytes } from "@loom/kit/streamed-bytes";
 import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
 import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
 import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";
@@ -110,7 +112,9 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
       const body = await blobs.read(key, range as ByteRange | undefined, info.etag);
       if (!body) continue;
       blobBytesSent.inc(length);
-      return { status, headers: { ...headers, ...partial, "content-length": String(length) }, body };
+      // Destroying what is returned (the caller went away) destroys the blob's stream too: pipeline joins them.
+      const counted = pipeline(body, countingStreamedBytes(), () => {});
+      return { status, headers: { ...headers, ...partial, "content-length": String(length) }, body: counted };
     }
     throw new ConnectError("the asset keeps changing: try again", Code.Unavailable);
   }

@@ -1,6 +1,5 @@
 import { performance } from "node:perf_hooks";
-import { runInNewContext } from "node:vm";
-import { setFlagsFromString } from "node:v8";
+import { collectGarbage } from "./garbage-collector.ts";
 
 export interface MemoryReleaseOptions {
   /** How often to look (ms). */
@@ -13,8 +12,6 @@ export interface MemoryReleaseOptions {
 
 const defaults: MemoryReleaseOptions = { everyMs: 5_000, quietBelow: 0.05, grownBy: 32 * 1024 * 1024 };
 
-type GcFunction = (options: { type: "major"; execution: "sync"; flavor: "last-resort" }) => void;
-
 /**
  * Gives memory back to the system once a burst of work is over. During a
  * burst V8's heap grows into new pages; after it, the collector frees the
@@ -26,13 +23,10 @@ type GcFunction = (options: { type: "major"; execution: "sync"; flavor: "last-re
  * a burst"). So: every `everyMs`, when RSS has grown by `grownBy` since the
  * last release and the last interval was quiet, one memory-reducing full
  * collection (V8's "last-resort" flavor, which also frees the pooled pages;
- * a few ms on a heap this size). The collector's function is taken from a
- * fresh context, so `gc` is not exposed to the rest of the process.
+ * a few ms on a heap this size).
  */
 export function releaseMemoryWhenQuiet(options: Partial<MemoryReleaseOptions> = {}): { stop(): void; releases(): number } {
   const { everyMs, quietBelow, grownBy } = { ...defaults, ...options };
-  setFlagsFromString("--expose-gc");
-  const gc = runInNewContext("gc") as GcFunction;
   let floor = process.memoryUsage.rss();
   let last = performance.eventLoopUtilization();
   let count = 0;
@@ -43,7 +37,7 @@ export function releaseMemoryWhenQuiet(options: Partial<MemoryReleaseOptions> = 
     const rss = process.memoryUsage.rss();
     if (rss < floor) floor = rss;
     if (busy >= quietBelow || rss - floor < grownBy) return;
-    gc({ type: "major", execution: "sync", flavor: "last-resort" });
+    collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" });
     count++;
     floor = process.memoryUsage.rss();
   }, everyMs);

@@ -1,5 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
+import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
+import { dirname, join, resolve } from "node:path";
 import { freshDataDir } from "./data-dir.ts";
 import { fileURLToPath } from "node:url";
 
@@ -27,16 +29,31 @@ export interface ProcessOptions {
 }
 
 /**
- * The Node flags Loom's processes run with, as `pnpm start` and the image
- * (infra/docker/Dockerfile) start them: 2 MB young-generation semi-spaces,
- * so the garbage of streamed bytes is collected as it goes (docs/decisions.md,
- * "Node flags"). Baselines started here get them too: same runtime, fair ratios.
+ * The Node flags a service's process runs with, as the image
+ * (infra/docker/Dockerfile) starts it: 2 MB young-generation semi-spaces
+ * (docs/decisions.md, "Node flags").
  */
-export const loomNodeFlags = ["--max-semi-space-size=2"];
+export const serviceNodeFlags = ["--max-semi-space-size=2"];
+
+/**
+ * The Node flags `script` runs with in the checkout that holds it: an
+ * all-in-one main.ts gets those its checkout's `pnpm start` gives it (8 MB
+ * semi-spaces today), any other script the services' flags. So a baseline
+ * revision runs as it shipped, and this one as it ships.
+ */
+export function nodeFlagsFor(script: string): string[] {
+  const absolute = resolve(repoRoot, script);
+  const checkout = absolute.endsWith(join("apps", "loom", "src", "main.ts")) ? resolve(dirname(absolute), "../../..") : undefined;
+  if (!checkout) return serviceNodeFlags;
+  const start = (JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const command = /\bnode((?:\s+--\S+)*)\s+apps\/loom\/src\/main\.ts/.exec(start);
+  if (!command) throw new Error(`no node command for apps/loom/src/main.ts in ${checkout}'s start script: ${start}`);
+  return command[1]!.trim().split(/\s+/).filter(Boolean);
+}
 
 /** A Node process of ours, started and awaited until its /healthz answers. */
 export async function startProcess(script: string, env: Record<string, string>, healthUrl: string, options: ProcessOptions = {}): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...loomNodeFlags, script], {
+  const child = spawn(process.execPath, [...nodeFlagsFor(script), script], {
     cwd: repoRoot,
     // Only what the caller says (and a data directory of its own for the all-in-one): an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
     // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
