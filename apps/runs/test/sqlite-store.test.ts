@@ -209,4 +209,26 @@ describe("runs store on SQLite", () => {
     expect(await store.countQueued(org)).toBe(1);
     await handle.close();
   });
+  it("keeps the last 1,000 finished runs: the poll that sees a run's end reads no row; older ones come from the table, unchanged", async () => {
+    const handle = openSqlite(":memory:");
+    let rowReads = 0;
+    const counting: SqliteHandle = { ...handle, prepare: (sql) => (sql.endsWith("WHERE r.id = ?") && rowReads++, handle.prepare(sql)) };
+    const store = createSqliteRunsStore(counting);
+    await store.init();
+    const finish = async (run: RunRecord) => {
+      await store.insertRun(run);
+      await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+      return (await store.transition(run.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined }, tick()))!;
+    };
+    const oldest = newRun();
+    const ended = await finish(oldest);
+    expect(await store.getRun(org, oldest.id)).toEqual(ended);
+    expect(rowReads).toBe(0);
+    for (let i = 0; i < 1_000; i++) await finish(newRun());
+    // Pushed out by the thousand after it: read from the table, the same record.
+    expect(await store.getRun(org, oldest.id)).toEqual(ended);
+    expect(rowReads).toBe(1);
+    expect(await createSqliteRunsStore(handle).getRun(org, oldest.id)).toEqual(ended);
+    await handle.close();
+  });
 });

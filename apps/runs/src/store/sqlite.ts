@@ -126,6 +126,9 @@ const queueEntryOf = (row: Row): QueueEntry => ({
 const runWithLease = "SELECT r.*, l.until AS lease_until FROM runs_runs r LEFT JOIN runs_leases l ON l.run_id = r.id";
 const executing = "('STARTING', 'RUNNING')";
 
+/** How many finished runs the SQLite store keeps in memory (about a kilobyte each): the oldest goes first. */
+const recentlyFinishedLimit = 1_000;
+
 /** A run record no caller shares with another: its arrays and dates copied (callers get records as if read anew). */
 function copyOfRun(run: RunRecord): RunRecord {
   const copy = { ...run, args: [...run.args], createdAt: new Date(run.createdAt.getTime()), updatedAt: new Date(run.updatedAt.getTime()) };
@@ -147,20 +150,25 @@ function copyOfRun(run: RunRecord): RunRecord {
  * transition is a guarded UPDATE without RETURNING whose record is built
  * from the held one: ~12% of a run's CPU (docs/benchmarks.md, issue 15,
  * session 10). The database stays the judge of every guard; a run leaves
- * memory when it finishes, so memory follows the runs in flight, not
- * history. Writes undone (a failed call's savepoint, a commit that failed)
- * forget every held run (`afterRollback`): a held record never outlives a
- * write that was rolled back. A failed WAL sync fails the store for good.
+ * the runs in flight when it finishes, and stays among the last
+ * `recentlyFinishedLimit` finished ones (a client polls until it sees the
+ * end, and that read is the run's last), so memory follows the runs in
+ * flight, not history. Writes undone (a failed call's savepoint, a commit
+ * that failed) forget every held run (`afterRollback`): a held record never
+ * outlives a write that was rolled back. A failed WAL sync fails the store for good.
  * The queue and the leases are held the same way (`InFlight`): the worker
  * reads them once a pass, and a pass per run is what low concurrency makes.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
   const held = new Map<string, RunRecord>();
+  /** Finished runs, oldest first: terminal, so never written again. */
+  const finished = new Map<string, RunRecord>();
   let inFlight: InFlight | undefined;
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
   handle.afterRollback(() => {
     held.clear();
+    finished.clear();
     inFlight = undefined;
   });
   const inFlightNow = () =>
@@ -172,9 +180,14 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
       })),
     ));
-  const hold = (run: RunRecord) => (isTerminal(run.status) ? held.delete(run.id) : held.set(run.id, run));
+  const hold = (run: RunRecord) => {
+    if (!isTerminal(run.status)) return held.set(run.id, run);
+    held.delete(run.id);
+    if (finished.size >= recentlyFinishedLimit) finished.delete(finished.keys().next().value!);
+    finished.set(run.id, run);
+  };
   const runById = (id: string) => {
-    const kept = held.get(id);
+    const kept = held.get(id) ?? finished.get(id);
     if (kept) return copyOfRun(kept);
     const run = runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
     if (run) hold(copyOfRun(run));
