@@ -44,6 +44,8 @@ const migrations = [
   `ALTER TABLE runs_runs ADD COLUMN traceparent TEXT;`,
   // 3: claims are kept while their run is not finished (the history's claims, keyed by random ids, cost a WAL page per run).
   `DELETE FROM runs_claims WHERE run_id IN (SELECT id FROM runs_runs WHERE status IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'));`,
+  // 4: the queue and the leases are read whole (into memory, `InFlight`; the lease sweep is a scan of the runs in flight): their indexes only cost writes.
+  `DROP INDEX runs_queue_oldest_first; DROP INDEX runs_queue_by_organization; DROP INDEX runs_leases_by_until;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
