@@ -11,7 +11,7 @@ export interface LoadResult {
 
 /** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run. */
 export async function load(name: string, url: string, headers: Record<string, string>, seconds: number, connections: number, warmUpSeconds = 1): Promise<LoadResult> {
-  await autocannon({ url, headers, connections, duration: warmUpSeconds });
+  if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds });
   const result = await autocannon({ url, headers, connections, duration: seconds });
   return {
     name,

@@ -7,6 +7,7 @@ import { split } from "./deployments.ts";
 import { fanOut } from "./events.ts";
 import { bootstrapKeyId } from "./get-api-key.ts";
 import { load, printTable, type LoadResult } from "./load.ts";
+import { cpuMsOf } from "./process-stats.ts";
 
 /**
  * Issue 16: what tracing costs. GetApiKey (split: gateway + identity
@@ -19,7 +20,7 @@ import { load, printTable, type LoadResult } from "./load.ts";
  */
 export async function benchTracing(options: { seconds: number; connections: number; fanOutSeconds: number; rounds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   if (!needsJaeger("the tracing overhead bench")) return;
-  const jaeger = await startJaeger();
+  const jaeger = await startJaeger({ lowPriority: true });
   const traced = { OTEL_EXPORTER_OTLP_ENDPOINT: jaeger.otlpEndpoint };
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const auth = { authorization: `Bearer ${key}` };
@@ -29,16 +30,26 @@ export async function benchTracing(options: { seconds: number; connections: numb
     // Sampled at the root, as an operator would at load: the other 90% are non-recording spans.
     ["on, 10% sampled", { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }],
   ] as const;
-  const apiRows: Array<{ target: string; mode: string; result: LoadResult }> = [];
+  const apiRows: Array<{ target: string; mode: string; result: LoadResult; loomCpuPerRequest?: number; receiverCores: number }> = [];
+  /** The load, with what the receiver spent meanwhile and, given a pid, what that process spent per request. */
+  const measured = async (target: string, mode: string, url: string, pid?: number) => {
+    await load(target, url, auth, warmUpSeconds, options.connections, 0); // the warm-up
+    const [receiver, loom, started] = [cpuMsOf(jaeger.pid), pid ? cpuMsOf(pid) : 0, performance.now()];
+    const result = await load(target, url, auth, options.seconds, options.connections, 0);
+    const elapsed = performance.now() - started;
+    const loomCpuPerRequest = pid ? Math.round(((cpuMsOf(pid) - loom) * 1000) / (result.requestsPerSecond * (elapsed / 1000))) : undefined;
+    apiRows.push({ target, mode, result, loomCpuPerRequest, receiverCores: (cpuMsOf(jaeger.pid) - receiver) / elapsed });
+  };
   const fanRows: Array<{ step: string; mode: string; sentPerSecond: number; lost: number; p50: number; p99: number }> = [];
   try {
     for (let round = 0; round < options.rounds; round++) {
-      for (const [mode, env] of modes) {
+      // Every other round backwards: no mode always comes first (a fresh machine) or last.
+      for (const [mode, env] of round % 2 === 0 ? modes : [...modes].reverse()) {
         const stack = await startSplitStack({ ...(options.natsUrl ? { NATS_URL: options.natsUrl } : {}), ...env }, { identity: { BOOTSTRAP_API_KEY: key } });
         const keyId = await bootstrapKeyId(apiClient(stack.gatewayUrl, key));
         const target = `GetApiKey: gateway + identity processes (memory; ${options.natsUrl ? "NATS bus" : "no bus"})`;
         console.log(`tracing: ${target}, tracing ${mode}`);
-        apiRows.push({ target, mode, result: await load(target, `${stack.gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections, warmUpSeconds) });
+        await measured(target, mode, `${stack.gatewayUrl}/api-keys/${keyId}`);
         await stack.stop();
 
         const port = await freePort();
@@ -46,7 +57,7 @@ export async function benchTracing(options: { seconds: number; connections: numb
         const loomKeyId = await bootstrapKeyId(apiClient(`http://127.0.0.1:${port}`, key));
         const allInOne = "GetApiKey: all-in-one process (SQLite file)";
         console.log(`tracing: ${allInOne}, tracing ${mode}`);
-        apiRows.push({ target: allInOne, mode, result: await load(allInOne, `http://127.0.0.1:${port}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections, warmUpSeconds) });
+        await measured(allInOne, mode, `http://127.0.0.1:${port}/api-keys/${loomKeyId}`, loom.pid);
         await stopProcess(loom);
       }
     }
@@ -78,8 +89,8 @@ export async function benchTracing(options: { seconds: number; connections: numb
       const p99 = (rs: LoadResult[]) => mean(rs.map((r) => r.p99));
       const off = of("off");
       return [
-        ...apiRows.filter((r) => r.target === target).map((r) => ({ target, tracing: r.mode, "req/s": Math.round(r.result.requestsPerSecond), "p50 ms": r.result.p50, "p99 ms": r.result.p99, "non-2xx": r.result.non2xx, errors: r.result.errors })),
-        ...modes.slice(1).map(([mode]) => ({ target, tracing: `${mode} vs off (means)`, "req/s": signed((100 * rps(of(mode))) / rps(off) - 100, "%"), "p50 ms": "-", "p99 ms": signed(p99(of(mode)) - p99(off), " ms"), "non-2xx": "-", errors: "-" })),
+        ...apiRows.filter((r) => r.target === target).map((r) => ({ target, tracing: r.mode, "req/s": Math.round(r.result.requestsPerSecond), "p50 ms": r.result.p50, "p99 ms": r.result.p99, "Loom CPU µs/req": r.loomCpuPerRequest ?? "-", "receiver cores": r.receiverCores.toFixed(2), "non-2xx": r.result.non2xx, errors: r.result.errors })),
+        ...modes.slice(1).map(([mode]) => ({ target, tracing: `${mode} vs off (means)`, "req/s": signed((100 * rps(of(mode))) / rps(off) - 100, "%"), "p50 ms": "-", "p99 ms": signed(p99(of(mode)) - p99(off), " ms"), "Loom CPU µs/req": cpuRatio(apiRows.filter((r) => r.target === target), mode), "receiver cores": "-", "non-2xx": "-", errors: "-" })),
       ];
     }),
   );
@@ -109,5 +120,14 @@ export async function benchTracing(options: { seconds: number; connections: numb
  * warm-up measured the traced modes mid-way there. Every mode gets the same.
  */
 const warmUpSeconds = Number(process.env.BENCH_TRACING_WARM_UP ?? 8);
+
+/** The mean Loom CPU per request of `mode`'s rows against the "off" rows', as a change (rows without it: "-"). */
+function cpuRatio(rows: Array<{ mode: string; loomCpuPerRequest?: number }>, mode: string): string {
+  const of = (m: string) => rows.filter((r) => r.mode === m && r.loomCpuPerRequest !== undefined).map((r) => r.loomCpuPerRequest!);
+  const [on, off] = [of(mode), of("off")];
+  if (on.length === 0 || off.length === 0) return "-";
+  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+  return signed((100 * mean(on)) / mean(off) - 100, "%");
+}
 
 const signed = (value: number, unit: string) => `${value >= 0 ? "+" : ""}${value.toFixed(1)}${unit}`;

@@ -33,6 +33,8 @@ export interface Jaeger {
   /** For OTEL_EXPORTER_OTLP_ENDPOINT (OTLP over HTTP). */
   otlpEndpoint: string;
   queryUrl: string;
+  /** Its process, for what it costs the machine. */
+  pid: number;
   /** The trace's spans as stored so far (empty while Jaeger has none). */
   trace(traceId: string): Promise<JaegerSpan[]>;
   close(): Promise<void>;
@@ -44,7 +46,13 @@ export interface Jaeger {
  * gRPC), from a configuration of its own (the all-in-one default listens on
  * a dozen fixed ports, which two Jaegers on one machine would fight over).
  */
-export async function startJaeger(): Promise<Jaeger> {
+/**
+ * Starts a Jaeger on loopback ports of its own. `lowPriority` runs it under
+ * `nice -n 19`: a bench measuring Loom on two cores shared with the load
+ * generator lets the receiver — elsewhere in production — have only what
+ * they leave.
+ */
+export async function startJaeger(options: { lowPriority?: boolean } = {}): Promise<Jaeger> {
   if (!jaegerBinary) throw new Error("no Jaeger binary (JAEGER_BIN)");
   const [otlpPort, httpPort, grpcPort] = [await freePort(), await freePort(), await freePort()];
   const dir = await mkdtemp(join(tmpdir(), "loom-jaeger-"));
@@ -98,7 +106,8 @@ export async function startJaeger(): Promise<Jaeger> {
   const previous = process.env.JAEGER_LISTEN_HOST;
   process.env.JAEGER_LISTEN_HOST = "127.0.0.1"; // spawn inherits it; anything the config leaves to its default listens on loopback
   try {
-    child = await startProgram(jaegerBinary, args, async () => (await fetch(`${queryUrl}/api/services`).catch(() => undefined))?.ok === true);
+    const [command, commandArgs] = options.lowPriority ? ["nice", ["-n", "19", jaegerBinary, ...args]] : [jaegerBinary, args];
+    child = await startProgram(command, commandArgs, async () => (await fetch(`${queryUrl}/api/services`).catch(() => undefined))?.ok === true);
   } finally {
     if (previous === undefined) delete process.env.JAEGER_LISTEN_HOST;
     else process.env.JAEGER_LISTEN_HOST = previous;
@@ -106,6 +115,7 @@ export async function startJaeger(): Promise<Jaeger> {
   return {
     otlpEndpoint: `http://127.0.0.1:${otlpPort}`,
     queryUrl,
+    pid: child.pid!,
     async trace(traceId) {
       const res = await fetch(`${queryUrl}/api/traces/${traceId}`);
       if (res.status === 404) return [];
