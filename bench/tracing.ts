@@ -79,7 +79,6 @@ export async function benchTracing(options: { seconds: number; connections: numb
     await jaeger.close();
   }
 
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   const targets = [...new Set(apiRows.map((r) => r.target))];
   printTable(
     `Tracing overhead, GetApiKey — ${options.connections} connections, ${options.seconds} s per row after ${warmUpSeconds} s of warm-up, off/on alternating ${options.rounds}× (goal: ≤ 10% fewer req/s, ≤ 10 ms more p99)`,
@@ -126,8 +125,9 @@ function cpuRatio(rows: Array<{ mode: string; loomCpuPerRequest?: number }>, mod
   const of = (m: string) => rows.filter((r) => r.mode === m && r.loomCpuPerRequest !== undefined).map((r) => r.loomCpuPerRequest!);
   const [on, off] = [of(mode), of("off")];
   if (on.length === 0 || off.length === 0) return "-";
-  const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
   return signed((100 * mean(on)) / mean(off) - 100, "%");
 }
+
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 const signed = (value: number, unit: string) => `${value >= 0 ? "+" : ""}${value.toFixed(1)}${unit}`;

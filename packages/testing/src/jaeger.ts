@@ -45,12 +45,9 @@ export interface Jaeger {
  * port: only the OTLP/HTTP receiver and the query service (its HTTP API and
  * gRPC), from a configuration of its own (the all-in-one default listens on
  * a dozen fixed ports, which two Jaegers on one machine would fight over).
- */
-/**
- * Starts a Jaeger on loopback ports of its own. `lowPriority` runs it under
- * `nice -n 19`: a bench measuring Loom on two cores shared with the load
- * generator lets the receiver — elsewhere in production — have only what
- * they leave.
+ * `lowPriority` runs it under `nice -n 19`: a bench measuring Loom on two
+ * cores shared with the load generator lets the receiver — elsewhere in
+ * production — have only what they leave.
  */
 export async function startJaeger(options: { lowPriority?: boolean } = {}): Promise<Jaeger> {
   if (!jaegerBinary) throw new Error("no Jaeger binary (JAEGER_BIN)");

@@ -17,37 +17,19 @@ const copyOf = (entry: QueueEntry): QueueEntry => ({ ...entry, createdAt: new Da
  * first use; the store drops it when writes are undone and loads it again.
  */
 export class InFlight {
-  private readonly queue: QueueEntry[];
+  private readonly queue: QueueEntry[] = [];
   private readonly queuedById = new Map<string, QueueEntry>();
   private readonly queuedPerOrganization = new Map<string, number>();
   private readonly leases = new Map<string, { organizationId: string; threadId?: string }>();
 
   /** `queue` in queue order, as the tables hold them now. */
   constructor(queue: QueueEntry[], leases: Array<{ runId: string; organizationId: string; threadId?: string }>) {
-    this.queue = [];
     for (const entry of queue) this.enqueue(entry);
     for (const { runId, ...lease } of leases) this.leases.set(runId, lease);
   }
 
-  enqueue(entry: QueueEntry): void {
-    if (this.queuedById.has(entry.runId)) return;
-    const kept = copyOf(entry);
-    // Binary search for the first entry after this one; runs mostly arrive in order, so this is mostly the end.
-    let low = 0;
-    let high = this.queue.length;
-    while (low < high) {
-      const middle = (low + high) >>> 1;
-      if (before(kept, this.queue[middle]!)) high = middle;
-      else low = middle + 1;
-    }
-    this.queue.splice(low, 0, kept);
-    this.queuedById.set(kept.runId, kept);
-    this.queuedPerOrganization.set(kept.organizationId, (this.queuedPerOrganization.get(kept.organizationId) ?? 0) + 1);
-  }
-
-  dequeue(runId: string): void {
-    const entry = this.queuedById.get(runId);
-    if (!entry) return;
+  /** Where `entry` stands in the queue, or would (a binary search: runs mostly arrive in order, so mostly the end). */
+  private positionOf(entry: QueueEntry): number {
     let low = 0;
     let high = this.queue.length;
     while (low < high) {
@@ -55,7 +37,21 @@ export class InFlight {
       if (before(this.queue[middle]!, entry)) low = middle + 1;
       else high = middle;
     }
-    this.queue.splice(low, 1);
+    return low;
+  }
+
+  enqueue(entry: QueueEntry): void {
+    if (this.queuedById.has(entry.runId)) return;
+    const kept = copyOf(entry);
+    this.queue.splice(this.positionOf(kept), 0, kept);
+    this.queuedById.set(kept.runId, kept);
+    this.queuedPerOrganization.set(kept.organizationId, (this.queuedPerOrganization.get(kept.organizationId) ?? 0) + 1);
+  }
+
+  dequeue(runId: string): void {
+    const entry = this.queuedById.get(runId);
+    if (!entry) return;
+    this.queue.splice(this.positionOf(entry), 1);
     this.queuedById.delete(runId);
     const left = this.queuedPerOrganization.get(entry.organizationId)! - 1;
     if (left === 0) this.queuedPerOrganization.delete(entry.organizationId);

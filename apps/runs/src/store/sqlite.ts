@@ -157,8 +157,8 @@ function copyOfRun(run: RunRecord): RunRecord {
  * end, and that read is the run's last), so memory follows the runs in
  * flight, not history. Writes undone (a failed call's savepoint, a commit
  * that failed) forget every held run (`afterRollback`): a held record never
- * outlives a write that was rolled back. A failed WAL sync fails the store for good.
- * The queue and the leases are held the same way (`InFlight`): the worker
+ * outlives a write that was rolled back. A failed WAL sync fails the store
+ * for good. The queue and the leases are held the same way (`InFlight`): the worker
  * reads them once a pass, and a pass per run is what low concurrency makes.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
