@@ -65,6 +65,8 @@ export class DatabaseInUseError extends Error {
   override name = "DatabaseInUseError";
 }
 
+const transactionControl = ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT loom_work", "RELEASE loom_work", "ROLLBACK TO loom_work"] as const;
+
 /**
  * Opens (creating if need be) a database file, or `:memory:`. WAL journal
  * with `synchronous=NORMAL`, and every commit group waits for an fdatasync
@@ -94,6 +96,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   // Checkpoints off the event loop (wal-checkpointer.ts); an exclusive database admits no second connection, and is not written to.
   const checkpointer = file === ":memory:" || options.exclusive ? undefined : checkpointOffThread(file);
   if (checkpointer) db.exec("PRAGMA wal_autocheckpoint = 0");
+  // Transaction control as prepared statements: `exec` parses its SQL on every call (a few µs, many times a run).
+  const control = new Map(transactionControl.map((sql) => [sql, db.prepare(sql)]));
+  const run = (sql: (typeof transactionControl)[number]) => void control.get(sql)!.run();
   let depth = 0;
   let open = true;
   /** Set by a failed WAL sync: from then on every call fails and the probe says not ready (restart the process). */
@@ -110,18 +115,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   interface Group {
     committed: Promise<void>;
     earlier: Promise<void>;
-    changesBefore: number;
-    /** Set once it is seen to have written (it stays so): later checks need not ask SQLite. */
+    /** Set when a writing statement runs while it is open (even one that changed nothing, or was undone: it then waits for a sync it did not need). */
     wrote: boolean;
     /** Whether its turn has ended (or the handle closes): it commits as soon as no sync runs. */
     due: boolean;
     commit(): void;
   }
   let group: Group | undefined;
-  const changesSoFar = db.prepare("SELECT total_changes() AS n");
-  const totalChanges = () => Number(changesSoFar.get()!.n);
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
-  const wroteNothing = (opened: Group) => !(opened.wrote ||= totalChanges() !== opened.changesBefore);
+  const wroteNothing = (opened: Group) => !opened.wrote;
   /**
    * Commits the group now or, if a sync is running, when that sync ends
    * (`commit` waits while one runs; the sync's end commits a due group):
@@ -135,18 +137,16 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   };
   const openGroup = () => {
     if (group) return group;
-    db.exec("BEGIN IMMEDIATE");
+    run("BEGIN IMMEDIATE");
     depth++;
     // A group that writes nothing has nothing to sync: it waits only for the groups before it (what it read may be theirs).
     const earlier = lastCommitted;
-    const changesBefore = totalChanges();
     let settle!: (error?: unknown) => void;
     const committed = new Promise<void>((resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))));
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
     const opened: Group = {
       committed,
       earlier,
-      changesBefore,
       wrote: false,
       due: false,
       commit() {
@@ -154,9 +154,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         group = undefined;
         depth--;
         try {
-          db.exec("COMMIT");
+          run("COMMIT");
         } catch (error) {
-          if (db.isTransaction) db.exec("ROLLBACK");
+          if (db.isTransaction) run("ROLLBACK");
           rolledBack();
           return settle(error);
         }
@@ -180,6 +180,22 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     lastCommitted = committed;
     return (group = opened);
   };
+  /**
+   * A writing statement that marks the open group as written when it runs
+   * (asking SQLite for its change count instead costs a statement each time
+   * a read or a commit needs to know). Stores write only through `prepare`,
+   * and call `run`, `get` and `all`.
+   */
+  const writing = (statement: StatementSync): StatementSync => {
+    const wrote = () => {
+      if (group) group.wrote = true;
+    };
+    return {
+      run: (...params: Parameters<StatementSync["run"]>) => (wrote(), statement.run(...params)),
+      get: (...params: Parameters<StatementSync["get"]>) => (wrote(), statement.get(...params)),
+      all: (...params: Parameters<StatementSync["all"]>) => (wrote(), statement.all(...params)),
+    } as StatementSync;
+  };
   /** What a caller waits for to know every write so far is on disk. */
   const durable = (): Promise<void> => {
     if (diskFailure !== undefined) return Promise.reject(diskFailure);
@@ -191,31 +207,31 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     db,
     prepare(sql) {
       let statement = statements.get(sql);
-      if (!statement) statements.set(sql, (statement = db.prepare(sql)));
+      if (!statement) statements.set(sql, (statement = /^\s*SELECT\b/i.test(sql) ? db.prepare(sql) : writing(db.prepare(sql))));
       return statement;
     },
     transaction<T>(work: () => T): T {
       if (depth > 0) {
-        db.exec("SAVEPOINT loom_work");
+        run("SAVEPOINT loom_work");
         try {
           const result = work();
-          db.exec("RELEASE loom_work");
+          run("RELEASE loom_work");
           return result;
         } catch (error) {
-          db.exec("ROLLBACK TO loom_work");
-          db.exec("RELEASE loom_work");
+          run("ROLLBACK TO loom_work");
+          run("RELEASE loom_work");
           rolledBack();
           throw error;
         }
       }
-      db.exec("BEGIN IMMEDIATE");
+      run("BEGIN IMMEDIATE");
       depth++;
       try {
         const result = work();
-        db.exec("COMMIT");
+        run("COMMIT");
         return result;
       } catch (error) {
-        if (db.isTransaction) db.exec("ROLLBACK");
+        if (db.isTransaction) run("ROLLBACK");
         rolledBack();
         throw error;
       } finally {
