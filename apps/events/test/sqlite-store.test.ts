@@ -50,14 +50,16 @@ describe("events store on SQLite", () => {
     await store.close();
   });
 
-  it("reads an open log's row once for all its appends and reads, and forgets it when the log closes", async () => {
+  it("reads an open log's row once for all its appends and reads, writes it only to close it, and forgets it when the log closes", async () => {
     const handle = openSqlite(":memory:");
     let rowReads = 0;
+    let rowUpdates = 0;
     const counting: SqliteHandle = {
       ...handle,
       prepare: (sql) => {
         const statement = handle.prepare(sql);
-        if (!sql.startsWith("SELECT id, organization_id, length, closed FROM events_logs")) return statement;
+        if (sql.startsWith("UPDATE events_logs")) return { run: (...params: Parameters<typeof statement.run>) => (rowUpdates++, statement.run(...params)) } as typeof statement;
+        if (!sql.includes("FROM events_logs l WHERE l.run_kind = ?")) return statement;
         return { get: (...params: Parameters<typeof statement.get>) => (rowReads++, statement.get(...params)) } as typeof statement;
       },
     };
@@ -67,7 +69,9 @@ describe("events store on SQLite", () => {
     await store.append(log, org, [event("QUEUED")]);
     await store.append(log, org, [event("STARTING"), event("RUNNING")]);
     expect(await store.list(log, org, 1, 10)).toMatchObject({ totalCount: 3, items: [{ offset: 1 }, { offset: 2 }] });
+    expect(rowUpdates).toBe(0); // an append extends the log by its events alone
     await store.append(log, org, [event("SUCCEEDED")], true);
+    expect(rowUpdates).toBe(1);
     expect(rowReads).toBe(1); // the first append's look for a log that did not exist yet
     await expect(store.append(log, org, [event("late")])).rejects.toMatchObject({ code: 9 }); // FAILED_PRECONDITION, read from the table
     expect(rowReads).toBe(2);
@@ -104,6 +108,25 @@ describe("events store on SQLite", () => {
     expect(await store.get(org, ids[2]!)).toBeUndefined(); // assistant-run events are not read by id
     await expect(store.append(assistant, org, [event("late")])).rejects.toMatchObject({ code: 9 });
     expect((await store.append(structure, org, [event("c")]))?.map((e) => e.offset)).toEqual([2]);
+    await store.close();
+  });
+
+  it("drops the logs' stored lengths at version 3: a length is the log's last offset + 1, the same as before", async () => {
+    const file = join(dir, "version-2.db");
+    const handle = openSqlite(file);
+    migrate(handle, "events", eventsMigrations.slice(0, 2));
+    const log = { runKind: "structure-run", runId: newId() } satisfies LogRef;
+    const ids = [newId(), newId(), newId()];
+    handle.db.exec(`INSERT INTO events_logs (id, run_kind, run_id, organization_id, length, closed) VALUES (1, 'structure-run', '${log.runId}', '${org}', 3, 0)`);
+    for (const [offset, id] of ids.entries()) {
+      handle.db.exec(`INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (1, ${offset}, '${id}', 't', 'USER', 'null', 1767225600, 1772600767089)`);
+    }
+    await handle.close();
+
+    const store = await open(file);
+    expect((await store.list(log, org, 0, 10))?.totalCount).toBe(3);
+    expect((await store.append(log, org, [event("d")]))?.map((e) => e.offset)).toEqual([3]);
+    expect((await store.list(log, org, 2, 10))?.items.map((e) => e.offset)).toEqual([2, 3]);
     await store.close();
   });
 });

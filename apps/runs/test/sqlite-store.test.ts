@@ -3,9 +3,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/kit/ids";
-import { openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import { migrate, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
 import { idempotencyWindowMs, type RunRecord } from "../src/store/port.ts";
-import { createSqliteRunsStore } from "../src/store/sqlite.ts";
+import { createSqliteRunsStore, runsMigrations } from "../src/store/sqlite.ts";
 
 const org = newId();
 let clock = Date.parse("2026-01-01T00:00:00.000Z");
@@ -229,6 +229,28 @@ describe("runs store on SQLite", () => {
     expect(await store.getRun(org, oldest.id)).toEqual(ended);
     expect(rowReads).toBe(1);
     expect(await createSqliteRunsStore(handle).getRun(org, oldest.id)).toEqual(ended);
+    await handle.close();
+  });
+  it("moves the queue, the leases and the claims of a version 4 database into tables without rowid, every row kept (version 5)", async () => {
+    const handle = openSqlite(":memory:");
+    migrate(handle, "runs", runsMigrations.slice(0, 4));
+    const before = createSqliteRunsStore(handle);
+    const queued = newRun({ threadId: newId() });
+    const executing = newRun();
+    for (const run of [queued, executing]) await before.insertRun(run);
+    expect(await before.claimRun(executing.id, "w", tick())).toBe(true);
+    await before.transition(executing.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock - 1) }, tick());
+    const tables = () => handle.db.prepare("SELECT name, sql FROM sqlite_master WHERE name IN ('runs_queue', 'runs_leases', 'runs_claims') ORDER BY name").all();
+    expect(tables().map((t) => /WITHOUT ROWID/.test(String(t.sql)))).toEqual([false, false, false]);
+
+    const store = createSqliteRunsStore(handle);
+    await store.init();
+    expect(tables().map((t) => [t.name, /WITHOUT ROWID$/.test(String(t.sql))])).toEqual([["runs_claims", true], ["runs_leases", true], ["runs_queue", true]]);
+    expect(await store.queueCandidates([], [], 10)).toEqual([{ runId: queued.id, organizationId: org, threadId: queued.threadId, createdAt: queued.createdAt }]);
+    expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1]]), threads: new Set() });
+    expect((await store.expiredLeases(tick(), 10)).map((run) => run.id)).toEqual([executing.id]);
+    expect(await store.claimRun(executing.id, "other", tick())).toBe(false);
+    expect(await store.claimRun(queued.id, "w", tick())).toBe(true);
     await handle.close();
   });
 });

@@ -4,8 +4,9 @@ import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
 
 /**
  * Schema versions of the events tables (kit `migrate`): append, never edit.
- * A log is a row with its owner, its length and whether it is closed, so an
- * append or a read checks and extends it without counting events. The
+ * A log is a row with its owner and whether it is closed; its length is
+ * its last offset + 1, one step down the events' key (version 3: an append
+ * no longer rewrites the log's row, a WAL page less for most commits). The
  * payload is JSON text: it is never queried.
  *
  * Version 2 keys events by (log, offset) alone, in a table without rowid:
@@ -31,6 +32,7 @@ export const eventsMigrations = [
    INSERT INTO events_by_log SELECT log_id, log_offset, id, type, origin, payload, timestamp, created_at FROM events_events;
    INSERT INTO events_by_id SELECT e.id, e.log_id, e.log_offset FROM events_events e JOIN events_logs l ON l.id = e.log_id WHERE l.run_kind = 'structure-run';
    DROP TABLE events_events;`,
+  `ALTER TABLE events_logs DROP COLUMN length;`,
 ];
 
 interface LogRow {
@@ -65,7 +67,10 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     const key = keyOf(ref);
     const kept = held.get(key);
     if (kept) return kept;
-    const row = prepare("SELECT id, organization_id, length, closed FROM events_logs WHERE run_kind = ? AND run_id = ?").get(ref.runKind, ref.runId) as LogRow | undefined;
+    const row = prepare(
+      `SELECT l.id, l.organization_id, l.closed, (SELECT coalesce(max(e.log_offset) + 1, 0) FROM events_by_log e WHERE e.log_id = l.id) AS length
+       FROM events_logs l WHERE l.run_kind = ? AND l.run_id = ?`,
+    ).get(ref.runKind, ref.runId) as LogRow | undefined;
     if (row && !row.closed) hold(key, openLog(row, row.length));
     return row;
   };
@@ -97,7 +102,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       if (batch.length === 0) throw new Error("an append needs at least one event");
       return handle.transaction(() => {
         const log = findLog(ref) ?? (prepare(
-          "INSERT INTO events_logs (run_kind, run_id, organization_id, length) VALUES (?, ?, ?, 0) RETURNING id, organization_id, length, closed",
+          "INSERT INTO events_logs (run_kind, run_id, organization_id) VALUES (?, ?, ?) RETURNING id, organization_id, 0 AS length, closed",
         ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
         if (log.organization_id !== organizationId) return undefined;
         if (log.closed) throw logClosed();
@@ -112,7 +117,7 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
           return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: e.payload, timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
         });
         const length = log.length + batch.length;
-        prepare("UPDATE events_logs SET length = ?, closed = ? WHERE id = ?").run(length, closes ? 1 : 0, log.id);
+        if (closes) prepare("UPDATE events_logs SET closed = 1 WHERE id = ?").run(log.id);
         const key = keyOf(ref);
         const kept = held.get(key);
         if (closes) held.delete(key);

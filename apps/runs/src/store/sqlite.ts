@@ -20,7 +20,7 @@ import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntr
  * transition's guard) binds its few values instead, as `json_each` costs
  * tens of µs a call.
  */
-const migrations = [
+export const runsMigrations = [
   `CREATE TABLE runs_runs (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, assistant_id TEXT NOT NULL, thread_id TEXT,
      args TEXT NOT NULL, input TEXT, message TEXT NOT NULL, stream INTEGER NOT NULL, status TEXT NOT NULL, status_detail TEXT, output TEXT,
      knowledge_base_ids TEXT NOT NULL, retriever_ids TEXT NOT NULL, ruleset_ids TEXT NOT NULL, structure_ids TEXT NOT NULL, tool_ids TEXT NOT NULL,
@@ -46,6 +46,16 @@ const migrations = [
   `DELETE FROM runs_claims WHERE run_id IN (SELECT id FROM runs_runs WHERE status IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'));`,
   // 4: the queue and the leases are read whole (into memory, `InFlight`; the lease sweep is a scan of the runs in flight): their indexes only cost writes.
   `DROP INDEX runs_queue_oldest_first; DROP INDEX runs_queue_by_organization; DROP INDEX runs_leases_by_until;`,
+  // 5: the queue, the leases and the claims without rowid: each is one B-tree keyed by run id instead of a table and its key's index (a page less for a commit to write, for each).
+  `CREATE TABLE runs_queue_v5 (run_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, thread_id TEXT, created_at INTEGER NOT NULL) WITHOUT ROWID;
+   INSERT INTO runs_queue_v5 SELECT run_id, organization_id, thread_id, created_at FROM runs_queue;
+   DROP TABLE runs_queue; ALTER TABLE runs_queue_v5 RENAME TO runs_queue;
+   CREATE TABLE runs_leases_v5 (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, until INTEGER NOT NULL, organization_id TEXT NOT NULL, thread_id TEXT) WITHOUT ROWID;
+   INSERT INTO runs_leases_v5 SELECT run_id, worker, until, organization_id, thread_id FROM runs_leases;
+   DROP TABLE runs_leases; ALTER TABLE runs_leases_v5 RENAME TO runs_leases;
+   CREATE TABLE runs_claims_v5 (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
+   INSERT INTO runs_claims_v5 SELECT run_id, worker, at FROM runs_claims;
+   DROP TABLE runs_claims; ALTER TABLE runs_claims_v5 RENAME TO runs_claims;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -199,7 +209,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   return {
     sharedByProcesses: false,
     durable: () => handle.durable(),
-    ...sqliteLifecycle(handle, "runs", migrations),
+    ...sqliteLifecycle(handle, "runs", runsMigrations),
 
     async insertRun(run) {
       return handle.transaction(() => {
@@ -330,8 +340,9 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     countQueued: async (organizationId) => inFlightNow().countQueued(organizationId),
     executingLoad: async () => inFlightNow().executingLoad(),
     async expiredLeases(now, limit) {
+      // CROSS JOIN keeps the leases (the runs in flight) the outer loop: the planner, without statistics, would rather walk every run.
       const rows = prepare(
-        `SELECT r.*, l.until AS lease_until FROM runs_leases l JOIN runs_runs r ON r.id = l.run_id
+        `SELECT r.*, l.until AS lease_until FROM runs_leases l CROSS JOIN runs_runs r ON r.id = l.run_id
          WHERE l.until < ? AND r.status IN ${executing} ORDER BY l.until LIMIT ?`,
       ).all(now.getTime(), limit);
       return rows.map((row) => runOf(row)!);
