@@ -89,11 +89,12 @@ describe("runs store on SQLite", () => {
     for (const dir of dirs) await rm(dir, { recursive: true, force: true });
   });
 
-  it("keeps the claims of runs in flight only: a run's claim goes when it finishes, still refused while it runs", async () => {
+  it("holds the claims of runs in flight in memory: a run's claim goes when it finishes, still refused while it runs, none written", async () => {
     const handle = openSqlite(":memory:");
     const store = createSqliteRunsStore(handle);
     await store.init();
-    const claims = () => handle.db.prepare("SELECT run_id FROM runs_claims ORDER BY run_id").all().map((row) => row.run_id);
+    const tables = handle.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((row) => row.name);
+    expect(tables).not.toContain("runs_claims");
     const [finishing, running] = [newRun(), newRun()];
     for (const run of [finishing, running]) {
       await store.insertRun(run);
@@ -101,8 +102,8 @@ describe("runs store on SQLite", () => {
       await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
     }
     await store.transition(finishing.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
-    expect(claims()).toEqual([running.id]);
     expect(await store.claimRun(running.id, "other", tick())).toBe(false);
+    expect(await store.claimRun(finishing.id, "other", tick())).toBe(true); // forgotten at its end
     // A finished run cannot be started again, claim or not: its guarded move to STARTING fails.
     expect(await store.transition(finishing.id, { from: ["QUEUED"] }, "STARTING", { worker: "other" }, tick())).toBeUndefined();
     await store.close();
@@ -231,26 +232,28 @@ describe("runs store on SQLite", () => {
     expect(await createSqliteRunsStore(handle).getRun(org, oldest.id)).toEqual(ended);
     await handle.close();
   });
-  it("moves the queue, the leases and the claims of a version 4 database into tables without rowid, every row kept (version 5)", async () => {
+  it("moves the queue and the leases of a version 4 database into tables without rowid, every row kept, and drops the claims table (version 5)", async () => {
     const handle = openSqlite(":memory:");
     migrate(handle, "runs", runsMigrations.slice(0, 4));
     const before = createSqliteRunsStore(handle);
     const queued = newRun({ threadId: newId() });
     const executing = newRun();
     for (const run of [queued, executing]) await before.insertRun(run);
-    expect(await before.claimRun(executing.id, "w", tick())).toBe(true);
+    handle.db.prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, 'w', ?)").run(executing.id, clock);
     await before.transition(executing.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock - 1) }, tick());
     const tables = () => handle.db.prepare("SELECT name, sql FROM sqlite_master WHERE name IN ('runs_queue', 'runs_leases', 'runs_claims') ORDER BY name").all();
     expect(tables().map((t) => /WITHOUT ROWID/.test(String(t.sql)))).toEqual([false, false, false]);
+    expect(handle.db.prepare("SELECT count(*) AS n FROM runs_claims").get()!.n).toBe(1);
 
     const store = createSqliteRunsStore(handle);
     await store.init();
-    expect(tables().map((t) => [t.name, /WITHOUT ROWID$/.test(String(t.sql))])).toEqual([["runs_claims", true], ["runs_leases", true], ["runs_queue", true]]);
+    expect(tables().map((t) => [t.name, /WITHOUT ROWID$/.test(String(t.sql))])).toEqual([["runs_leases", true], ["runs_queue", true]]);
     expect(await store.queueCandidates([], [], 10)).toEqual([{ runId: queued.id, organizationId: org, threadId: queued.threadId, createdAt: queued.createdAt }]);
     expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1]]), threads: new Set() });
     expect((await store.expiredLeases(tick(), 10)).map((run) => run.id)).toEqual([executing.id]);
-    expect(await store.claimRun(executing.id, "other", tick())).toBe(false);
+    // Claims are this process's own from version 5: the executing run is leased, the queued one claimable.
     expect(await store.claimRun(queued.id, "w", tick())).toBe(true);
+    expect(await store.claimRun(queued.id, "other", tick())).toBe(false);
     await handle.close();
   });
 });

@@ -9,11 +9,9 @@ import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntr
  * `runs_queue` holds only queued runs and `runs_leases` only executing ones
  * (with their organization and thread), so loading them (the store holds
  * both in memory, `InFlight`) costs what is queued or executing, never the
- * history in `runs_runs`. `runs_claims`
- * loses a run's claim when the run finishes (version 3): a table the size of
- * the runs in flight stays in a few pages, where one row per run ever made
- * put each claim on a page of its own (run ids are random), one more page
- * for every commit to write. A run's lease lives
+ * history in `runs_runs`. Claims were kept in `runs_claims` until version 5
+ * (since version 3 only those of runs in flight); they are held in memory
+ * now (see `createSqliteRunsStore`). A run's lease lives
  * in `runs_leases` alone; reads of a run join it. Lists of values (statuses,
  * stale thread holders) are bound as one JSON array and read with
  * `json_each`, so each query is one cached statement; the hot one (a
@@ -46,16 +44,14 @@ export const runsMigrations = [
   `DELETE FROM runs_claims WHERE run_id IN (SELECT id FROM runs_runs WHERE status IN ('SUCCEEDED', 'FAILED', 'ERROR', 'CANCELLED'));`,
   // 4: the queue and the leases are read whole (into memory, `InFlight`; the lease sweep is a scan of the runs in flight): their indexes only cost writes.
   `DROP INDEX runs_queue_oldest_first; DROP INDEX runs_queue_by_organization; DROP INDEX runs_leases_by_until;`,
-  // 5: the queue, the leases and the claims without rowid: each is one B-tree keyed by run id instead of a table and its key's index (a page less for a commit to write, for each).
+  // 5: the queue and the leases without rowid: each is one B-tree keyed by run id instead of a table and its key's index (a page less for a commit to write, for each). Claims leave the database.
   `CREATE TABLE runs_queue_v5 (run_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, thread_id TEXT, created_at INTEGER NOT NULL) WITHOUT ROWID;
    INSERT INTO runs_queue_v5 SELECT run_id, organization_id, thread_id, created_at FROM runs_queue;
    DROP TABLE runs_queue; ALTER TABLE runs_queue_v5 RENAME TO runs_queue;
    CREATE TABLE runs_leases_v5 (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, until INTEGER NOT NULL, organization_id TEXT NOT NULL, thread_id TEXT) WITHOUT ROWID;
    INSERT INTO runs_leases_v5 SELECT run_id, worker, until, organization_id, thread_id FROM runs_leases;
    DROP TABLE runs_leases; ALTER TABLE runs_leases_v5 RENAME TO runs_leases;
-   CREATE TABLE runs_claims_v5 (run_id TEXT PRIMARY KEY, worker TEXT NOT NULL, at INTEGER NOT NULL) WITHOUT ROWID;
-   INSERT INTO runs_claims_v5 SELECT run_id, worker, at FROM runs_claims;
-   DROP TABLE runs_claims; ALTER TABLE runs_claims_v5 RENAME TO runs_claims;`,
+   DROP TABLE runs_claims;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -170,6 +166,14 @@ function copyOfRun(run: RunRecord): RunRecord {
  * outlives a write that was rolled back. A failed WAL sync fails the store
  * for good. The queue and the leases are held the same way (`InFlight`): the worker
  * reads them once a pass, and a pass per run is what low concurrency makes.
+ *
+ * Claims are held in memory only: one process claims, so a claim needs no
+ * row to be granted once (the port's unique insert is for processes sharing
+ * MongoDB), and a restart that forgets them loses nothing (a claimed run
+ * that had not started is still queued; one that had is leased). Undone
+ * writes forget them all: a claim whose run's move to STARTING was undone
+ * must be given again, and one given twice is harmless, as the move is
+ * guarded.
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
@@ -177,11 +181,14 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   /** Finished runs, oldest first: terminal, so never written again. */
   const finished = new Map<string, RunRecord>();
   let inFlight: InFlight | undefined;
+  /** Runs claimed and not finished (nor their claim given back). */
+  const claims = new Set<string>();
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
   handle.afterRollback(() => {
     held.clear();
     finished.clear();
     inFlight = undefined;
+    claims.clear();
   });
   const inFlightNow = () =>
     (inFlight ??= new InFlight(
@@ -298,7 +305,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
         }
-        if (isTerminal(to)) prepare("DELETE FROM runs_claims WHERE run_id = ?").run(id);
+        if (isTerminal(to)) claims.delete(id);
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) {
             prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
@@ -315,8 +322,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         return copyOfRun(next);
       });
     },
-    async claimRun(id, worker, at) {
-      return prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, ?, ?) ON CONFLICT DO NOTHING").run(id, worker, at.getTime()).changes === 1;
+    async claimRun(id) {
+      if (claims.has(id)) return false;
+      claims.add(id);
+      return true;
     },
     async renewLease(id, worker, leaseUntil) {
       // Still ours: the run is executing and held by this worker, and so is its lease.
@@ -333,9 +342,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     async dropQueueEntry(runId) {
       prepare("DELETE FROM runs_queue WHERE run_id = ?").run(runId);
       inFlight?.dequeue(runId);
+      claims.delete(runId); // off the queue, nothing can claim it: its claim would only stay in memory
     },
     async releaseClaim(runId) {
-      prepare("DELETE FROM runs_claims WHERE run_id = ?").run(runId);
+      claims.delete(runId);
     },
     countQueued: async (organizationId) => inFlightNow().countQueued(organizationId),
     executingLoad: async () => inFlightNow().executingLoad(),
