@@ -71,6 +71,10 @@ export class InFlight {
     return found;
   }
 
+  isQueued(runId: string): boolean {
+    return this.queuedById.has(runId);
+  }
+
   countQueued(organizationId: string): number {
     return this.queuedPerOrganization.get(organizationId) ?? 0;
   }

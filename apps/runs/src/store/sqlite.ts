@@ -301,7 +301,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           const lease = "leaseUntil" in changes ? (leaseUntil?.getTime() ?? null) : (prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null);
           next = runOf({ ...row, lease_until: lease })!;
         }
-        if (to !== "QUEUED") {
+        // Held, the queue says whether there is a row to delete: a run leaves the queue once, at its first move.
+        if (to !== "QUEUED" && (!inFlight || inFlight.isQueued(id))) {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
         }
