@@ -24,6 +24,8 @@ export interface SqliteHandle {
    * transaction is committed (one fsync for all of them, when the turn
    * ends, or when the previous group's sync ends if it still runs then).
    * An acknowledged write is on disk; a read returns nothing that is not.
+   * The transaction begins at the turn's first write: reads before it run
+   * outside one, and a turn that only reads begins none (nor commits).
    */
   inCommitGroup<T>(call: () => Promise<T>): Promise<T>;
   /**
@@ -119,6 +121,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     wrote: boolean;
     /** Whether its turn has ended (or the handle closes): it commits as soon as no sync runs. */
     due: boolean;
+    /** Whether its transaction has begun: at its first write (reads before it need none, and a group that only reads never begins one). */
+    begun: boolean;
     commit(): void;
   }
   let group: Group | undefined;
@@ -135,10 +139,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     opened.due = true;
     opened.commit();
   };
-  const openGroup = () => {
-    if (group) return group;
+  /** Begins the group's transaction, if it has not yet: before its first write. */
+  const begin = (opened: Group) => {
+    if (opened.begun) return;
     run("BEGIN IMMEDIATE");
     depth++;
+    opened.begun = true;
+  };
+  const openGroup = () => {
+    if (group) return group;
     // A group that writes nothing has nothing to sync: it waits only for the groups before it (what it read may be theirs).
     const earlier = lastCommitted;
     let settle!: (error?: unknown) => void;
@@ -149,8 +158,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       earlier,
       wrote: false,
       due: false,
+      begun: false,
       commit() {
-        if (group !== opened || syncing) return;
+        if (group !== opened) return;
+        // Reads only, outside any transaction: nothing to commit, nor to wait for a running sync to end.
+        if (!opened.begun) {
+          group = undefined;
+          return void earlier.then(() => settle(), settle);
+        }
+        if (syncing) return;
         group = undefined;
         depth--;
         try {
@@ -188,7 +204,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
    */
   const writing = (statement: StatementSync): StatementSync => {
     const wrote = () => {
-      if (group) group.wrote = true;
+      if (!group) return;
+      begin(group);
+      group.wrote = true;
     };
     return {
       run: (...params: Parameters<StatementSync["run"]>) => (wrote(), statement.run(...params)),
@@ -211,6 +229,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       return statement;
     },
     transaction<T>(work: () => T): T {
+      if (group) begin(group);
       if (depth > 0) {
         run("SAVEPOINT loom_work");
         try {

@@ -142,6 +142,19 @@ describe("the embedded store's SQLite handle", () => {
       expect(synced).toHaveBeenCalledTimes(1);
     }));
 
+  it("begins a group's transaction at its first write: a group that only reads never holds the write lock", async () => {
+    const file = freshFile();
+    const { handle, store } = notesStore(file);
+    const inTransaction: boolean[] = [];
+    const seen = groupCommitted(handle, { look: async () => void inTransaction.push(handle.db.isTransaction) });
+    await Promise.all([store.count(), seen.look()]); // one group, reads only
+    await Promise.all([store.count(), store.add("a", ""), seen.look()]); // one group, a read, a write, a read
+    expect(inTransaction).toEqual([false, true]);
+    expect(handle.db.isTransaction).toBe(false); // committed
+    expect(committedIds(file)).toEqual(["a"]);
+    await handle.close();
+  });
+
   it("durable() in a group that has written nothing yet waits only for the groups before it", () =>
     withHeldSyncs("by durable()", async ({ handle, store, synced, release }) => {
       expect(await store.count()).toBe(1); // opens this turn's group, writes nothing
