@@ -1,3 +1,4 @@
+import { heldRows } from "@loom/kit/held-rows";
 import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
@@ -53,12 +54,10 @@ const heldLimit = 1_000;
  */
 export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsStore {
   const { prepare } = handle;
-  const held = new Map<string, AssistantRecord>();
-  handle.afterRollback(() => held.clear());
+  const held = heldRows<AssistantRecord>(handle, heldLimit);
   const hold = (assistant: AssistantRecord | undefined) => {
     if (!assistant) return undefined;
-    if (held.size >= heldLimit) held.clear();
-    held.set(assistant.id, assistant);
+    held.hold(assistant.id, assistant);
     return copyOf(assistant);
   };
   return {
@@ -90,7 +89,7 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
     },
     async delete(organizationId, id) {
       const deleted = prepare("DELETE FROM assistants_assistants WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1;
-      if (deleted) held.delete(id);
+      if (deleted) held.forget(id);
       return deleted;
     },
     async list(organizationId, skip, limit) {

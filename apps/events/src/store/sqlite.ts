@@ -1,3 +1,4 @@
+import { heldRows } from "@loom/kit/held-rows";
 import { dateOf, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
@@ -60,8 +61,7 @@ const heldLogsLimit = 10_000;
  */
 export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
   const { prepare } = handle;
-  const held = new Map<string, LogRow>();
-  handle.afterRollback(() => held.clear());
+  const held = heldRows<LogRow>(handle, heldLogsLimit);
   const keyOf = (ref: LogRef) => `${ref.runKind}:${ref.runId}`;
   const findLog = (ref: LogRef) => {
     const key = keyOf(ref);
@@ -71,15 +71,11 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       `SELECT l.id, l.organization_id, l.closed, (SELECT coalesce(max(e.log_offset) + 1, 0) FROM events_by_log e WHERE e.log_id = l.id) AS length
        FROM events_logs l WHERE l.run_kind = ? AND l.run_id = ?`,
     ).get(ref.runKind, ref.runId) as LogRow | undefined;
-    if (row && !row.closed) hold(key, openLog(row, row.length));
+    if (row && !row.closed) held.hold(key, openLog(row, row.length));
     return row;
   };
   /** The store's own copy of an open log's row (node:sqlite's rows are not ours to keep changing). */
   const openLog = (row: LogRow, length: number): LogRow => ({ id: row.id, organization_id: row.organization_id, length, closed: 0 });
-  const hold = (key: string, row: LogRow) => {
-    if (held.size >= heldLogsLimit) held.clear();
-    held.set(key, row);
-  };
   const eventOf = (row: Row, ref: LogRef, organizationId: string): EventRecord => ({
     id: row.id as string,
     runKind: ref.runKind,
@@ -120,9 +116,9 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         if (closes) prepare("UPDATE events_logs SET closed = 1 WHERE id = ?").run(log.id);
         const key = keyOf(ref);
         const kept = held.get(key);
-        if (closes) held.delete(key);
+        if (closes) held.forget(key);
         else if (kept) kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
-        else hold(key, openLog(log, length));
+        else held.hold(key, openLog(log, length));
         return stored;
       });
     },

@@ -1,3 +1,4 @@
+import { heldRows } from "@loom/kit/held-rows";
 import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, UserRecord } from "./port.ts";
 
@@ -41,16 +42,11 @@ const heldKeysLimit = 10_000;
  * GetApiKey and every principal check read the same few keys over and over
  * (a row read costs ~12 µs in the loaded process, a tenth of the request).
  * A key leaves memory when it is deleted, and all of them when more than
- * `heldKeysLimit` are held or when writes are undone (`afterRollback`).
+ * `heldKeysLimit` are held or when writes are undone (kit `heldRows`).
  */
 export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
   const { prepare } = handle;
-  const heldKeys = new Map<string, ApiKeyRecord>();
-  handle.afterRollback(() => heldKeys.clear());
-  const holdKey = (key: ApiKeyRecord) => {
-    if (heldKeys.size >= heldKeysLimit && !heldKeys.has(key.id)) heldKeys.clear();
-    heldKeys.set(key.id, key);
-  };
+  const heldKeys = heldRows<ApiKeyRecord>(handle, heldKeysLimit);
   /** A copy for the caller: the held record is the store's own. */
   const copyOf = (key: ApiKeyRecord | undefined) => key && { ...key };
   const userOf = (row: Row | undefined): UserRecord | undefined => {
@@ -143,22 +139,22 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
       const kept = heldKeys.get(id);
       if (kept) return copyOf(kept);
       const key = apiKeyOf(prepare("SELECT * FROM identity_api_keys WHERE id = ?").get(id));
-      if (key) holdKey(key);
+      if (key) heldKeys.hold(key.id, key);
       return copyOf(key);
     },
     findApiKeyBySecretHash: async (hash) => apiKeyOf(prepare("SELECT * FROM identity_api_keys WHERE secret_hash = ?").get(hash)),
     async renameApiKey(id, name, at) {
       const key = apiKeyOf(prepare("UPDATE identity_api_keys SET name = ?, updated_at = ? WHERE id = ? RETURNING *").get(name, at.getTime(), id));
-      if (key) holdKey(key);
+      if (key) heldKeys.hold(key.id, key);
       return copyOf(key);
     },
     async touchApiKey(id, at, seen) {
       const touched = prepare("UPDATE identity_api_keys SET last_used = ? WHERE id = ? AND last_used = ?").run(at.getTime(), id, seen.getTime()).changes === 1;
       const kept = heldKeys.get(id);
-      if (touched && kept) heldKeys.set(id, { ...kept, lastUsed: new Date(at.getTime()) });
+      if (touched && kept) heldKeys.hold(id, { ...kept, lastUsed: new Date(at.getTime()) });
     },
     async deleteApiKey(id) {
-      heldKeys.delete(id);
+      heldKeys.forget(id);
       return prepare("DELETE FROM identity_api_keys WHERE id = ?").run(id).changes === 1;
     },
     async listApiKeys(filter, skip, limit) {
