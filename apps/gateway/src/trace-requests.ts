@@ -1,5 +1,5 @@
 import type { Context, Middleware, Next } from "koa";
-import { contextOfHeaders, endWhenSettled, nameActiveSpan, runInSpan, SpanKind, SpanStatusCode, startSpan, traceHeadersOf, tracing, withSpan } from "@loom/kit/tracing";
+import { contextOfHeaders, endWhenSettled, nameActiveSpan, runInSpan, SpanKind, SpanStatusCode, startSpan, tracing, unsampledTraceHeaders } from "@loom/kit/tracing";
 
 const probes = new Set(["/healthz", "/readyz"]);
 
@@ -26,7 +26,7 @@ export function traceRequests(): Middleware {
     // attributes, no settling, and no context to run in, which cost the most; its calls carry
     // its trace in their headers (`traceHeadersFor`), so what they store and start joins it.
     if (!span.isRecording()) {
-      ctx.state.traceHeaders = traceHeadersOf(withSpan(parent, span));
+      ctx.state.traceHeaders = unsampledTraceHeaders(parent, span);
       return next();
     }
     span.updateName(`${ctx.method} unmatched`);

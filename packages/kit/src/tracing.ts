@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
+import { samplerFromEnv, TraceIds, unsampledRoot, type TraceRoots } from "./trace-roots.ts";
 
 /** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
 export interface Tracing {
@@ -24,18 +25,46 @@ let started: Tracing | undefined;
  */
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing {
   if (started) return started;
-  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return (started = { enabled: false, shutdown: async () => {} });
+  const off = (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true";
+  if (off) return (started = { enabled: false, shutdown: async () => {} });
   const load = createRequire(import.meta.url);
   const { NodeSDK } = load("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
-  const { MongoDBInstrumentation } = load("@opentelemetry/instrumentation-mongodb") as typeof import("@opentelemetry/instrumentation-mongodb");
+  const sdkTrace = load("@opentelemetry/sdk-trace") as typeof import("@opentelemetry/sdk-trace");
+  const { isTracingSuppressed } = load("@opentelemetry/core") as typeof import("@opentelemetry/core");
+  const traceRoots: TraceRoots = { sampler: samplerFromEnv(sdkTrace, env), ids: new TraceIds(), isTracingSuppressed };
+  useTraceRoots(traceRoots);
   const sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME || serviceName,
-    instrumentations: [new MongoDBInstrumentation()],
+    instrumentations: env.MONGODB_URL ? [mongoInstrumentation(load)] : [],
     metricReaders: [],
     logRecordProcessors: [],
+    // The very sampler and ids Loom decides new traces with (`unsampledRoot`).
+    sampler: traceRoots.sampler,
+    idGenerator: traceRoots.ids,
   });
   sdk.start();
   return (started = { enabled: true, shutdown: () => sdk.shutdown().catch(() => {}) });
+}
+
+/**
+ * MongoDB's spans, for a process that keeps its data there (MONGODB_URL). Only
+ * then: the instrumentation hooks `require` for the whole process's life, and
+ * a process on SQLite (the all-in-one's default, the gateway) has nothing for
+ * it to see (docs/decisions.md, "Traces").
+ */
+function mongoInstrumentation(load: NodeJS.Require) {
+  const { MongoDBInstrumentation } = load("@opentelemetry/instrumentation-mongodb") as typeof import("@opentelemetry/instrumentation-mongodb");
+  return new MongoDBInstrumentation();
+}
+
+let roots: TraceRoots | undefined;
+
+/**
+ * The sampler and ids Loom starts traces with, the SDK's own
+ * (`startTracing`; a test that registers an SDK of its own passes its).
+ */
+export function useTraceRoots(traceRoots: TraceRoots | undefined): void {
+  roots = traceRoots;
 }
 
 /** This process's tracing (off until startTracing ran). */
@@ -99,17 +128,54 @@ export function traceHeadersOf(ctx: Context): Record<string, string> {
   return carrier;
 }
 
-const w3cTraceparent = /^00-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}$/;
-
 /**
- * Whether a `traceparent` header names a trace that is not sampled (its
- * flags' last bit clear), read without building a context: most calls, at
- * a low sampling ratio. False without one, or when the propagators in use
- * do not read it (OTEL_PROPAGATORS).
+ * Whether a `traceparent` header (`00-<trace id>-<span id>-<flags>`) names a
+ * trace that is not sampled (its flags' last bit clear), read from its last
+ * character, without parsing it: most calls, at a low sampling ratio. False
+ * without one, or when the propagators in use do not read it
+ * (OTEL_PROPAGATORS). One malformed in its ids is not caught here, and needs
+ * not be: parsed, it would continue no trace, and a call outside a sampled
+ * trace makes no span either (`traceIncomingCalls`).
  */
 export function isUnsampledTraceparent(traceparent: string | null | undefined): boolean {
-  if (!traceparent || !w3cTraceparent.test(traceparent) || !traceHeaderNames().includes("traceparent")) return false;
-  return (Number.parseInt(traceparent.slice(53), 16) & TraceFlags.SAMPLED) === 0;
+  if (traceparent?.length !== 55 || traceparent.charCodeAt(52) !== dash || !propagatesW3c()) return false;
+  const flagsDigit = traceparent.charCodeAt(54);
+  return evenHexDigits.has(flagsDigit);
+}
+
+const dash = 0x2d;
+/** 0 2 4 6 8 a c e: the last hex digit of flags whose sampled bit is clear. */
+const evenHexDigits = new Set([..."02468ace"].map((digit) => digit.charCodeAt(0)));
+
+let w3cOnly: boolean | undefined;
+
+/**
+ * Whether the propagators in use write W3C's headers and no others (the
+ * default, `tracecontext,baggage`): then a trace's context is its
+ * `traceparent`, which Loom can write itself (`unsampledTraceHeaders`).
+ */
+function propagatesW3c(): boolean {
+  if (w3cOnly !== undefined) return w3cOnly;
+  const names = traceHeaderNames();
+  const only = names.includes("traceparent") && names.every((name) => w3cHeaders.has(name));
+  // Kept once tracing has started (before, the propagators are the API's no-op).
+  if (started?.enabled) w3cOnly = only;
+  return only;
+}
+
+const w3cHeaders = new Set(["traceparent", "tracestate", "baggage"]);
+
+/**
+ * The trace headers that carry a span that records nothing (a request whose
+ * trace is not sampled) to the calls made for it. For a new trace (no
+ * incoming context: no baggage, no trace state) with the W3C propagators,
+ * that is its `traceparent`, written here: the propagators' inject built two
+ * contexts and a carrier for it, on every request that is not sampled.
+ */
+export function unsampledTraceHeaders(parent: Context, span: Span): Record<string, string> {
+  const spanContext = span.spanContext();
+  if (parent !== ROOT_CONTEXT || spanContext.traceState !== undefined || !propagatesW3c()) return traceHeadersOf(withSpan(parent, span));
+  return { traceparent: `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags.toString(16)}` };
 }
 
 /** The context the W3C trace headers of an incoming request continue (ROOT without them). */
@@ -176,6 +242,9 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
 export function startSpan(name: string, options: SpanOptions, parent: Context): Span {
   const above = trace.getSpanContext(parent);
   if (above && !(above.traceFlags & TraceFlags.SAMPLED) && isSpanContextValid(above)) return trace.wrapSpanContext(above);
+  // A new trace: one the sampler does not keep is made here, without the SDK (`unsampledRoot`).
+  const unsampled = !above && roots ? unsampledRoot(roots, name, options, parent) : undefined;
+  if (unsampled) return unsampled;
   const { attributes, ...rest } = options;
   const span = tracer().startSpan(name, rest, parent);
   if (attributes && span.isRecording()) span.setAttributes(attributes);

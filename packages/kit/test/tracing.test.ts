@@ -1,10 +1,10 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { context, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
+import { context, createTraceState, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, describe, expect, it } from "vitest";
 import { traceIncomingCalls, traceOutgoingCalls } from "../src/rpc-tracing.ts";
-import { callTraceparent, contextOfHeaders, startSpan } from "../src/tracing.ts";
+import { callTraceparent, contextOfHeaders, isUnsampledTraceparent, startSpan, traceHeadersOf, unsampledTraceHeaders, withSpan } from "../src/tracing.ts";
 
 const exporter = new InMemorySpanExporter();
 const processor = new SimpleSpanProcessor({ exporter });
@@ -123,5 +123,20 @@ describe("Loom's spans", () => {
     expect(contextOfHeaders({ host: "loom" })).toBe(ROOT_CONTEXT);
     const continued = contextOfHeaders({ host: "loom", traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" });
     expect(trace.getSpanContext(continued)).toMatchObject({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", isRemote: true });
+  });
+
+  it("a new unsampled trace's call headers are what the W3C propagator writes; a continued one's keep its trace state", () => {
+    const unsampled = trace.wrapSpanContext({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", traceFlags: TraceFlags.NONE });
+    expect(unsampledTraceHeaders(ROOT_CONTEXT, unsampled)).toEqual({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" });
+    expect(unsampledTraceHeaders(ROOT_CONTEXT, unsampled)).toEqual(traceHeadersOf(withSpan(ROOT_CONTEXT, unsampled)));
+    const incoming = trace.setSpanContext(ROOT_CONTEXT, { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.NONE, isRemote: true, traceState: createTraceState("vendor=abc") });
+    const continued = trace.wrapSpanContext({ ...trace.getSpanContext(incoming)!, spanId: "00f067aa0ba902b7" });
+    expect(unsampledTraceHeaders(incoming, continued)).toEqual({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", tracestate: "vendor=abc" });
+  });
+
+  it("reads an unsampled traceparent from its flags alone", () => {
+    const ids = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7";
+    expect([`${ids}-00`, `${ids}-02`, `${ids}-0e`].map(isUnsampledTraceparent)).toEqual([true, true, true]);
+    expect([`${ids}-01`, `${ids}-03`, `${ids}-ff`, `${ids}-0`, `${ids}-000`, `${ids}_00`, "", null, undefined].map(isUnsampledTraceparent)).toEqual(Array(9).fill(false));
   });
 });
