@@ -14,7 +14,7 @@ import { cpuMsOf } from "./process-stats.ts";
  * processes on the NATS bus; and the all-in-one) and the SSE fan-out (split,
  * MongoDB + NATS), each with tracing off, on (every span exported over OTLP
  * to a Jaeger this bench starts, the SDK's default batching) and on with 10%
- * of traces sampled, the three alternating `rounds` times, each process
+ * and with 1% of traces sampled, the modes alternating `rounds` times, each process
  * warmed up to its steady state first (`warmUpSeconds`). Goal: ≤ 10%
  * throughput lost, ≤ 10 ms added p99.
  */
@@ -27,8 +27,9 @@ export async function benchTracing(options: { seconds: number; connections: numb
   const modes = [
     ["off", {}],
     ["on", traced],
-    // Sampled at the root, as an operator would at load: the other 90% are non-recording spans.
+    // Sampled at the root, as an operator would at load: the others are spans that record nothing.
     ["on, 10% sampled", { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.1" }],
+    ["on, 1% sampled", { ...traced, OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.01" }],
   ] as const;
   const apiRows: Array<{ target: string; mode: string; result: LoadResult; loomCpuPerRequest?: number; receiverCores: number }> = [];
   /** The load, with what the receiver spent meanwhile and, given a pid, what that process spent per request. */
