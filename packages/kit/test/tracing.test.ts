@@ -4,7 +4,7 @@ import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, describe, expect, it } from "vitest";
 import { traceIncomingCalls, traceOutgoingCalls } from "../src/rpc-tracing.ts";
-import { callTraceparent, contextOfHeaders, isUnsampledTraceparent, startSpan, traceHeadersOf, unsampledTraceHeaders, withSpan } from "../src/tracing.ts";
+import { callTraceparent, contextOfHeaders, isUnsampledTraceparent, startSpan, startTracing, traceHeadersOf, unsampledTraceHeaders, withSpan } from "../src/tracing.ts";
 
 const exporter = new InMemorySpanExporter();
 const processor = new SimpleSpanProcessor({ exporter });
@@ -138,5 +138,9 @@ describe("Loom's spans", () => {
     const ids = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7";
     expect([`${ids}-00`, `${ids}-02`, `${ids}-0e`].map(isUnsampledTraceparent)).toEqual([true, true, true]);
     expect([`${ids}-01`, `${ids}-03`, `${ids}-ff`, `${ids}-0`, `${ids}-000`, `${ids}_00`, "", null, undefined].map(isUnsampledTraceparent)).toEqual(Array(9).fill(false));
+  });
+
+  it("stays off with OTEL_SDK_DISABLED, as the SDK would, endpoint or not", () => {
+    expect(startTracing("loom-test", { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).enabled).toBe(false);
   });
 });
