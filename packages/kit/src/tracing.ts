@@ -32,7 +32,7 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
   const sdkTrace = load("@opentelemetry/sdk-trace") as typeof import("@opentelemetry/sdk-trace");
   const { isTracingSuppressed } = load("@opentelemetry/core") as typeof import("@opentelemetry/core");
   const traceRoots: TraceRoots = { sampler: samplerFromEnv(sdkTrace, env), ids: new TraceIds(), isTracingSuppressed };
-  useTraceRoots(traceRoots);
+  roots = traceRoots;
   const sdk = new NodeSDK({
     serviceName: env.OTEL_SERVICE_NAME || serviceName,
     instrumentations: env.MONGODB_URL ? [mongoInstrumentation(load)] : [],
@@ -57,15 +57,8 @@ function mongoInstrumentation(load: NodeJS.Require) {
   return new MongoDBInstrumentation();
 }
 
+/** The sampler and ids Loom starts traces with, the SDK's own (set by `startTracing`). */
 let roots: TraceRoots | undefined;
-
-/**
- * The sampler and ids Loom starts traces with, the SDK's own
- * (`startTracing`; a test that registers an SDK of its own passes its).
- */
-export function useTraceRoots(traceRoots: TraceRoots | undefined): void {
-  roots = traceRoots;
-}
 
 /** This process's tracing (off until startTracing ran). */
 export function tracing(): Tracing {
