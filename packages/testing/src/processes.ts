@@ -30,10 +30,10 @@ export interface ProcessOptions {
 
 /**
  * The Node flags a service's process runs with, as the image
- * (infra/docker/Dockerfile) starts it: 2 MB young-generation semi-spaces
- * (docs/decisions.md, "Node flags").
+ * (infra/docker/Dockerfile) starts it: 2 MB young-generation semi-spaces,
+ * no allocation-site pretenuring (docs/decisions.md, "Node flags").
  */
-export const serviceNodeFlags = ["--max-semi-space-size=2"];
+export const serviceNodeFlags = ["--max-semi-space-size=2", "--no-allocation-site-pretenuring"];
 
 /**
  * The Node flags `script` runs with in the checkout that holds it: an
