@@ -1,4 +1,5 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
+import { DependencyDown } from "./errors.ts";
 import { checkpointOffThread, type CheckpointResult } from "./wal-checkpointer.ts";
 import { walSync } from "./wal-sync.ts";
 
@@ -40,10 +41,12 @@ export interface SqliteHandle {
   durable(): Promise<void>;
   /**
    * Calls `listener` whenever writes are undone (a failed call's savepoint, a
-   * transaction or commit group rolled back): for what a store holds beside
-   * its tables, which must then be forgotten.
+   * transaction or commit group rolled back, the database failed): for what
+   * a store holds beside its tables, which must then be forgotten.
    */
   afterRollback(listener: () => void): void;
+  /** Calls `listener` once, when the database fails (`DatabaseFailed`): for the process to say so. */
+  afterFailure(listener: (failure: DatabaseFailed) => void): void;
   /**
    * Checkpoints the WAL now, on the checkpointing thread (it runs every half
    * second anyway); nothing to do for `:memory:`.
@@ -60,6 +63,22 @@ export interface SqliteOptions {
    * The kernel drops the lock when the process dies, however it dies.
    */
   exclusive?: boolean;
+}
+
+/**
+ * What every call of a handle fails with once its database has failed: a WAL
+ * sync failed, a COMMIT failed, or SQLite undid a transaction on its own (a
+ * statement's SQLITE_FULL or SQLITE_IOERR). Nothing is acknowledged, written
+ * or read through the handle after that; the process stays up, answers 503
+ * and is not ready, and a restart recovers the database from its WAL
+ * (docs/decisions.md, "The embedded store"). The original error is the cause.
+ */
+export class DatabaseFailed extends DependencyDown {
+  override name = "DatabaseFailed";
+  constructor(cause: unknown) {
+    super("the database", { cause });
+    this.message = "the database failed: nothing more is written until the process restarts and recovers it from its log";
+  }
 }
 
 /** Thrown by `openSqlite` with `exclusive` when another process holds the database. */
@@ -103,8 +122,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   const run = (sql: (typeof transactionControl)[number]) => void control.get(sql)!.run();
   let depth = 0;
   let open = true;
-  /** Set by a failed WAL sync: from then on every call fails and the probe says not ready (restart the process). */
-  let diskFailure: unknown;
+  /** Set when the database fails (see `DatabaseFailed`): from then on every call fails and the probe says not ready. */
+  let failure: DatabaseFailed | undefined;
+  const failureListeners: Array<(failure: DatabaseFailed) => void> = [];
   /** The last group's commit and sync: groups end in order, so it covers every earlier one. */
   let lastCommitted: Promise<void> = Promise.resolve();
   /** Whether a committed group's WAL sync is running: the open group then waits for it to end before it commits. */
@@ -116,6 +136,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   };
   interface Group {
     committed: Promise<void>;
+    /** Resolves `committed` (or rejects it, with an error). */
+    settle(error?: unknown): void;
     earlier: Promise<void>;
     /** Set when a writing statement runs while it is open (even one that changed nothing, or was undone: it then waits for a sync it did not need). */
     wrote: boolean;
@@ -126,6 +148,37 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     commit(): void;
   }
   let group: Group | undefined;
+  /**
+   * Fails the database for good (see `DatabaseFailed`), once: the open
+   * group's transaction is undone if SQLite has not already (nothing of it
+   * may reach the disk) and its calls fail, held rows are forgotten, and the
+   * checkpoints stop, so that the WAL stays as it is for the recovery at the
+   * next start. Returns the error every call gets from then on.
+   */
+  const fail = (cause: unknown): DatabaseFailed => {
+    if (failure) return failure;
+    failure = new DatabaseFailed(cause);
+    if (db.isTransaction) {
+      try {
+        run("ROLLBACK");
+      } catch {
+        // The connection is closing (or SQLite undid it meanwhile): nothing of the group is committed either way.
+      }
+    }
+    const lost = group;
+    group = undefined;
+    lost?.settle(failure);
+    rolledBack();
+    void checkpointer?.close().catch(() => {});
+    for (const listener of failureListeners) listener(failure);
+    return failure;
+  };
+  /**
+   * A statement's error as its caller gets it: when SQLite undid the whole
+   * transaction with it (SQLITE_FULL, SQLITE_IOERR), every write of the
+   * group is gone, not only the statement's, and the database has failed.
+   */
+  const statementError = (error: unknown): unknown => (failure || (depth > 0 && !db.isTransaction) ? fail(error) : error);
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
   const wroteNothing = (opened: Group) => !opened.wrote;
   /**
@@ -139,9 +192,16 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     opened.due = true;
     opened.commit();
   };
-  /** Begins the group's transaction, if it has not yet: before its first write. */
+  /**
+   * Begins the group's transaction, if it has not yet: before its first
+   * write. If SQLite has undone it meanwhile (an error nobody reported), the
+   * write would run in autocommit, unsynced: the database has failed instead.
+   */
   const begin = (opened: Group) => {
-    if (opened.begun) return;
+    if (opened.begun) {
+      if (!db.isTransaction) throw fail(new Error("SQLite undid the commit group's transaction"));
+      return;
+    }
     run("BEGIN IMMEDIATE");
     depth++;
     opened.begun = true;
@@ -155,6 +215,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
     const opened: Group = {
       committed,
+      settle: (error) => settle(error),
       earlier,
       wrote: false,
       due: false,
@@ -170,22 +231,20 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         group = undefined;
         depth--;
         try {
+          // Gone already if SQLite undid it and nobody saw (a failed read's IOERR): a COMMIT would fail anyway.
+          if (!db.isTransaction) throw new Error("SQLite undid the commit group's transaction");
           run("COMMIT");
         } catch (error) {
-          if (db.isTransaction) run("ROLLBACK");
-          rolledBack();
-          return settle(error);
+          // A failed COMMIT is a WAL write that failed (SQLITE_FULL, SQLITE_IOERR): SQLite has undone the group.
+          return settle(fail(error));
         }
         if (!wal) return settle();
         if (wroteNothing(opened)) return void earlier.then(() => settle(), settle);
         syncing = true;
         wal.synced().then(
           () => settle(),
-          (error: unknown) => {
-            // After a failed fsync the kernel may have dropped the pages: nothing later can be trusted either.
-            diskFailure ??= error;
-            settle(error);
-          },
+          // After a failed fsync the kernel may have dropped the pages: nothing later can be trusted either.
+          (error: unknown) => settle(fail(error)),
         ).finally(() => {
           syncing = false;
           if (group?.due) group.commit();
@@ -204,19 +263,42 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
    */
   const writing = (statement: StatementSync): StatementSync => {
     const wrote = () => {
+      // A call still running when the database failed writes nothing more (outside a group, it would autocommit).
+      if (failure) throw failure;
       if (!group) return;
       begin(group);
       group.wrote = true;
     };
     return {
-      run: (...params: Parameters<StatementSync["run"]>) => (wrote(), statement.run(...params)),
-      get: (...params: Parameters<StatementSync["get"]>) => (wrote(), statement.get(...params)),
-      all: (...params: Parameters<StatementSync["all"]>) => (wrote(), statement.all(...params)),
+      run: (...params: Parameters<StatementSync["run"]>) => {
+        wrote();
+        try {
+          return statement.run(...params);
+        } catch (error) {
+          throw statementError(error);
+        }
+      },
+      get: (...params: Parameters<StatementSync["get"]>) => {
+        wrote();
+        try {
+          return statement.get(...params);
+        } catch (error) {
+          throw statementError(error);
+        }
+      },
+      all: (...params: Parameters<StatementSync["all"]>) => {
+        wrote();
+        try {
+          return statement.all(...params);
+        } catch (error) {
+          throw statementError(error);
+        }
+      },
     } as StatementSync;
   };
   /** What a caller waits for to know every write so far is on disk. */
   const durable = (): Promise<void> => {
-    if (diskFailure !== undefined) return Promise.reject(diskFailure);
+    if (failure) return Promise.reject(failure);
     if (!group) return lastCommitted;
     if (wroteNothing(group)) return group.earlier;
     return group.committed;
@@ -229,6 +311,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       return statement;
     },
     transaction<T>(work: () => T): T {
+      if (failure) throw failure;
       if (group) begin(group);
       if (depth > 0) {
         run("SAVEPOINT loom_work");
@@ -237,6 +320,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
           run("RELEASE loom_work");
           return result;
         } catch (error) {
+          // Undone whole by SQLite (SQLITE_FULL, SQLITE_IOERR), the savepoint with it: the group's other writes are gone too.
+          if (failure || !db.isTransaction) throw fail(error);
           run("ROLLBACK TO loom_work");
           run("RELEASE loom_work");
           rolledBack();
@@ -250,7 +335,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         run("COMMIT");
         return result;
       } catch (error) {
-        if (db.isTransaction) run("ROLLBACK");
+        if (failure || !db.isTransaction) throw fail(error);
+        run("ROLLBACK");
         rolledBack();
         throw error;
       } finally {
@@ -258,7 +344,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       }
     },
     async inCommitGroup<T>(call: () => Promise<T>): Promise<T> {
-      if (diskFailure !== undefined) throw diskFailure;
+      if (failure) throw failure;
       openGroup();
       const result = await call();
       // Everything written so far, which covers what the call wrote and anything it read.
@@ -266,14 +352,15 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       return result;
     },
     inGroup<T>(call: () => Promise<T>): Promise<T> {
-      if (diskFailure !== undefined) return Promise.reject(diskFailure);
+      if (failure) return Promise.reject(failure);
       openGroup();
       return call();
     },
     durable,
     afterRollback: (listener) => void rollbackListeners.push(listener),
-    checkpoint: () => checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }),
-    ping: async () => open && db.isOpen && diskFailure === undefined,
+    afterFailure: (listener) => void failureListeners.push(listener),
+    checkpoint: () => (failure ? Promise.reject(failure) : (checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }))),
+    ping: async () => open && db.isOpen && failure === undefined,
     close: async () => {
       if (!open) return;
       open = false;

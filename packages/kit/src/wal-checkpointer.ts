@@ -29,7 +29,7 @@ export function checkpointOffThread(file: string, options: { everyMs?: number; m
   thread.unref(); // a database left open does not keep the process alive
   let running: Promise<CheckpointResult> | undefined;
   let last: CheckpointResult = { log: 0, checkpointed: 0 };
-  let closed = false;
+  let closed: Promise<void> | undefined;
   const ask = (mode: "passive" | "restart") =>
     new Promise<CheckpointResult>((resolve, reject) => {
       const onError = (error: Error) => reject(error);
@@ -50,14 +50,14 @@ export function checkpointOffThread(file: string, options: { everyMs?: number; m
   timer.unref();
   return {
     checkpoint,
-    async close() {
-      if (closed) return;
-      closed = true;
-      clearInterval(timer);
-      await running?.catch(() => {});
-      const exited = new Promise((resolve) => thread.once("exit", resolve));
-      thread.postMessage("close");
-      await exited;
-    },
+    // Once: a second close (the handle's, after a failed database stopped the checkpoints) waits for the same end.
+    close: () =>
+      (closed ??= (async () => {
+        clearInterval(timer);
+        await running?.catch(() => {});
+        const exited = new Promise((resolve) => thread.once("exit", resolve));
+        thread.postMessage("close");
+        await exited;
+      })()),
   };
 }

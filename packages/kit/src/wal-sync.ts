@@ -7,6 +7,9 @@ import { open, type FileHandle } from "node:fs/promises";
  * flushes; callers that arrive while one is running share the next one
  * (group commit of the fsyncs themselves). fdatasync flushes the file's
  * data whichever descriptor wrote it, so SQLite's writes are covered.
+ * Once a sync has failed, every later one fails with the same error: Linux
+ * reports a writeback error once and may have dropped the pages it could not
+ * write, so a later fdatasync that succeeds proves nothing.
  */
 export interface WalSync {
   synced(): Promise<void>;
@@ -17,11 +20,18 @@ export function walSync(walFile: string): WalSync {
   let file: Promise<FileHandle> | undefined;
   let running: Promise<void> | undefined;
   let queued: Promise<void> | undefined;
+  let failed: { error: unknown } | undefined;
 
   const start = (): Promise<void> => {
     const run = (async () => {
+      if (failed) throw failed.error;
       file ??= open(walFile, "r");
-      await (await file).datasync();
+      try {
+        await (await file).datasync();
+      } catch (error) {
+        failed ??= { error };
+        throw error;
+      }
     })().finally(() => {
       if (running === run) running = undefined;
     });

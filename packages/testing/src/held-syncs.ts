@@ -8,17 +8,16 @@ async function fileHandlePrototype(file: string): Promise<{ datasync(): Promise<
   return Object.getPrototypeOf(probe) as { datasync(): Promise<void> };
 }
 
+/** The error a failed fdatasync(2) rejects with, as Node reports it (`EIO`, `ENOSPC`). */
+export const syncError = (code: "EIO" | "ENOSPC") => Object.assign(new Error(`${code}: fdatasync failed`), { code, syscall: "fdatasync" });
+
 /**
- * Every WAL sync held until `release()` lets the oldest one finish: the disk,
- * slowed down. `synced` counts the syncs; restore it when done.
+ * Every WAL sync held until `release()` lets the oldest one finish (if
+ * one is held), or `fail(code)` makes it fail: the disk, slowed down (or broken). `synced`
+ * counts the syncs; restore it when done.
  */
 export async function heldSyncs(file: string) {
-  const gates: Array<() => void> = [];
-  const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockImplementation(() => new Promise<void>((resolve) => gates.push(resolve)));
-  return { synced, release: () => gates.shift()!() };
-}
-
-/** The next WAL sync fails with EIO (the disk, broken once). */
-export async function failingSync(file: string) {
-  return vi.spyOn(await fileHandlePrototype(file), "datasync").mockRejectedValueOnce(Object.assign(new Error("EIO: i/o error, fdatasync"), { code: "EIO" }));
+  const gates: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
+  const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockImplementation(() => new Promise<void>((resolve, reject) => gates.push({ resolve, reject })));
+  return { synced, release: () => gates.shift()?.resolve(), fail: (code: "EIO" | "ENOSPC") => gates.shift()!.reject(syncError(code)) };
 }
