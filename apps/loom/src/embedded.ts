@@ -30,6 +30,10 @@ export interface EmbeddedLoom {
 export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
   const serviceToken = randomBytes(24).toString("base64url");
   const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL });
+  // Once, loudly: from then on every call answers 503 and /readyz is not ready, until a restart (kit `DatabaseFailed`).
+  dataDir.sqlite?.afterFailure((failure) =>
+    logger.fatal({ err: failure }, `the database ${dataDir.path}/loom.db failed: requests answer 503 and /readyz is not ready; restart Loom, which recovers the database from its log`),
+  );
   try {
     return await startServices(config, logger, serviceToken, dataDir);
   } catch (error) {
