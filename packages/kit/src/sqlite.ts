@@ -96,7 +96,8 @@ const transactionControl = ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT 
  * event loop does not stop while the disk flushes (with FULL, the fsync
  * inside COMMIT took a fifth of the all-in-one's main thread under load:
  * docs/decisions.md). The commit group (`inCommitGroup`) spreads one sync
- * over every call of a turn.
+ * over every call of a turn. A failed sync or log write fails the handle for
+ * good (`DatabaseFailed`): nothing is acknowledged after it.
  */
 export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHandle {
   const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: options.exclusive ? 0 : 5_000 });
