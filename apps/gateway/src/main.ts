@@ -1,6 +1,7 @@
 import "./tracing.ts";
 import { remoteBlobs } from "@loom/kit/blob-http";
 import { loadConfig } from "@loom/kit/config";
+import { connectionLimitsFrom } from "@loom/kit/connection-limits";
 import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
 import { serveMetrics } from "@loom/kit/metrics-server";
@@ -35,7 +36,7 @@ try {
   // A service that is down makes its own requests 503; it never takes the gateway replicas out of rotation.
   const readiness = async () => ({ ready: true, services: await servicesStatus(services) });
   const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
-  const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
+  const server = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);

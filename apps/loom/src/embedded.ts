@@ -7,6 +7,7 @@ import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { openBus } from "@loom/kit/bus-open";
+import { connectionLimitsFrom } from "@loom/kit/connection-limits";
 import { createHttpServer } from "@loom/kit/http-server";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
@@ -71,7 +72,7 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
   const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
-  const server = (listening = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
+  const server = (listening = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
     await dataDir.close();

@@ -76,6 +76,7 @@ const dependencyDownClasses = [
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
-  if (/^(EPIPE|ECONNRESET|ECONNREFUSED)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
+  // EMFILE/ENFILE: the process (or the system) is out of file descriptors for now; a retry later finds some.
+  if (/^(EPIPE|ECONNRESET|ECONNREFUSED|EMFILE|ENFILE)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
   return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

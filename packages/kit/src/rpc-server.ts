@@ -1,6 +1,7 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { serverInterceptors } from "./transports.ts";
@@ -11,6 +12,8 @@ export interface RpcServerOptions {
   logger: Logger;
   port?: number;
   host?: string;
+  /** Timeouts and the connection cap (connection-limits.ts); unset: the defaults. */
+  connections?: ConnectionLimits;
 }
 
 export interface RunningServer {
@@ -34,8 +37,9 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     interceptors: serverInterceptors(options.serviceToken, logger),
   });
   const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
-  // Plain routes may take uploads of any length (blobs): no limit on how long a request takes to arrive, as in createHttpServer.
-  const server = createServer({ requestTimeout: plainRoutes.length > 0 ? 0 : undefined }, (req, res) => {
+  // Plain routes may take uploads of any length (blobs): the limits are on stalls, as in createHttpServer.
+  const limits = options.connections ?? defaultConnectionLimits;
+  const server = createServer(connectionServerOptions(limits), (req, res) => {
     const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
     if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");
@@ -45,6 +49,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     }
     rpc(req, res);
   });
+  limitConnections(server, limits, logger);
   return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
     await Promise.all(services.map((s) => s.close()));
   });
