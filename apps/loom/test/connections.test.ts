@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { Agent, request } from "node:http";
+import { Agent, request, type IncomingHttpHeaders } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { answer, startFakeOpenAI, trickle, type FakeOpenAI } from "@loom/testing/fake-openai";
@@ -8,12 +8,12 @@ import { openSse } from "@loom/testing/sse";
 import { startAllInOne, type AllInOne } from "./all-in-one.ts";
 
 /** The answer of one request over `agent` (a kept-alive connection when the agent keeps one). */
-function call(url: string, options: { method?: string; agent?: Agent | false; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string }> {
+function call(url: string, options: { method?: string; agent?: Agent | false; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
     const req = request(url, { method: options.method ?? "GET", agent: options.agent, headers: options.headers }, (res) => {
       let body = "";
       res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode!, body }));
+      res.on("end", () => resolve({ status: res.statusCode!, body, headers: res.headers }));
       res.on("error", reject);
     });
     req.on("error", reject);
@@ -91,6 +91,50 @@ describe("connections to the all-in-one process", () => {
       await sleep(500);
       expect((await call(`${loom.url}/healthz`, { agent: false })).status).toBe(200);
       expect((await call(`${loom.url}/users`, { agent: kept, headers: auth })).status).toBe(200);
+      kept.destroy();
+      expect(loom.child.exitCode).toBeNull();
+    },
+  );
+
+  it.skipIf(!prlimit)(
+    "out of descriptors with no cap: what needs one more is 503 with Retry-After, the process lives, and serves again once they are back",
+    { timeout: 60_000 },
+    async () => {
+      const maxDescriptors = 256;
+      // A cap above the limit: the crowd takes every descriptor, as several listeners or a lower system limit would.
+      loom = await startAllInOne({ PORT: "0", HTTP_MAX_CONNECTIONS: "100000" }, { maxDescriptors });
+      const key = (await loom.bootstrapKey())!;
+      const api = apiClient(loom.url, key);
+      const url = await uploadUrl(api, "kept.txt");
+      expect((await api.put(new URL(url).pathname, "kept bytes", { "content-type": "text/plain" })).status).toBe(200);
+      const bucket = (await api.get("/buckets")).body.buckets[0].bucket_id as string;
+      const kept = new Agent({ keepAlive: true, maxSockets: 1 });
+      const auth = { authorization: `Bearer ${key}` };
+      const contents = () => call(`${loom!.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, { agent: kept, headers: auth });
+      const blob = () => call(url, { agent: kept });
+      expect((await contents()).status).toBe(200);
+
+      const crowd = Array.from({ length: maxDescriptors + 150 }, () => rawConnection(loom!.url));
+      await sleep(1_000);
+      // Opening the blob's file fails (EMFILE): a retry later will do, so 503, not a 500 or a crash.
+      for (const answer of [await contents(), await blob()]) {
+        expect(answer.status).toBe(503);
+        expect(JSON.parse(answer.body).type).toBe("Unavailable");
+        expect(Number(answer.headers["retry-after"])).toBeGreaterThan(0);
+        expect(answer.body).not.toMatch(/EMFILE|too many open files/);
+      }
+      // Long enough for every timer of the process to run (the memory release looks every 5 s). Connections
+      // from before the crowd idle out meanwhile and free a descriptor or two: 200 or 503, never a 500.
+      for (let round = 0; round < 3; round++) {
+        await sleep(2_000);
+        for (const answer of [await contents(), await blob()]) expect([200, 503]).toContain(answer.status);
+      }
+      expect(loom.child.exitCode).toBeNull();
+
+      for (const connection of crowd) connection.socket.destroy();
+      await sleep(500);
+      expect(JSON.parse((await contents()).body).contents).toBe("kept bytes");
+      expect((await blob()).body).toBe("kept bytes");
       kept.destroy();
       expect(loom.child.exitCode).toBeNull();
     },
