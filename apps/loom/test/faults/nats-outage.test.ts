@@ -2,8 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isTerminal } from "@loom/kit/run-lifecycle";
 import { answer, trickle } from "@loom/testing/fake-openai";
 import { scrapeMetrics } from "@loom/testing/metrics";
-import { needsOwnServers } from "@loom/testing/own-servers";
+import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
 import { openSse } from "@loom/testing/sse";
+import { startAllInOne, type AllInOne } from "../all-in-one.ts";
 import { startFaultStack, waitUntil, within, type FaultStack } from "./fault-stack.ts";
 
 const pieceCount = 40;
@@ -107,5 +108,33 @@ describe.skipIf(!needsOwnServers("NATS outage", "nats", "ferretdb"))("a NATS out
     const restartedAt = Date.now();
     await settlesAt("connected", 15_000);
     console.log(`NATS outage seen by every process ${seenAfter} ms after the kill; reconnected ${Date.now() - restartedAt} ms after the restart`);
+  });
+});
+
+/** Issue 31 item 16, the all-in-one process on NATS: its /readyz and /metrics say when the bus is lost, and it stays ready. */
+describe.skipIf(!needsOwnServers("NATS outage of the all-in-one process", "nats"))("a NATS outage under the all-in-one process", () => {
+  let nats: OwnServer | undefined;
+  let loom: AllInOne | undefined;
+  afterAll(async () => {
+    await loom?.stop("SIGKILL");
+    await nats?.close();
+  });
+
+  it("shows in its /readyz body and loom_bus_connected, and it stays ready", { timeout: 60_000 }, async () => {
+    nats = await startOwnNats();
+    loom = await startAllInOne({ PORT: "0", NATS_URL: nats.url, METRICS_PORT: "0" });
+    const metricsUrl = /metrics at (http:\/\/\S+\/metrics)/.exec(loom.output())![1]!;
+    const state = async () => {
+      const readyz = await fetch(`${loom!.url}/readyz`);
+      const body = (await readyz.json()) as { status: string; bus?: string };
+      return `${readyz.status} ${body.status} bus ${body.bus} gauge ${(await scrapeMetrics(metricsUrl)).value("loom_bus_connected")}`;
+    };
+    expect(await state()).toBe("200 ready bus connected gauge 1");
+    await nats.stop("SIGKILL");
+    await waitUntil("the all-in-one says the bus is lost", 10_000, async () => ((await state()) === "200 ready bus disconnected gauge 0" ? true : undefined));
+    expect(loom.output()).toContain("lost the NATS server");
+    await nats.start();
+    await waitUntil("the all-in-one says the bus is back", 15_000, async () => ((await state()) === "200 ready bus connected gauge 1" ? true : undefined));
+    expect(loom.output()).toContain("NATS is back");
   });
 });
