@@ -73,10 +73,12 @@ const connectionsDropped = new Counter({
  *   files): a crowd of idle connections is refused at the door, and the
  *   connections already in get their answers.
  * - **Body idle**: while a request's body is arriving, the socket's idle timer
- *   runs; Node emits `timeout` on the request only while it is incomplete,
- *   and that cuts the connection. Once the body is in, the timer is stopped:
- *   an answer may take minutes to begin (a model's reply) or stream for hours
- *   (SSE), and neither is the client's stall.
+ *   runs (reset by every byte); Node emits `timeout` on the request only
+ *   while it is incomplete, and that cuts the connection. Once the body is
+ *   in, the timer cuts nothing: when it fires, the response's listener stops
+ *   it. An answer may take minutes to begin (a model's reply) or stream for
+ *   hours (SSE), and neither is the client's stall. Requests without a body
+ *   (GET, SSE) never start it.
  * - **Accept failures** (`EMFILE`, `ENFILE`: the process or the system is out
  *   of descriptors) reach the server as an `error` event, which with no
  *   listener would end the process: they are counted and logged (at most
