@@ -109,7 +109,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
       ctx.state.operationId = "readyz";
       const readiness = await deps.readiness().catch((): Readiness => ({ ready: false }));
       if (!readiness.ready) throw new ConnectError("not ready: its stores do not answer", Code.Unavailable);
-      ctx.body = { status: "ready", ...(readiness.services ? { services: readiness.services } : {}) };
+      ctx.body = { status: "ready", ...(readiness.services ? { services: readiness.services } : {}), ...(readiness.bus ? { bus: readiness.bus } : {}) };
       return;
     }
     if (ctx.path === "/openapi.json") {

@@ -2,6 +2,7 @@ import { pipeline } from "node:stream/promises";
 import type { Context, Next } from "koa";
 import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "@loom/kit/blob-exchange";
 import { clientGoneSignal } from "@loom/kit/client-gone";
+import { unavailableIfDown } from "@loom/kit/errors";
 import type { Logger } from "@loom/kit/logger";
 
 const allowed = "GET, HEAD, PUT";
@@ -46,7 +47,9 @@ export function forwardBlobs(serve: ServeBlob, logger: Logger) {
         return;
       }
       closeIfUnread();
-      throw error;
+      const answered = unavailableIfDown(error);
+      if (answered !== error) logger.warn({ err: error, request_id: ctx.state.requestId }, "a blob request met a dependency that is down");
+      throw answered;
     }
     closeIfUnread();
     // The answer is written here, not by Koa: its body is piped with Node's

@@ -1,6 +1,7 @@
 import "./tracing.ts";
 import { remoteBlobs } from "@loom/kit/blob-http";
 import { loadConfig } from "@loom/kit/config";
+import { connectionLimitsFrom } from "@loom/kit/connection-limits";
 import { createHttpServer } from "@loom/kit/http-server";
 import { createLogger } from "@loom/kit/logger";
 import { serveMetrics } from "@loom/kit/metrics-server";
@@ -9,6 +10,7 @@ import { listen } from "@loom/kit/rpc-server";
 import { failStartup, onShutdown } from "@loom/kit/shutdown";
 import { httpTransport } from "@loom/kit/transports";
 import { tracing } from "@loom/kit/tracing";
+import { busReadiness } from "@loom/kit/bus";
 import { createNatsBus } from "@loom/kit/bus-nats";
 import { buildApp } from "./app.ts";
 import { serviceClients } from "./clients.ts";
@@ -29,13 +31,13 @@ try {
   // Signed blob URLs point at the gateway; their bytes stream on to the storage service.
   const blobs = remoteBlobs(config.STORAGE_URL, config.SERVICE_TOKEN);
   // Only a shared bus can carry revocations from identity; an in-process one could not.
-  const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway") : undefined;
+  const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway", logger) : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
   const services = { identity: config.IDENTITY_URL, assistants: config.ASSISTANTS_URL, runs: config.RUNS_URL, events: config.EVENTS_URL, storage: config.STORAGE_URL };
-  // A service that is down makes its own requests 503; it never takes the gateway replicas out of rotation.
-  const readiness = async () => ({ ready: true, services: await servicesStatus(services) });
+  // A service that is down makes its own requests 503, and a lost NATS delays revocations; neither takes the gateway replicas out of rotation.
+  const readiness = async () => ({ ready: true, services: await servicesStatus(services), ...busReadiness(bus) });
   const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
-  const server = await listen(createHttpServer(app.callback()), config.PORT, config.HOST);
+  const server = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST);
   logger.info({ url: server.url }, "gateway listening");
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);

@@ -1,11 +1,14 @@
 /**
  * What /readyz reports: whether this process can serve (503 when not), and
- * how the services it calls are doing (for people; it never makes the
- * process unready: see docs/decisions.md, "Readiness").
+ * how the services it calls and its NATS connection are doing (for people
+ * and monitors; neither makes the process unready: see docs/decisions.md,
+ * "Readiness does not cascade").
  */
 export interface Readiness {
   ready: boolean;
   services?: Record<string, "ready" | "unavailable">;
+  /** The NATS connection, when the process has one (kit/bus.ts `busReadiness`). */
+  bus?: "connected" | "disconnected";
 }
 
 /** Each service's own /readyz, by name; a service that does not answer in 2 s is unavailable. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env } from "@loom/kit/config";
+import { env, httpSettings } from "@loom/kit/config";
 import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";
@@ -14,6 +14,7 @@ export const loomConfigSchema = z.object({
   PORT: env.port(8080),
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),
+  ...httpSettings,
   /**
    * Where this process keeps its data: `loom.db` (SQLite: every service's
    * records, unless MONGODB_URL is set), `blobs/` (asset bytes on local disk,

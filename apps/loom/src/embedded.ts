@@ -6,7 +6,9 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
+import { busReadiness } from "@loom/kit/bus";
 import { openBus } from "@loom/kit/bus-open";
+import { connectionLimitsFrom } from "@loom/kit/connection-limits";
 import { createHttpServer } from "@loom/kit/http-server";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
@@ -50,7 +52,7 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
     sqlite: dataDir.sqlite && sharedSqlite(dataDir.sqlite),
   });
   const identityStore = await openIdentityStore(store("identity"));
-  const bus = await openBus(config.NATS_URL, "loom");
+  const bus = await openBus(config.NATS_URL, "loom", logger);
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
   const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
   // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
@@ -74,8 +76,8 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
   const services = [identity.service, assistants, events, runs.service, storage.service];
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
-  const server = (listening = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
+  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
+  const server = (listening = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
     await dataDir.close();

@@ -17,13 +17,21 @@ export interface AllInOne {
   stop(signal: NodeJS.Signals): Promise<number | null>;
 }
 
+/** How main.ts is started, besides its environment. */
+export interface SpawnOptions {
+  /** Started under `prlimit --nofile=<n>`: at most n open file descriptors. */
+  maxDescriptors?: number;
+}
+
 /**
  * Spawns main.ts with `env` over this process's environment (embedded
  * defaults, JSON logs, and a fresh data directory unless `env` names one),
  * collecting everything it prints.
  */
-function spawnMain(env: Record<string, string>) {
-  const child = spawn(process.execPath, [...nodeFlagsFor(main), main], {
+function spawnMain(env: Record<string, string>, options: SpawnOptions = {}) {
+  const node = [process.execPath, ...nodeFlagsFor(main), main];
+  const [command, ...args] = options.maxDescriptors === undefined ? node : ["prlimit", `--nofile=${options.maxDescriptors}`, ...node];
+  const child = spawn(command!, args, {
     env: { ...process.env, MONGODB_URL: "", NATS_URL: "", BOOTSTRAP_API_KEY: "", LOG_LEVEL: "info", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -35,8 +43,8 @@ function spawnMain(env: Record<string, string>) {
 }
 
 /** Starts main.ts (see `spawnMain`) and waits until it says where it listens. */
-export async function startAllInOne(env: Record<string, string>): Promise<AllInOne> {
-  const { child, printed, exited } = spawnMain(env);
+export async function startAllInOne(env: Record<string, string>, options: SpawnOptions = {}): Promise<AllInOne> {
+  const { child, printed, exited } = spawnMain(env, options);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no start within 30 s:\n${printed.text}`)), 30_000);
     const look = () => {

@@ -5,6 +5,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { codeFromHttpStatus, codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "./blob-exchange.ts";
 import { clientGoneSignal } from "./client-gone.ts";
+import { unavailableIfDown } from "./errors.ts";
 import type { Logger } from "./logger.ts";
 import { principalHeaders } from "./principal.ts";
 
@@ -78,11 +79,12 @@ export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: 
         return;
       }
       if (!(error instanceof ConnectError)) logger.error({ err: error }, "a blob request failed");
+      const answered = unavailableIfDown(error);
       // An upload refused before it was read whole keeps its connection: Node
       // reads and drops the rest until the gateway, having read this answer,
       // cuts it. Closing here would reset the connection under the gateway
       // while it is still sending, before it could read why.
-      writeConnectError(res, error instanceof ConnectError ? error : new ConnectError("internal error", Code.Internal));
+      writeConnectError(res, answered instanceof ConnectError ? answered : new ConnectError("internal error", Code.Internal));
     });
   };
 }

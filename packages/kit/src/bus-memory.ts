@@ -18,6 +18,7 @@ export function createMemoryBus(): Bus & { subscriberCount(): number } {
       return { unsubscribe: () => void listeners.delete(listener) };
     },
     ready: async () => true,
+    connection: () => "in-process",
     // One process: never disconnected.
     onReconnect: () => ({ unsubscribe: () => {} }),
     close: async () => listeners.clear(),

@@ -9,12 +9,26 @@ export interface Bus {
   subscribe(subject: string, onMessage: (data: Uint8Array, subject: string) => void): Subscription;
   ready(): Promise<boolean>;
   /**
+   * Whether the bus has its server now, without a round trip: `in-process`
+   * has none to lose. For `/readyz` and `loom_bus_connected`
+   * (docs/decisions.md, "Outages").
+   */
+  connection(): BusConnection;
+  /**
    * Calls `listener` each time the bus is back after losing its server, once
    * every subscription is in place again. What was published meanwhile may
    * be lost: the listener reads the database for it.
    */
   onReconnect(listener: () => void): Subscription;
   close(): Promise<void>;
+}
+
+export type BusConnection = "connected" | "disconnected" | "in-process";
+
+/** What `/readyz` says of a bus: nothing for an in-process one (it cannot be lost). */
+export function busReadiness(bus: Bus | undefined): { bus?: "connected" | "disconnected" } {
+  const connection = bus?.connection();
+  return connection === undefined || connection === "in-process" ? {} : { bus: connection };
 }
 
 export interface Subscription {

@@ -29,8 +29,21 @@ export function serviceSettings(port: number) {
     LOG_FORMAT: env.logFormat(),
     /** `GET /metrics` (Prometheus) listens here, on HOST, apart from the API port; 0: any free port. */
     METRICS_PORT: env.port(defaultMetricsPort),
+    ...httpSettings,
   };
 }
+
+/** How every HTTP listener treats connections (kit/connection-limits.ts; docs/decisions.md, "Connections"). */
+export const httpSettings = {
+  /** A request's headers must arrive within this (ms); slower connections get 408 and are closed. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  /** A kept-alive connection with no request in flight is closed after this (ms); above a load balancer's idle timeout if one keeps connections to Loom. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().positive().default(5_000),
+  /** A request body that stops arriving for this long (ms) is cut. */
+  HTTP_BODY_IDLE_TIMEOUT_MS: z.coerce.number().int().positive().default(60_000),
+  /** Connections one listener holds at once; unset: the descriptor limit less a quarter (at least 64) for files and upstream connections. */
+  HTTP_MAX_CONNECTIONS: z.coerce.number().int().min(1).optional(),
+};
 
 /** The port of every split process's `/metrics` (OpenTelemetry's Prometheus exporter's default). */
 export const defaultMetricsPort = 9464;

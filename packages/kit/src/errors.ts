@@ -48,6 +48,15 @@ export class DependencyDown extends Error {
 }
 
 /**
+ * UNAVAILABLE (retry later) for an error that is a dependency down or the
+ * process out of descriptors (`isDependencyDown`), for the paths that answer
+ * without the RPC interceptors (the blob data plane); any other error as it is.
+ */
+export function unavailableIfDown(error: unknown): unknown {
+  return !(error instanceof ConnectError) && isDependencyDown(error) ? unavailable("a dependency is unavailable, try again later") : error;
+}
+
+/**
  * The drivers' own classes for "the server cannot be reached": the MongoDB
  * driver's network, selection, pool and topology errors (a network timeout
  * is a network error), and the NATS client's closed, draining and lost
@@ -76,6 +85,7 @@ const dependencyDownClasses = [
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
-  if (/^(EPIPE|ECONNRESET|ECONNREFUSED)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
+  // EMFILE/ENFILE: the process (or the system) is out of file descriptors for now; a retry later finds some.
+  if (/^(EPIPE|ECONNRESET|ECONNREFUSED|EMFILE|ENFILE)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
   return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

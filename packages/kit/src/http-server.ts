@@ -1,4 +1,6 @@
 import { createServer, ServerResponse, type IncomingMessage, type RequestListener, type Server } from "node:http";
+import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
+import type { Logger } from "./logger.ts";
 
 /**
  * A response whose `end` waits for the end of the event loop's turn: the
@@ -42,11 +44,13 @@ function endAll(): void {
 }
 
 /**
- * An HTTP/1.1 server whose responses leave in batches per event-loop turn.
- * With no limit on how long a request may take to arrive (Node's default is
- * 5 minutes): an upload through a signed blob URL may be gigabytes on a slow
- * link. Headers must still arrive within Node's `headersTimeout`.
+ * An HTTP/1.1 server whose responses leave in batches per event-loop turn,
+ * with Loom's connection limits (connection-limits.ts): no limit on how long
+ * a request may take to arrive while it keeps arriving (an upload through a
+ * signed blob URL may be gigabytes on a slow link), but headers, idle
+ * kept-alive connections and stalled bodies time out, and connections past
+ * the cap are refused.
  */
-export function createHttpServer(handler: RequestListener): Server {
-  return createServer({ ServerResponse: TurnBatchedResponse, requestTimeout: 0 }, handler);
+export function createHttpServer(handler: RequestListener, limits: ConnectionLimits = defaultConnectionLimits, logger?: Logger): Server {
+  return limitConnections(createServer({ ServerResponse: TurnBatchedResponse, ...connectionServerOptions(limits) }, handler), limits, logger);
 }

@@ -27,20 +27,34 @@ const defaults: MemoryReleaseOptions = { everyMs: 5_000, quietBelow: 0.05, grown
  */
 export function releaseMemoryWhenQuiet(options: Partial<MemoryReleaseOptions> = {}): { stop(): void; releases(): number } {
   const { everyMs, quietBelow, grownBy } = { ...defaults, ...options };
-  let floor = process.memoryUsage.rss();
+  let floor = residentBytes() ?? 0;
   let last = performance.eventLoopUtilization();
   let count = 0;
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const busy = performance.eventLoopUtilization(now, last).utilization;
     last = now;
-    const rss = process.memoryUsage.rss();
+    const rss = residentBytes();
+    if (rss === undefined) return;
     if (rss < floor) floor = rss;
     if (busy >= quietBelow || rss - floor < grownBy) return;
     collectGarbage({ type: "major", execution: "sync", flavor: "last-resort" });
     count++;
-    floor = process.memoryUsage.rss();
+    floor = residentBytes() ?? floor;
   }, everyMs);
   timer.unref();
   return { stop: () => clearInterval(timer), releases: () => count };
+}
+
+/**
+ * The process's RSS, or undefined when it cannot be read: libuv reads it from
+ * /proc/self/stat, which needs a descriptor, and a process out of them
+ * (EMFILE) must skip a look, not throw from a timer and exit.
+ */
+function residentBytes(): number | undefined {
+  try {
+    return process.memoryUsage.rss();
+  } catch {
+    return undefined;
+  }
 }

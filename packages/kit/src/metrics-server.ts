@@ -1,5 +1,6 @@
 import { createServer } from "node:http";
 import { collectDefaultMetrics } from "prom-client";
+import { connectionServerOptions, defaultConnectionLimits, limitConnections } from "./connection-limits.ts";
 import { metricsRegistry } from "./metrics.ts";
 import { listen, type RunningServer } from "./rpc-server.ts";
 
@@ -15,12 +16,14 @@ export async function serveMetrics(port: number, host: string): Promise<RunningS
     defaultsCollected = true;
     collectDefaultMetrics({ register: metricsRegistry });
   }
-  const server = createServer((req, res) => {
+  const server = createServer(connectionServerOptions(defaultConnectionLimits), (req, res) => {
     if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") return void res.writeHead(404, { "content-type": "text/plain" }).end("not found");
     metricsRegistry.metrics().then(
       (text) => res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(text),
       () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"),
     );
   });
+  // Its own scrapers' connections only, but an accept that fails must not end the process here either.
+  limitConnections(server, defaultConnectionLimits);
   return listen(server, port, host);
 }

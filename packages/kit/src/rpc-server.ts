@@ -1,6 +1,8 @@
 import { createServer, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
+import { busReadiness, type Bus } from "./bus.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
 import { serverInterceptors } from "./transports.ts";
@@ -11,6 +13,10 @@ export interface RpcServerOptions {
   logger: Logger;
   port?: number;
   host?: string;
+  /** The process's bus: `/readyz` says whether NATS is connected (it never makes the process unready). */
+  bus?: Bus;
+  /** Timeouts and the connection cap (connection-limits.ts); unset: the defaults. */
+  connections?: ConnectionLimits;
 }
 
 export interface RunningServer {
@@ -24,7 +30,8 @@ export interface RunningServer {
 /**
  * Serves services over Connect (HTTP/1.1; Connect, gRPC and gRPC-web
  * protocols), plus `/healthz` (the process answers) and `/readyz` (every
- * service's dependencies answer), plus the plain HTTP routes of services
+ * service's dependencies answer; the body also says `bus: disconnected`
+ * while NATS is lost, which degrades but does not stop the process), plus the plain HTTP routes of services
  * that have some (`RpcService.http`), matched by path prefix.
  */
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
@@ -34,17 +41,20 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     interceptors: serverInterceptors(options.serviceToken, logger),
   });
   const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
-  // Plain routes may take uploads of any length (blobs): no limit on how long a request takes to arrive, as in createHttpServer.
-  const server = createServer({ requestTimeout: plainRoutes.length > 0 ? 0 : undefined }, (req, res) => {
+  // Plain routes may take uploads of any length (blobs): the limits are on stalls, as in createHttpServer.
+  const limits = options.connections ?? defaultConnectionLimits;
+  const server = createServer(connectionServerOptions(limits), (req, res) => {
     const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
     if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");
     if (req.url === "/readyz") {
-      void allReady(services).then((ok) => plain(res, ok ? 200 : 503, ok ? "ready" : "not ready"));
+      const { bus } = busReadiness(options.bus);
+      void allReady(services).then((ok) => plain(res, ok ? 200 : 503, `${ok ? "ready" : "not ready"}${bus ? `; bus ${bus}` : ""}`));
       return;
     }
     rpc(req, res);
   });
+  limitConnections(server, limits, logger);
   return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
     await Promise.all(services.map((s) => s.close()));
   });

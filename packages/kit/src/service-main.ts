@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Bus } from "./bus.ts";
 import { openBus } from "./bus-open.ts";
 import { loadConfig } from "./config.ts";
+import { connectionLimitsFrom } from "./connection-limits.ts";
 import { createLogger, type Logger } from "./logger.ts";
 import { releaseMemoryWhenQuiet } from "./memory-release.ts";
 import { serveMetrics } from "./metrics-server.ts";
@@ -17,6 +18,10 @@ interface ServiceConfig {
   SERVICE_TOKEN: string;
   LOG_LEVEL: string;
   METRICS_PORT: number;
+  HTTP_HEADERS_TIMEOUT_MS: number;
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: number;
+  HTTP_BODY_IDLE_TIMEOUT_MS: number;
+  HTTP_MAX_CONNECTIONS?: number | undefined;
   MONGODB_URL?: string | undefined;
   NATS_URL?: string | undefined;
 }
@@ -46,9 +51,9 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     logger.level = common.LOG_LEVEL;
     if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${notes.keeps} in an in-memory SQLite database, they are lost on restart (the all-in-one process keeps them in its data directory)`);
     if (notes.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${notes.withoutNats}`);
-    const bus = await openBus(common.NATS_URL, name);
+    const bus = await openBus(common.NATS_URL, name, logger);
     const service = await wire(config, { logger, bus });
-    const server = await startRpcServer({ services: [service], serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST });
+    const server = await startRpcServer({ services: [service], bus, serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST, connections: connectionLimitsFrom(common) });
     logger.info({ url: server.url }, `${name} service listening`);
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
     logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
