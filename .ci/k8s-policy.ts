@@ -1,6 +1,7 @@
 import { availabilityViolations } from "./k8s-availability.ts";
 import { networkViolations } from "./k8s-network.ts";
 import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
+import { workloadKinds } from "./k8s-selectors.ts";
 
 /**
  * Loom's rules for what runs on a cluster, checked on a rendered overlay
@@ -18,7 +19,6 @@ import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
  * it checked, or every violation (and exits 1).
  */
 
-const workloadKinds = new Set(["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"]);
 /** Kinds whose containers run until stopped, so need probes (a Job's run to completion). */
 const longRunningKinds = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
 /** Where Loom's processes answer (packages/kit/src/rpc-server.ts, apps/gateway/src/app.ts). */
