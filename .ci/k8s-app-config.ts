@@ -1,10 +1,5 @@
-import { assistantsConfigSchema } from "../apps/assistants/src/config.ts";
-import { eventsConfigSchema } from "../apps/events/src/config.ts";
-import { gatewayConfigSchema } from "../apps/gateway/src/config.ts";
-import { identityConfigSchema } from "../apps/identity/src/config.ts";
-import { runsConfigSchema } from "../apps/runs/src/config.ts";
-import { storageConfigSchema } from "../apps/storage/src/config.ts";
 import { loadConfig } from "@loom/kit/config";
+import { appConfigSchemas as schemas } from "./k8s-app-schemas.ts";
 import { readRendered, type Resource } from "./k8s-rendered.ts";
 
 /**
@@ -16,14 +11,6 @@ import { readRendered, type Resource } from "./k8s-rendered.ts";
  * elsewhere the operator creates them, and the check says it was skipped.
  * Usage: node .ci/k8s-app-config.ts <rendered.yaml>.
  */
-const schemas: Record<string, Parameters<typeof loadConfig>[0]> = {
-  gateway: gatewayConfigSchema,
-  identity: identityConfigSchema,
-  assistants: assistantsConfigSchema,
-  runs: runsConfigSchema,
-  events: eventsConfigSchema,
-  storage: storageConfigSchema,
-};
 
 const file = process.argv[2];
 if (!file) {

@@ -1,4 +1,7 @@
+import { availabilityViolations } from "./k8s-availability.ts";
+import { networkViolations } from "./k8s-network.ts";
 import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
+import { workloadKinds } from "./k8s-selectors.ts";
 
 /**
  * Loom's rules for what runs on a cluster, checked on a rendered overlay
@@ -7,12 +10,15 @@ import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
  * security context; every long-running container has startup, readiness and
  * liveness probes on ports it declares; Loom's apps probe the endpoints the
  * processes serve (/healthz, /readyz on PORT) and are scraped on METRICS_PORT;
- * a replicated workload spreads over nodes; third-party images are pinned.
- * Usage: node .ci/k8s-policy.ts <rendered.yaml> — prints what it checked, or
- * every violation (and exits 1).
+ * a replicated workload spreads over nodes; third-party images are pinned;
+ * drains leave every app running (.ci/k8s-availability.ts: with
+ * `--production`, two pods at least and a PodDisruptionBudget for each); each
+ * workload has an ingress allow-list naming peers and ports, which admits what
+ * the apps are configured to reach (.ci/k8s-network.ts).
+ * Usage: node .ci/k8s-policy.ts <rendered.yaml> [--production] — prints what
+ * it checked, or every violation (and exits 1).
  */
 
-const workloadKinds = new Set(["Deployment", "StatefulSet", "DaemonSet", "Job", "CronJob"]);
 /** Kinds whose containers run until stopped, so need probes (a Job's run to completion). */
 const longRunningKinds = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
 /** Where Loom's processes answer (packages/kit/src/rpc-server.ts, apps/gateway/src/app.ts). */
@@ -21,8 +27,9 @@ const loomProbePaths = { startupProbe: "/healthz", livenessProbe: "/healthz", re
 const metricsPort = 9464;
 
 const file = process.argv[2];
+const production = process.argv.includes("--production");
 if (!file) {
-  console.error("usage: node .ci/k8s-policy.ts <rendered.yaml>");
+  console.error("usage: node .ci/k8s-policy.ts <rendered.yaml> [--production]");
   process.exit(2);
 }
 const resources = readRendered(file);
@@ -121,6 +128,9 @@ function envValue(container: Json, key: string): string | undefined {
   return undefined;
 }
 
+// One line each: a Service reached at three hosts (mongo-0.mongo, …) is one finding.
+violations.push(...new Set([...availabilityViolations(resources, { production }), ...networkViolations(resources)]));
+
 if (violations.length > 0) {
   console.log(`${file}: ${violations.length} policy violations`);
   for (const violation of violations) console.log(`  ${violation}`);
@@ -130,4 +140,7 @@ if (workloads === 0) {
   console.log(`${file}: no workloads to check`);
   process.exit(1);
 }
-console.log(`${file}: ${workloads} workloads, ${containers} containers: limits, security context, probes, spread and scraping as required`);
+console.log(
+  `${file}: ${workloads} workloads, ${containers} containers: limits, security context, probes, spread and scraping as required; ` +
+    `drains keep every app running${production ? " (production: 2 pods at least, a PodDisruptionBudget each)" : ""}; ingress allow-lists name peers and ports and admit what the apps reach`,
+);
