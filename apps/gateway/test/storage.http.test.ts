@@ -507,12 +507,12 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       await upload(bucketId, "b.txt", "asset B");
       const url = await assetUrl(bucketId, "a.txt");
       const token = tokenParts(url);
-      expect(Object.keys(token.claims).sort()).toEqual(["ast", "bkt", "exp", "ops", "org"]);
+      expect(Object.keys(token.claims).sort()).toEqual(["aid", "bkt", "exp", "ops", "org"]);
       const otherBucket = await newBucket("other");
       await upload(otherBucket, "a.txt", "other bucket's A");
       const tampered = {
-        "the asset (A's URL for B)": token.with({ claims: { ast: "b.txt" } }),
-        "the asset (one that does not exist)": token.with({ claims: { ast: "nope.txt" } }),
+        "the asset (another id)": token.with({ claims: { aid: crypto.randomUUID() } }),
+        "the asset, by name (as tokens once named it)": token.with({ claims: { aid: undefined, ast: "b.txt" } }),
         "the bucket": token.with({ claims: { bkt: otherBucket } }),
         "the organization": token.with({ claims: { org: crypto.randomUUID() } }),
         "the operations": tokenParts(await assetUrl(bucketId, "a.txt", "GET")).with({ claims: { ops: "PUT,GET" } }),
@@ -534,6 +534,17 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect((await blob("GET", url)).bytes.toString()).toBe("asset A");
       expect((await admin.get(`/buckets/${bucketId}/assets/b.txt?include_contents=true`)).body.contents).toBe("asset B");
       expect((await admin.get(`/buckets/${otherBucket}/assets/a.txt?include_contents=true`)).body.contents).toBe("other bucket's A");
+    });
+
+    it("an old URL neither reads nor writes a new asset of the same name: deleting the asset revokes it", async () => {
+      await upload(bucketId, "recreated.txt", "first life");
+      const oldUrl = await assetUrl(bucketId, "recreated.txt");
+      expect((await admin.delete(`/buckets/${bucketId}/assets/recreated.txt`)).status).toBe(204);
+      await upload(bucketId, "recreated.txt", "second life");
+      expectBlobError(await blob("GET", oldUrl), 404, "NotFound");
+      expectBlobError(await blob("PUT", oldUrl, { body: "planted through a leaked URL" }), 404, "NotFound");
+      expect((await admin.get(`/buckets/${bucketId}/assets/recreated.txt?include_contents=true`)).body).toMatchObject({ contents: "second life", size: 11 });
+      expect((await blob("GET", await assetUrl(bucketId, "recreated.txt", "GET"))).bytes.toString()).toBe("second life");
     });
 
     it("refuses an upload on a bad token at once, and closes the connection rather than read the rest", async () => {

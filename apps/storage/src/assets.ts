@@ -2,6 +2,8 @@ import type { Logger } from "@loom/kit/logger";
 import { notFound } from "@loom/kit/errors";
 import { isUuid } from "@loom/kit/ids";
 import type { BlobStore } from "./blobs/port.ts";
+import { maxAssetUrlTtlSeconds } from "./config.ts";
+import { urlNotValid, type BlobGrant } from "./signed-urls.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
 import { updateTime } from "./update-time.ts";
 
@@ -58,7 +60,28 @@ export function createAssetAccess(deps: { store: StorageStore; blobs: BlobStore;
     return { bucket: found, asset: await reconciled(stored) };
   }
 
-  return { bucket, asset, reconciled };
+  /**
+   * The asset a signed URL was made for: by its id, so after DeleteAsset and
+   * CreateAsset of the same name the old URL finds nothing (404). A token made
+   * before tokens carried the id names the asset by name; it is honoured only
+   * for an asset that provably existed when the token was made — created at
+   * least the longest URL lifetime before the token expires — and is refused
+   * otherwise, as any URL that does not grant the request.
+   */
+  async function granted(grant: BlobGrant): Promise<AssetRecord> {
+    const found = await bucket(grant.organizationId, grant.bucketId);
+    if ("legacyName" in grant.asset) {
+      const stored = await store.getAsset(found.organizationId, found.id, grant.asset.legacyName);
+      if (!stored) throw notFound("asset");
+      if (stored.createdAt.getTime() > grant.expiresAt.getTime() - maxAssetUrlTtlSeconds * 1000) throw urlNotValid();
+      return reconciled(stored);
+    }
+    const stored = await store.getAssetById(found.organizationId, found.id, grant.asset.id);
+    if (!stored) throw notFound("asset");
+    return reconciled(stored);
+  }
+
+  return { bucket, asset, reconciled, granted };
 }
 
 export type AssetAccess = ReturnType<typeof createAssetAccess>;

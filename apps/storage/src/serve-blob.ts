@@ -49,8 +49,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     );
 
   async function put(request: BlobRequest): Promise<BlobResponse> {
-    const grant = await tokens.verify(request.token, "PUT");
-    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
+    const asset = await access.granted(await tokens.verify(request.token, "PUT"));
     const limit = await uploadLimit(asset.organizationId, asset.blob?.size ?? 0);
     const declared = Number(request.headers["content-length"] ?? Number.NaN);
     if (declared > limit.bytes) {
@@ -78,8 +77,7 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
   }
 
   async function get(request: BlobRequest): Promise<BlobResponse> {
-    const grant = await tokens.verify(request.token, "GET");
-    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
+    const asset = await access.granted(await tokens.verify(request.token, "GET"));
     const key = blobKey(asset);
     if (deps.directUrls) {
       // The bytes come straight from the store, which answers Range and

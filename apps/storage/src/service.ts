@@ -163,7 +163,7 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
         const presigned = await blobs.presign!(blobKey(asset), operation, deps.urlTtlSeconds);
         return { url: presigned.url, headers: presigned.headers, expiresAt: timestampFromDate(expiresAt) };
       }
-      const token = await tokens.sign({ organizationId: asset.organizationId, bucketId: asset.bucketId, name: asset.name, operations, expiresAt });
+      const token = await tokens.sign({ organizationId: asset.organizationId, bucketId: asset.bucketId, assetId: asset.id, operations, expiresAt });
       return { url: `${deps.publicUrl().replace(/\/+$/, "")}${blobPathPrefix}${token}`, headers: {}, expiresAt: timestampFromDate(expiresAt) };
     },
   };

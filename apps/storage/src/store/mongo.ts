@@ -67,6 +67,7 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       }
     },
     getAsset: async (organizationId, bucketId, name) => assetOf(await assets.findOne({ bucketId, name, organizationId })),
+    getAssetById: async (organizationId, bucketId, id) => assetOf(await assets.findOne({ _id: id, bucketId, organizationId })),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const query = { bucketId, organizationId, ...nameFilterQuery(filter) };
       const [docs, totalCount] = await Promise.all([

@@ -65,6 +65,8 @@ export interface StorageStore extends StoreLifecycle {
   /** Inserts the asset unless the bucket already has one of that name; answers what is stored and whether it was created. */
   upsertAsset(asset: AssetRecord): Promise<{ asset: AssetRecord; created: boolean }>;
   getAsset(organizationId: string, bucketId: string, name: string): Promise<AssetRecord | undefined>;
+  /** The asset of that id (what a signed URL names), whatever its name. */
+  getAssetById(organizationId: string, bucketId: string, id: string): Promise<AssetRecord | undefined>;
   /** Newest first by created_at, ties by name. */
   listAssets(organizationId: string, bucketId: string, filter: AssetFilter, skip: number, limit: number): Promise<Page<AssetRecord>>;
   /**

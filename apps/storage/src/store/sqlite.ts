@@ -96,6 +96,8 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
     },
     getAsset: async (organizationId, bucketId, name) =>
       assetOf(prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ?").get(bucketId, name, organizationId)),
+    getAssetById: async (organizationId, bucketId, id) =>
+      assetOf(prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(id, bucketId, organizationId)),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const names = nameFilterSql(filter);
       const where = `bucket_id = ? AND organization_id = ?${names.where}`;
