@@ -34,6 +34,12 @@ export const storageSettings = {
   ASSET_MAX_BYTES: z.coerce.number().int().min(1).default(5 * 1024 ** 3),
   /** Bytes one organization may store over all its assets; unset: no quota. */
   STORAGE_QUOTA_BYTES: z.coerce.number().int().min(0).optional(),
+  /**
+   * How old a blob object no asset names must be before the orphan sweep
+   * removes it, in seconds (default 1 day): longer than any upload takes,
+   * since a younger one may be an upload about to commit.
+   */
+  ORPHAN_BLOB_GRACE_SECONDS: z.coerce.number().int().min(0).default(24 * 3600),
 };
 
 export type StorageSettings = z.infer<z.ZodObject<typeof storageSettings>>;
