@@ -6,7 +6,8 @@ import type { StorageStore } from "./store/port.ts";
 /**
  * Removes blob objects no asset record names: the old bytes of an upload, or
  * the bytes of a deleted asset, left by a process that stopped before
- * removing them, and an upload's new bytes left uncommitted. Only objects
+ * removing them, and an upload's new bytes left uncommitted; then uploads
+ * left unfinished (S3's multipart uploads). Only objects
  * last written before `graceMs` ago: a younger one may be an upload about to
  * commit (an upload's object can be dated from its start, as S3's multipart
  * uploads are, so the grace outlasts the longest upload).
@@ -29,6 +30,8 @@ export function createOrphanSweep(deps: { store: StorageStore; blobs: BlobStore;
       }
     }
     if (removed > 0) logger.info({ blobs: removed }, "removed blob objects no asset names (left by a stop in the middle of an upload or a delete)");
+    const dropped = await blobs.dropUnfinished(new Date(before));
+    if (dropped > 0) logger.info({ uploads: dropped }, "dropped uploads a stop left unfinished");
     return removed;
   };
 }

@@ -139,6 +139,17 @@ export function createDiskBlobStore(directory: string): BlobStore {
     async deletePrefix(prefix) {
       await rm(join(root, checked(prefixPattern, prefix)), { recursive: true, force: true });
     },
+    async dropUnfinished(before) {
+      let dropped = 0;
+      for (const name of await readdir(incoming).catch(() => [])) {
+        const path = join(incoming, name);
+        const written = (await stat(path).catch(() => undefined))?.mtime;
+        if (!written || written.getTime() >= before.getTime()) continue;
+        await rm(path, { force: true });
+        dropped++;
+      }
+      return dropped;
+    },
     async *list() {
       // `<organization>/<bucket>/<file>`: one page per bucket directory (`.incoming` is not one).
       for (const organization of await subdirectories(root)) {

@@ -69,6 +69,13 @@ export interface BlobStore {
    * when it was last written. Keys of other shapes (not Loom's) are left out.
    */
   list(): AsyncIterable<StoredBlob[]>;
+  /**
+   * Drops uploads begun before `before` and never finished (a process that
+   * stopped mid-upload): S3's incomplete multipart uploads, whose parts are
+   * stored and billed until aborted; files left in `.incoming/` on disk.
+   * Answers how many.
+   */
+  dropUnfinished(before: Date): Promise<number>;
   /** S3 only: a presigned store URL for one operation. */
   presign?(key: string, operation: "PUT" | "GET", expiresInSeconds: number): Promise<PresignedUrl>;
 }

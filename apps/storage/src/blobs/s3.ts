@@ -1,10 +1,12 @@
 import { pipeline, type Readable } from "node:stream";
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   NoSuchKey,
   NotFound,
   PutObjectCommand,
@@ -213,6 +215,20 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       });
     },
 
+    async dropUnfinished(before) {
+      let dropped = 0;
+      let markers: { KeyMarker?: string; UploadIdMarker?: string } = {};
+      for (;;) {
+        const page = await send(() => client.send(new ListMultipartUploadsCommand({ Bucket: bucket, ...markers })));
+        for (const upload of page.Uploads ?? []) {
+          if (!upload.Key || !upload.UploadId || !blobKeyPattern.test(upload.Key) || !upload.Initiated || upload.Initiated >= before) continue;
+          await send(() => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })));
+          dropped++;
+        }
+        if (!page.IsTruncated) return dropped;
+        markers = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+      }
+    },
     async *list() {
       const pages = paginateListObjectsV2({ client }, { Bucket: bucket });
       for (;;) {
