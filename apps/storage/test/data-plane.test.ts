@@ -198,6 +198,29 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("second");
   });
 
+  it("reads during overwrites always get one upload's bytes whole, never a 404 for bytes just moved", async () => {
+    const { bucketId, name, token } = await assetWithUrl();
+    const version = (n: number) => Buffer.from(`version ${n} `.repeat(2000));
+    await serve(request("PUT", token, {}, version(0)));
+    const versions = new Set([version(0).toString()]);
+    let writing = true;
+    const writer = (async () => {
+      for (let n = 1; n <= 30; n++) {
+        versions.add(version(n).toString());
+        await serve(request("PUT", token, {}, version(n)));
+      }
+      writing = false;
+    })();
+    const seen: string[] = [];
+    while (writing) {
+      seen.push((await buffer((await serve(request("GET", token))).body!)).toString());
+      seen.push(Buffer.from((await storage.getAsset({ bucketId, name, includeContents: true }, call)).asset!.contents!).toString());
+    }
+    await writer;
+    expect(seen.length).toBeGreaterThan(2);
+    for (const bytes of seen) expect(versions.has(bytes)).toBe(true);
+  });
+
   it("deleting an asset removes its bytes; an old URL of it is 404 and a re-created asset of the name starts empty", async () => {
     const { bucketId, name, token } = await assetWithUrl();
     await serve(request("PUT", token, {}, Buffer.from("bytes")));
