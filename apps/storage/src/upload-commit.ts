@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { newId } from "@loom/kit/ids";
 import type { StorageLimits } from "./assets.ts";
@@ -10,8 +11,14 @@ import { updateTime } from "./update-time.ts";
  */
 export const reservationLifetimeMs = 60_000;
 
-/** How often a commit tries again when another upload to the same asset committed first. */
-const attempts = 5;
+/**
+ * How often a commit tries again: when another upload to the same asset
+ * committed first, or when uploads committing at the same time together
+ * would pass the quota though this one alone would not (each waits a random
+ * moment, so they go one after the other).
+ */
+const attempts = 10;
+const backoff = () => sleep(5 + Math.random() * 45);
 
 export const overQuota = (quotaBytes: number, left: number) =>
   new ConnectError(`the upload would exceed the organization's storage quota (${quotaBytes} bytes; ${Math.max(0, left)} left for this asset)`, Code.OutOfRange);
@@ -26,7 +33,8 @@ export const overQuota = (quotaBytes: number, left: number) =>
  * it replaces (the commit is conditional on the asset's bytes being still
  * the ones it counted out). Of two concurrent commits, at least one sees the
  * other (its reservation or its committed record), so together they never
- * pass the quota; at worst both count each other and the later is refused.
+ * pass the quota. One that would fit alone but not beside the others'
+ * reservations waits and tries again: they may be refused, or it may be.
  */
 export function createUploadCommit(deps: { store: StorageStore; limits: StorageLimits; now: () => Date }) {
   const { store, limits, now } = deps;
@@ -44,8 +52,9 @@ export function createUploadCommit(deps: { store: StorageStore; limits: StorageL
       // Reservations first, then what is stored: a commit landing between the two reads is counted in one of them.
       const reserved = await store.reservedBytes(current.organizationId, new Date(reservation.at.getTime() - reservationLifetimeMs));
       const stored = await store.storedBytes(current.organizationId);
-      const total = reserved + stored - (current.blob?.size ?? 0);
-      if (total > quotaBytes) throw overQuota(quotaBytes, quotaBytes - (total - blob.size));
+      const alone = stored - (current.blob?.size ?? 0) + blob.size;
+      if (alone > quotaBytes) throw overQuota(quotaBytes, quotaBytes - (alone - blob.size));
+      if (reserved - blob.size + alone > quotaBytes) return "contended";
       return await commitOnce(current, blob, storedAt);
     } finally {
       await store.releaseBytes(reservation.id);
@@ -57,9 +66,10 @@ export function createUploadCommit(deps: { store: StorageStore; limits: StorageL
       const current = await store.getAssetById(asset.organizationId, asset.bucketId, asset.id);
       if (!current) return undefined;
       const done = limits.quotaBytes === undefined ? await commitOnce(current, blob, storedAt) : await withinQuota(limits.quotaBytes, current, blob, storedAt);
-      if (done !== "moved") return done;
+      if (done === "contended") await backoff();
+      else if (done !== "moved") return done;
     }
-    throw new ConnectError("the asset keeps changing: try again", Code.Unavailable);
+    throw new ConnectError("other uploads to this asset or organization keep committing at the same time: try again", Code.Unavailable);
   };
 }
 
