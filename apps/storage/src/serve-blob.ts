@@ -94,12 +94,16 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     const grant = await tokens.verify(request.token, "GET");
     // An upload may move the asset to new bytes (and remove the old) between
     // the look and the read: look again, record first, so the headers describe what is sent.
+    let missing: string | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
       const asset = await access.granted(grant);
       const key = blobKey(asset);
       const info = await blobs.stat(key);
-      if (!info && asset.blob) continue; // moved by an upload since the record was read
-      if (!info) throw notFound("asset bytes (nothing was uploaded yet)");
+      if (!info && asset.blob && key !== missing) {
+        missing = key; // moved by an upload since the record was read, or lost: read the record again
+        continue;
+      }
+      if (!info) throw notFound(asset.blob ? "asset bytes (the stored bytes are missing)" : "asset bytes (nothing was uploaded yet)");
       if (deps.directUrls) {
         // The bytes come straight from the store, which answers Range and
         // conditional requests itself; Loom checked the token and that there are bytes.
