@@ -198,6 +198,22 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("second");
   });
 
+  it("an upload whose record write fails (as at a crash between the bytes and the record) leaves the record and the served bytes in agreement", async () => {
+    const { bucketId, name, token } = await assetWithUrl();
+    await serve(request("PUT", token, {}, Buffer.from("old bytes")));
+    // A fake failure: the process-level test (apps/loom/test/durable.test.ts) kills for real, but at random
+    // instants; this makes the stop land exactly after the bytes are stored and before the record says so.
+    const stopped = () => Promise.reject(new Error("stopped here"));
+    const failing: StorageStore = { ...sharedStore(), setAssetBlob: stopped, replaceAssetBlob: stopped };
+    const crashing = await wireStorage(failing, createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir, BLOB_SIGNING_KEY: "k".repeat(32) }), { logger, publicUrl: () => "http://loom.test" });
+    await expect(crashing.serveBlob(request("PUT", token, {}, Buffer.from("new bytes, longer than the old")))).rejects.toThrow("stopped here");
+    await crashing.service.close();
+    const { asset } = await storage.getAsset({ bucketId, name, includeContents: true }, call);
+    const served = await buffer((await serve(request("GET", token))).body!);
+    expect([Number(asset!.size), served.length, served.toString()]).toEqual([9, 9, "old bytes"]);
+    expect(Buffer.from(asset!.contents!).toString()).toBe("old bytes");
+  });
+
   it("an asset stored before generations keeps its bytes at its first key until its next upload; the sweep leaves them", async () => {
     const { bucketId, name } = await assetWithUrl();
     const bucketDir = join(dir, principal.organizationId, bucketId);
