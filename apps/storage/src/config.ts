@@ -1,6 +1,9 @@
 import { z } from "zod";
 import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
 
+/** The longest a signed URL may work (S3's own presigning limit): 7 days. */
+export const maxAssetUrlTtlSeconds = 7 * 24 * 3600;
+
 /** Storage settings, shared by the storage service and the all-in-one process. */
 export const storageSettings = {
   /** Where the local-disk blob store keeps bytes (used when S3_BUCKET is unset). */
@@ -26,11 +29,17 @@ export const storageSettings = {
   /** HMAC key of signed URLs (at least 32 characters); unset: a random one per start (URLs die with the process). */
   BLOB_SIGNING_KEY: z.string().min(32, "must be at least 32 characters").optional(),
   /** How long a signed URL works, in seconds: default 15 minutes, at most 7 days. */
-  ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(1).max(7 * 24 * 3600).default(900),
+  ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(1).max(maxAssetUrlTtlSeconds).default(900),
   /** Largest asset an upload may store, in bytes (default 5 GiB); larger is 413. */
   ASSET_MAX_BYTES: z.coerce.number().int().min(1).default(5 * 1024 ** 3),
   /** Bytes one organization may store over all its assets; unset: no quota. */
   STORAGE_QUOTA_BYTES: z.coerce.number().int().min(0).optional(),
+  /**
+   * How old a blob object no asset names must be before the orphan sweep
+   * removes it, in seconds (default 1 day): longer than any upload takes,
+   * since a younger one may be an upload about to commit.
+   */
+  ORPHAN_BLOB_GRACE_SECONDS: z.coerce.number().int().min(0).default(24 * 3600),
 };
 
 export type StorageSettings = z.infer<z.ZodObject<typeof storageSettings>>;

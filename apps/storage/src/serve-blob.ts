@@ -4,13 +4,13 @@ import fresh from "fresh";
 import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/kit/blob-exchange";
 import { notFound } from "@loom/kit/errors";
 import { countingStreamedBytes } from "@loom/kit/streamed-bytes";
-import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
+import { blobKey, newGeneration, type AssetAccess, type StorageLimits } from "./assets.ts";
 import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
 import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";
 import { parseRange } from "./byte-ranges.ts";
 import type { BlobTokens } from "./signed-urls.ts";
 import type { StorageStore } from "./store/port.ts";
-import { updateTime } from "./update-time.ts";
+import { overQuota, type UploadCommit } from "./upload-commit.ts";
 
 export interface ServeBlobDeps {
   store: StorageStore;
@@ -18,6 +18,8 @@ export interface ServeBlobDeps {
   access: AssetAccess;
   tokens: BlobTokens;
   limits: StorageLimits;
+  /** Switches an asset to an upload's bytes, within the quota. */
+  commit: UploadCommit;
   /** Downloads are redirected to presigned store URLs (S3 with S3_PUBLIC_URLS). */
   directUrls: boolean;
 }
@@ -32,7 +34,7 @@ const tooLarge = (message: string) => new ConnectError(message, Code.OutOfRange)
  * only credential; bytes stream between the caller and the blob store.
  */
 export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
-  const { store, blobs, access, tokens, limits } = deps;
+  const { store, blobs, access, tokens, limits, commit } = deps;
 
   /** The most an upload to this asset may hold: the size limit, and what is left of the organization's quota. */
   async function uploadLimit(organizationId: string, replacing: number): Promise<{ bytes: number; quota: boolean }> {
@@ -42,15 +44,17 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
   }
 
   const overLimit = (limit: { bytes: number; quota: boolean }) =>
-    tooLarge(
-      limit.quota
-        ? `the upload would exceed the organization's storage quota (${limits.quotaBytes} bytes; ${limit.bytes} left for this asset)`
-        : `the upload exceeds the largest asset allowed (${limits.maxAssetBytes} bytes)`,
-    );
+    limit.quota ? overQuota(limits.quotaBytes!, limit.bytes) : tooLarge(`the upload exceeds the largest asset allowed (${limits.maxAssetBytes} bytes)`);
 
+  /**
+   * An upload: the bytes go to a new blob object (a new generation), the
+   * record is switched to it in one step (upload-commit.ts, where the quota
+   * is held), then the old object is removed. A stop anywhere leaves the
+   * record and the bytes it names in agreement; an object nothing names is
+   * removed by the orphan sweep (orphans.ts).
+   */
   async function put(request: BlobRequest): Promise<BlobResponse> {
-    const grant = await tokens.verify(request.token, "PUT");
-    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
+    const asset = await access.granted(await tokens.verify(request.token, "PUT"));
     const limit = await uploadLimit(asset.organizationId, asset.blob?.size ?? 0);
     const declared = Number(request.headers["content-length"] ?? Number.NaN);
     if (declared > limit.bytes) {
@@ -58,40 +62,54 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
       throw overLimit(limit);
     }
     const contentType = String(request.headers["content-type"] ?? "") || "application/octet-stream";
+    const generation = newGeneration();
+    const key = blobKey({ ...asset, blob: { generation } });
     let stored: BlobInfo;
     try {
-      stored = await blobs.write(blobKey(asset), request.body!, { contentType, maxBytes: limit.bytes, size: Number.isSafeInteger(declared) ? declared : undefined });
+      stored = await blobs.write(key, request.body!, { contentType, maxBytes: limit.bytes, size: Number.isSafeInteger(declared) ? declared : undefined });
     } catch (error) {
       if (error instanceof BlobTooLarge) throw overLimit(limit);
       if (request.signal.aborted) throw new ConnectError("the upload was cut off", Code.Canceled);
       throw error;
     }
     blobBytesReceived.inc(stored.size);
-    const blob = { size: stored.size, contentType: stored.contentType, etag: stored.etag };
-    const recorded = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, updateTime(asset.updatedAt, stored.updatedAt), asset.presignedPutUntil);
+    let committed: Awaited<ReturnType<UploadCommit>>;
+    try {
+      committed = await commit(asset, { size: stored.size, contentType: stored.contentType, etag: stored.etag, generation }, stored.updatedAt);
+    } catch (error) {
+      await blobs.delete(key); // refused (over the quota) or failed: the new object is nobody's
+      throw error;
+    }
     // Deleted while the bytes arrived (the asset, or its bucket, whose sweep may have run already): leave nothing behind.
-    if (!recorded || !(await store.getBucket(asset.organizationId, asset.bucketId))) {
-      await blobs.delete(blobKey(asset));
+    if (!committed || !(await store.getBucket(asset.organizationId, asset.bucketId))) {
+      await blobs.delete(key);
       throw notFound("asset");
     }
+    const replaced = blobKey(committed.previous);
+    if (replaced !== key) await blobs.delete(replaced);
     return { status: 200, headers: { etag: stored.etag } };
   }
 
   async function get(request: BlobRequest): Promise<BlobResponse> {
     const grant = await tokens.verify(request.token, "GET");
-    const { asset } = await access.asset(grant.organizationId, grant.bucketId, grant.name);
-    const key = blobKey(asset);
-    if (deps.directUrls) {
-      // The bytes come straight from the store, which answers Range and
-      // conditional requests itself; Loom checked the token and that there are bytes.
-      if (!(await blobs.stat(key))) throw notFound("asset bytes (nothing was uploaded yet)");
-      const { url } = await blobs.presign!(key, "GET", redirectSeconds);
-      return { status: 307, headers: { location: url, "cache-control": "no-store" } };
-    }
-    // An upload may replace the bytes between the look and the read: look again, so the headers describe what is sent.
+    // An upload may move the asset to new bytes (and remove the old) between
+    // the look and the read: look again, record first, so the headers describe what is sent.
+    let missing: string | undefined;
     for (let attempt = 0; attempt < 3; attempt++) {
+      const asset = await access.granted(grant);
+      const key = blobKey(asset);
       const info = await blobs.stat(key);
-      if (!info) throw notFound("asset bytes (nothing was uploaded yet)");
+      if (!info && asset.blob && key !== missing) {
+        missing = key; // moved by an upload since the record was read, or lost: read the record again
+        continue;
+      }
+      if (!info) throw notFound(asset.blob ? "asset bytes (the stored bytes are missing)" : "asset bytes (nothing was uploaded yet)");
+      if (deps.directUrls) {
+        // The bytes come straight from the store, which answers Range and
+        // conditional requests itself; Loom checked the token and that there are bytes.
+        const { url } = await blobs.presign!(key, "GET", redirectSeconds);
+        return { status: 307, headers: { location: url, "cache-control": "no-store" } };
+      }
       const headers: Record<string, string> = {
         etag: info.etag,
         "last-modified": info.updatedAt.toUTCString(),

@@ -1,5 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { invalidArgument, notFound } from "@loom/kit/errors";
 import { newId } from "@loom/kit/ids";
@@ -123,13 +123,17 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
 
     async getAsset(req, ctx) {
       checkAssetName("path.name", req.name);
-      const { asset } = await access.asset(requirePrincipal(ctx).organizationId, req.bucketId, req.name);
-      if (!req.includeContents || !asset.blob) return { asset: assetMessage(asset) };
-      if (asset.blob.size > maxInlineContentsBytes) {
-        throw invalidArgument([{ path: "query.include_contents", message: `the asset holds ${asset.blob.size} bytes, over the ${maxInlineContentsBytes} that include_contents returns: download it with a GET URL` }]);
+      // An upload may move the asset to new bytes (and remove the old) between the record and the read: read both again.
+      for (let attempt = 0; attempt < 3; attempt++) {
+        const { asset } = await access.asset(requirePrincipal(ctx).organizationId, req.bucketId, req.name);
+        if (!req.includeContents || !asset.blob) return { asset: assetMessage(asset) };
+        if (asset.blob.size > maxInlineContentsBytes) {
+          throw invalidArgument([{ path: "query.include_contents", message: `the asset holds ${asset.blob.size} bytes, over the ${maxInlineContentsBytes} that include_contents returns: download it with a GET URL` }]);
+        }
+        const contents = await readSmall(blobs, asset);
+        if (contents) return { asset: { ...assetMessage(asset), contents } };
       }
-      const contents = await readSmall(blobs, asset);
-      return { asset: { ...assetMessage(asset), ...(contents ? { contents } : {}) } };
+      throw new ConnectError("the asset keeps changing: try again", Code.Unavailable);
     },
 
     async deleteAsset(req, ctx) {
@@ -163,7 +167,7 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
         const presigned = await blobs.presign!(blobKey(asset), operation, deps.urlTtlSeconds);
         return { url: presigned.url, headers: presigned.headers, expiresAt: timestampFromDate(expiresAt) };
       }
-      const token = await tokens.sign({ organizationId: asset.organizationId, bucketId: asset.bucketId, name: asset.name, operations, expiresAt });
+      const token = await tokens.sign({ organizationId: asset.organizationId, bucketId: asset.bucketId, assetId: asset.id, operations, expiresAt });
       return { url: `${deps.publicUrl().replace(/\/+$/, "")}${blobPathPrefix}${token}`, headers: {}, expiresAt: timestampFromDate(expiresAt) };
     },
   };

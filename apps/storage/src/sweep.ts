@@ -29,13 +29,16 @@ export function createBucketSweep(deps: { store: StorageStore; blobs: BlobStore;
   }
 
   /** Runs the sweep now and every minute until stopped. */
-  function start(): { stop(): void } {
-    const run = () => void sweepLeftovers(0).catch((error: unknown) => logger.warn({ err: error }, "bucket sweep failed; trying again later"));
-    run();
-    const timer = setInterval(run, sweepEveryMs);
-    timer.unref();
-    return { stop: () => clearInterval(timer) };
-  }
+  const start = () => startPeriodically(() => sweepLeftovers(0), sweepEveryMs, logger, "bucket sweep");
 
   return { sweepBucket, sweepLeftovers, start };
+}
+
+/** Runs `work` now and every `everyMs` until stopped; a failure is logged and the next run tries again. */
+export function startPeriodically(work: () => Promise<unknown>, everyMs: number, logger: Logger, what: string): { stop(): void } {
+  const run = () => void work().catch((error: unknown) => logger.warn({ err: error }, `${what} failed; trying again later`));
+  run();
+  const timer = setInterval(run, everyMs);
+  timer.unref();
+  return { stop: () => clearInterval(timer) };
 }

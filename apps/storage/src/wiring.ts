@@ -13,7 +13,9 @@ import { createBlobTokens } from "./signed-urls.ts";
 import { createMongoStorageStore } from "./store/mongo.ts";
 import { createSqliteStorageStore } from "./store/sqlite.ts";
 import type { StorageStore } from "./store/port.ts";
-import { createBucketSweep } from "./sweep.ts";
+import { createOrphanSweep } from "./orphans.ts";
+import { createBucketSweep, startPeriodically } from "./sweep.ts";
+import { createUploadCommit, reservationLifetimeMs } from "./upload-commit.ts";
 
 /** MongoDB when a URL is given, else SQLite. */
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
@@ -34,7 +36,12 @@ export interface WiredStorage {
   service: RpcService;
   /** The data plane, for the gateway (in process) or the service's own HTTP server. */
   serveBlob: ServeBlob;
+  /** Runs the orphan sweep now (it also runs at start and hourly); `graceMs` overrides ORPHAN_BLOB_GRACE_SECONDS. */
+  sweepOrphans: (graceMs?: number) => Promise<number>;
 }
+
+/** How often the orphan sweep walks the blob store. */
+const orphanSweepEveryMs = 60 * 60_000;
 
 /** Store + blob store → service and data plane: shared by main.ts, the all-in-one process and the tests. */
 export async function wireStorage(
@@ -51,9 +58,22 @@ export async function wireStorage(
   const access = createAssetAccess({ store, blobs, logger: deps.logger, now });
   const limits = { maxAssetBytes: settings.ASSET_MAX_BYTES, quotaBytes: settings.STORAGE_QUOTA_BYTES };
   const sweep = createBucketSweep({ store, blobs, logger: deps.logger, now });
+  const sweepOrphans = createOrphanSweep({ store, blobs, logger: deps.logger, now, graceMs: settings.ORPHAN_BLOB_GRACE_SECONDS * 1000 });
   // Presigned store URLs only when the store makes them and clients can reach it.
   const directUrls = blobs.presign !== undefined && settings.S3_PUBLIC_URLS;
-  const sweeping = sweep.start();
+  const sweeping = [
+    sweep.start(),
+    // Orphans and reservations left by a stop in the middle: at start, then hourly (the walk reads every blob's listing).
+    startPeriodically(
+      async () => {
+        await store.dropReservations(new Date(now().getTime() - reservationLifetimeMs));
+        await sweepOrphans();
+      },
+      orphanSweepEveryMs,
+      deps.logger,
+      "orphan blob sweep",
+    ),
+  ];
   const service = createStorageService({
     store,
     blobs,
@@ -67,9 +87,11 @@ export async function wireStorage(
     logger: deps.logger,
     now,
   });
-  const serveBlob = createServeBlob({ store, blobs, access, tokens, limits, directUrls });
+  const commit = createUploadCommit({ store, limits, now });
+  const serveBlob = createServeBlob({ store, blobs, access, tokens, limits, commit, directUrls });
   return {
-    service: { ...service, close: () => (sweeping.stop(), service.close()) },
+    service: { ...service, close: () => (sweeping.forEach((s) => s.stop()), service.close()) },
     serveBlob,
+    sweepOrphans,
   };
 }

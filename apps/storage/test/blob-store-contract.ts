@@ -166,6 +166,20 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       expect(await store.stat(other)).toBeDefined();
     });
 
+    it("lists every blob with when it was written, generation-named ones too", async () => {
+      const organization = randomUUID();
+      const first = blobKey(organization);
+      const generation = `${blobKey(organization)}.${"0123456789abcdef"}`;
+      const before = Date.now();
+      await store.write(first, body("a"), { contentType: "text/plain", maxBytes: 10 });
+      await store.write(generation, body("b"), { contentType: "text/plain", maxBytes: 10 });
+      const listed = [];
+      for await (const page of store.list()) listed.push(...page.filter((blob) => blob.key.startsWith(organization)));
+      expect(listed.map((blob) => blob.key).sort()).toEqual([first, generation].sort());
+      // Whole seconds on S3 (LastModified).
+      for (const blob of listed) expect(blob.updatedAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    });
+
     it("is ready once initialized", async () => {
       expect(await store.ready()).toBe(true);
     });

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ListObjectsV2Command } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command, PutObjectCommand } from "@aws-sdk/client-s3";
 import { Code, type Client } from "@connectrpc/connect";
 import type { BlobRequest } from "@loom/kit/blob-exchange";
 import { newId } from "@loom/kit/ids";
@@ -74,6 +74,28 @@ describe.skipIf(!needs("S3_TEST_ENDPOINT", "storage data plane on S3 (MinIO)"))(
     expect(sha(await buffer((await serve(request("GET", token))).body!))).toBe(sha(bytes));
     const single = await storage.createAssetUrl({ bucketId: bucket!.bucketId, name: "big/file.bin", operation: AssetUrlOperation.GET }, call);
     expect(single.url.startsWith("http://loom.test/blobs/")).toBe(true);
+  });
+
+  it("an upload replaces the asset's object with a new one and removes the old; the sweep removes objects no asset names", async () => {
+    const { storage, serve } = await storageOn({ S3_PUBLIC_URLS: "false" });
+    const wired = wirings.at(-1)!;
+    const { bucket } = await storage.createBucket({ name: "b" }, call);
+    const bucketId = bucket!.bucketId;
+    await storage.createAsset({ bucketId, name: "f" }, call);
+    const token = (await storage.createAssetUrl({ bucketId, name: "f" }, call)).url.slice("http://loom.test/blobs/".length);
+    const prefix = `${principal.organizationId}/${bucketId}/`;
+    const keys = async () => ((await s3.client.send(new ListObjectsV2Command({ Bucket: s3.bucket, Prefix: prefix }))).Contents ?? []).map((o) => o.Key!);
+    await serve(request("PUT", token, Buffer.from("first")));
+    const [first] = await keys();
+    await serve(request("PUT", token, Buffer.from("second")));
+    const [second, ...others] = await keys();
+    expect([second === first, others]).toEqual([false, []]);
+    // What a stop between an upload's steps leaves: an object nobody names (planted, as a crash would leave it).
+    const orphan = `${prefix}${newId()}.00000000000000ff`;
+    await s3.client.send(new PutObjectCommand({ Bucket: s3.bucket, Key: orphan, Body: "orphan" }));
+    expect(await wired.sweepOrphans(0)).toBeGreaterThanOrEqual(1);
+    expect(await keys()).toEqual([second]);
+    expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("second");
   });
 
   it("a download on a Loom URL is redirected (307) to a presigned S3 URL, which answers ranges itself; a URL with no bytes yet is 404", async () => {

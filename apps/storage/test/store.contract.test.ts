@@ -73,6 +73,8 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
     expect(again).toEqual({ asset: first, created: false });
     expect(await store.getAsset(org, bucket.id, "dir/file.txt")).toEqual(first);
     expect(await store.getAsset(otherOrg, bucket.id, "dir/file.txt")).toBeUndefined();
+    expect(await store.getAssetById(org, bucket.id, first.id)).toEqual(first);
+    expect(await store.getAssetById(otherOrg, bucket.id, first.id)).toBeUndefined();
     // Same name in another bucket is another asset.
     const elsewhere = await newBucket();
     expect((await store.upsertAsset(asset(elsewhere, "dir/file.txt"))).created).toBe(true);

@@ -33,13 +33,13 @@ export function nameProblem(value: string, min: number, max: number): string | u
 const segmentCharacter = `[^/\\\\${controlCharacters}]`;
 /** The same, not `.` either. */
 const segmentStart = `[^./\\\\${controlCharacters}]`;
-/** A segment that is not empty and not `..`: `.`, `.x…`, `..x…` or anything not starting with `.`. */
-const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.(?:${segmentStart}${segmentCharacter}*)?|\\.\\.${segmentCharacter}+)`;
+/** A segment that is not empty, `.` or `..`: `.x…`, `..x…` or anything not starting with `.`. */
+const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.${segmentStart}${segmentCharacter}*|\\.\\.${segmentCharacter}+)`;
 
 /**
- * The asset name rules of semantics.md §7 but the length (no `..` segment,
- * backslash, control character or leading `/`) as a JSON Schema pattern, for
- * /openapi.json only: the storage service checks names (asset-names.ts), and
- * a gateway test holds this pattern to that check.
+ * The asset name rules of semantics.md §7 but the length (no `.`, `..` or
+ * empty segment, backslash, control character or leading `/`) as a JSON
+ * Schema pattern, for /openapi.json only: the storage service checks names
+ * (asset-names.ts), and a gateway test holds this pattern to that check.
  */
-export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment}?)*$`;
+export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment})*$`;

@@ -17,7 +17,7 @@ const assetName = z.string().meta({
   minLength: 1,
   maxLength: 256,
   pattern: assetNamePatternSource,
-  description: "1 to 256 characters; may contain `/`; no `..` segment, backslash, control character or leading `/`",
+  description: "1 to 256 characters; may contain `/` between segments; no `.`, `..` or empty segment (`a//b`, a trailing `/`), backslash, control character or leading `/`",
 });
 
 // ignoreBOM: a leading byte-order mark is part of the bytes, kept in the string.

@@ -1,15 +1,22 @@
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
+import { mkdir, open, readdir, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { BlobInfo, BlobStore } from "./port.ts";
+import { blobKeyPattern, type BlobInfo, type BlobStore, type StoredBlob } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
 
-/** Keys are ids Loom makes (`<organization>/<bucket>/<asset>`, uuids): anything else never reaches the file system. */
-const keyPattern = /^[0-9a-f-]{36}\/[0-9a-f-]{36}\/[0-9a-f-]{36}$/;
 const prefixPattern = /^[0-9a-f-]{36}\/([0-9a-f-]{36}\/)?$/;
+
+/** Blobs per page of `list`. */
+const listPage = 1_000;
+
+/** Directories under `path` named as ids (organizations, buckets). */
+async function subdirectories(path: string): Promise<string[]> {
+  const entries = await readdir(path, { withFileTypes: true }).catch(() => []);
+  return entries.filter((e) => e.isDirectory() && /^[0-9a-f-]{36}$/.test(e.name)).map((e) => e.name);
+}
 
 function checked(pattern: RegExp, value: string): string {
   if (!pattern.test(value)) throw new Error(`not a blob key: ${JSON.stringify(value)}`);
@@ -52,7 +59,8 @@ async function readHeader(file: FileHandle): Promise<{ header: Header; offset: n
 export function createDiskBlobStore(directory: string): BlobStore {
   const root = resolve(directory);
   const incoming = join(root, ".incoming");
-  const pathOf = (key: string) => join(root, checked(keyPattern, key));
+  // Keys are ids Loom makes (port.ts `blobKeyPattern`): anything else never reaches the file system.
+  const pathOf = (key: string) => join(root, checked(blobKeyPattern, key));
 
   /** The blob file, open (so a replacing upload cannot change what it reads), or undefined. */
   async function openBlob(key: string) {
@@ -130,6 +138,32 @@ export function createDiskBlobStore(directory: string): BlobStore {
     },
     async deletePrefix(prefix) {
       await rm(join(root, checked(prefixPattern, prefix)), { recursive: true, force: true });
+    },
+    async dropUnfinished(before) {
+      let dropped = 0;
+      for (const name of await readdir(incoming).catch(() => [])) {
+        const path = join(incoming, name);
+        const written = (await stat(path).catch(() => undefined))?.mtime;
+        if (!written || written.getTime() >= before.getTime()) continue;
+        await rm(path, { force: true });
+        dropped++;
+      }
+      return dropped;
+    },
+    async *list() {
+      // `<organization>/<bucket>/<file>`: one page per bucket directory (`.incoming` is not one).
+      for (const organization of await subdirectories(root)) {
+        for (const bucket of await subdirectories(join(root, organization))) {
+          const directory = join(root, organization, bucket);
+          const names = (await readdir(directory).catch(() => [])).map((name) => `${organization}/${bucket}/${name}`).filter((key) => blobKeyPattern.test(key));
+          for (let start = 0; start < names.length; start += listPage) {
+            const page = await Promise.all(
+              names.slice(start, start + listPage).map(async (key) => ({ key, updatedAt: (await stat(join(root, key)).catch(() => undefined))?.mtime })),
+            );
+            yield page.filter((blob): blob is StoredBlob => blob.updatedAt !== undefined); // gone since the listing: nothing to sweep
+          }
+        }
+      }
     },
   };
 }

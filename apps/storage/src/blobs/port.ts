@@ -9,6 +9,19 @@ export interface BlobInfo {
   updatedAt: Date;
 }
 
+/**
+ * The keys Loom writes (assets.ts `blobKey`): `<organization>/<bucket>/<asset>`,
+ * ids, then `.<generation>` (16 hex digits) unless it is the asset's first
+ * key. Nothing else reaches a file system, nor is swept from a bucket.
+ */
+export const blobKeyPattern = /^([0-9a-f-]{36})\/([0-9a-f-]{36})\/([0-9a-f-]{36})(?:\.([0-9a-f]{16}))?$/;
+
+/** A blob as the orphan sweep sees it. */
+export interface StoredBlob {
+  key: string;
+  updatedAt: Date;
+}
+
 /** Inclusive byte range, already checked against the blob's size. */
 export interface ByteRange {
   start: number;
@@ -51,6 +64,18 @@ export interface BlobStore {
   delete(key: string): Promise<void>;
   /** Removes every blob whose key starts with `prefix` (a bucket's: `<organization>/<bucket>/`). */
   deletePrefix(prefix: string): Promise<void>;
+  /**
+   * Every blob in the store, in pages (the orphan sweep's walk): its key and
+   * when it was last written. Keys of other shapes (not Loom's) are left out.
+   */
+  list(): AsyncIterable<StoredBlob[]>;
+  /**
+   * Drops uploads begun before `before` and never finished (a process that
+   * stopped mid-upload): S3's incomplete multipart uploads, whose parts are
+   * stored and billed until aborted; files left in `.incoming/` on disk.
+   * Answers how many.
+   */
+  dropUnfinished(before: Date): Promise<number>;
   /** S3 only: a presigned store URL for one operation. */
   presign?(key: string, operation: "PUT" | "GET", expiresInSeconds: number): Promise<PresignedUrl>;
 }

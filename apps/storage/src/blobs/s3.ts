@@ -1,10 +1,12 @@
 import { pipeline, type Readable } from "node:stream";
 import {
+  AbortMultipartUploadCommand,
   DeleteObjectCommand,
   DeleteObjectsCommand,
   GetObjectCommand,
   HeadBucketCommand,
   HeadObjectCommand,
+  ListMultipartUploadsCommand,
   NoSuchKey,
   NotFound,
   PutObjectCommand,
@@ -16,7 +18,7 @@ import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DependencyDown } from "@loom/kit/errors";
 import type { StorageSettings } from "../config.ts";
-import { BlobTooLarge, type BlobInfo, type BlobStore } from "./port.ts";
+import { BlobTooLarge, blobKeyPattern, type BlobInfo, type BlobStore } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
 
 /** What the S3 adapter reads of the storage settings (tests pass their own). */
@@ -211,6 +213,31 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
           if (failed.length) throw new Error(`S3 kept ${failed.length} object(s) under ${prefix}: ${failed[0]?.Code} ${failed[0]?.Message}`);
         }
       });
+    },
+
+    async dropUnfinished(before) {
+      let dropped = 0;
+      let markers: { KeyMarker?: string; UploadIdMarker?: string } = {};
+      for (;;) {
+        const page = await send(() => client.send(new ListMultipartUploadsCommand({ Bucket: bucket, ...markers })));
+        for (const upload of page.Uploads ?? []) {
+          if (!upload.Key || !upload.UploadId || !blobKeyPattern.test(upload.Key) || !upload.Initiated || upload.Initiated >= before) continue;
+          await send(() => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })));
+          dropped++;
+        }
+        if (!page.IsTruncated) return dropped;
+        markers = { KeyMarker: page.NextKeyMarker, UploadIdMarker: page.NextUploadIdMarker };
+      }
+    },
+    async *list() {
+      const pages = paginateListObjectsV2({ client }, { Bucket: bucket });
+      for (;;) {
+        const page = await send(() => pages.next());
+        if (page.done) return;
+        yield (page.value.Contents ?? []).flatMap((object) =>
+          object.Key && object.LastModified && blobKeyPattern.test(object.Key) ? [{ key: object.Key, updatedAt: object.LastModified }] : [],
+        );
+      }
     },
 
     /**

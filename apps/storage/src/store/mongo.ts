@@ -1,6 +1,6 @@
 import type { Collection, Db } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
-import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
+import type { AssetRecord, BlobRecord, BucketRecord, ByteReservation, StorageStore } from "./port.ts";
 import { nameFilterQuery } from "./name-filter.ts";
 
 type BucketDoc = Doc<BucketRecord> & { deletingSince?: Date };
@@ -15,7 +15,12 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
     const { deletingSince: _, ...rest } = doc;
     return fromDoc<BucketRecord>(rest);
   };
+  const reservations: Collection<Doc<ByteReservation>> = db.collection("byte_reservations");
   const assetOf = (doc: Doc<AssetRecord> | null) => fromDoc<AssetRecord>(doc);
+  /** A blob as stored: no `generation` field for the first key (the driver would store undefined as null). */
+  const blobDoc = ({ generation, ...blob }: BlobRecord): BlobRecord => (generation === undefined ? blob : { ...blob, generation });
+  /** Matches an asset whose bytes are in `generation`'s object; null: the first key (no blob, or one without a generation). */
+  const bytesIn = (generation: string | null) => ({ "blob.generation": generation });
 
   return {
     async init() {
@@ -25,6 +30,7 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       await assets.createIndex({ bucketId: 1, name: 1 }, { unique: true });
       await assets.createIndex({ bucketId: 1, createdAt: -1, name: -1 });
       await assets.createIndex({ organizationId: 1 });
+      await reservations.createIndex({ organizationId: 1, at: 1 });
     },
     ready: ping,
     close,
@@ -67,6 +73,7 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       }
     },
     getAsset: async (organizationId, bucketId, name) => assetOf(await assets.findOne({ bucketId, name, organizationId })),
+    getAssetById: async (organizationId, bucketId, id) => assetOf(await assets.findOne({ _id: id, bucketId, organizationId })),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const query = { bucketId, organizationId, ...nameFilterQuery(filter) };
       const [docs, totalCount] = await Promise.all([
@@ -76,11 +83,18 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       return { items: docs.map((d) => assetOf(d)!), totalCount };
     },
     async setAssetBlob(organizationId, bucketId, assetId, blob, at, presignedPutUntil) {
-      const update = presignedPutUntil
-        ? { $set: { blob, updatedAt: at, presignedPutUntil } }
-        : { $set: { blob, updatedAt: at }, $unset: { presignedPutUntil: "" as const } };
-      return assetOf(await assets.findOneAndUpdate({ _id: assetId, bucketId, organizationId }, update, { returnDocument: "after" }));
+      return assetOf(
+        await assets.findOneAndUpdate({ _id: assetId, bucketId, organizationId, ...bytesIn(blob.generation ?? null) }, blobUpdate(blob, at, presignedPutUntil), { returnDocument: "after" }),
+      );
     },
+    async replaceAssetBlob(organizationId, bucketId, assetId, replacing, blob, at, presignedPutUntil) {
+      const previous = assetOf(
+        await assets.findOneAndUpdate({ _id: assetId, bucketId, organizationId, ...bytesIn(replacing) }, blobUpdate(blob, at, presignedPutUntil), { returnDocument: "before" }),
+      );
+      if (previous) return { previous };
+      return (await assets.countDocuments({ _id: assetId, bucketId, organizationId }, { limit: 1 })) > 0 ? "moved" : undefined;
+    },
+    assetsByIds: async (ids) => (await assets.find({ _id: { $in: ids } }).toArray()).map((d) => assetOf(d)!),
     async notePresignedPut(organizationId, bucketId, assetId, until) {
       await assets.updateOne(
         { _id: assetId, bucketId, organizationId, $or: [{ presignedPutUntil: { $exists: false } }, { presignedPutUntil: { $lt: until } }] },
@@ -95,5 +109,24 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       const [sum] = await assets.aggregate<{ total: number }>([{ $match: { organizationId } }, { $group: { _id: null, total: { $sum: "$blob.size" } } }]).toArray();
       return sum?.total ?? 0;
     },
+    async reserveBytes(reservation) {
+      await reservations.insertOne(toDoc(reservation));
+    },
+    async reservedBytes(organizationId, since) {
+      const [sum] = await reservations.aggregate<{ total: number }>([{ $match: { organizationId, at: { $gte: since } } }, { $group: { _id: null, total: { $sum: "$bytes" } } }]).toArray();
+      return sum?.total ?? 0;
+    },
+    async releaseBytes(id) {
+      await reservations.deleteOne({ _id: id });
+    },
+    async dropReservations(before) {
+      await reservations.deleteMany({ at: { $lt: before } });
+    },
   };
+
+  function blobUpdate(blob: BlobRecord, at: Date, presignedPutUntil: Date | undefined) {
+    return presignedPutUntil
+      ? { $set: { blob: blobDoc(blob), updatedAt: at, presignedPutUntil } }
+      : { $set: { blob: blobDoc(blob), updatedAt: at }, $unset: { presignedPutUntil: "" as const } };
+  }
 }

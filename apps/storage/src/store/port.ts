@@ -16,6 +16,25 @@ export interface BlobRecord {
   contentType: string;
   /** Strong validator of these bytes (a fresh value per upload). */
   etag: string;
+  /**
+   * Which blob object holds them (assets.ts `blobKey`): each upload through
+   * Loom writes a new one, and the record is switched to it once it is
+   * stored. Absent: the asset's first key, `<organization>/<bucket>/<id>`
+   * (records from before generations, and uploads through a presigned store URL).
+   */
+  generation?: string;
+}
+
+/**
+ * Bytes an upload holds against its organization's quota while it commits
+ * (upload-commit.ts): every commit counts the others', so concurrent uploads
+ * never together pass the quota.
+ */
+export interface ByteReservation {
+  id: string;
+  organizationId: string;
+  bytes: number;
+  at: Date;
 }
 
 export interface AssetRecord {
@@ -65,14 +84,36 @@ export interface StorageStore extends StoreLifecycle {
   /** Inserts the asset unless the bucket already has one of that name; answers what is stored and whether it was created. */
   upsertAsset(asset: AssetRecord): Promise<{ asset: AssetRecord; created: boolean }>;
   getAsset(organizationId: string, bucketId: string, name: string): Promise<AssetRecord | undefined>;
+  /** The asset of that id (what a signed URL names), whatever its name. */
+  getAssetById(organizationId: string, bucketId: string, id: string): Promise<AssetRecord | undefined>;
   /** Newest first by created_at, ties by name. */
   listAssets(organizationId: string, bucketId: string, filter: AssetFilter, skip: number, limit: number): Promise<Page<AssetRecord>>;
   /**
-   * Records an upload of the asset `assetId` (not a later asset of the same
-   * name); `presignedPutUntil` as given (undefined clears it).
-   * Undefined when that asset is gone.
+   * Records what an upload through a presigned store URL stored in the
+   * asset's current blob object: only while the asset's bytes are still in
+   * `blob.generation`'s object (an upload through Loom may have moved them);
+   * `presignedPutUntil` as given (undefined clears it). Undefined when that
+   * asset is gone or its bytes moved.
    */
   setAssetBlob(organizationId: string, bucketId: string, assetId: string, blob: BlobRecord, at: Date, presignedPutUntil?: Date): Promise<AssetRecord | undefined>;
+  /**
+   * Commits an upload through Loom: the asset `assetId` (not a later asset of
+   * the same name) now holds `blob`, in one atomic step, provided its bytes
+   * are still in `replacing`'s object (a generation; null for the first key)
+   * — else nothing changes ("moved"). Answers the record as it was before
+   * (whose blob object the caller then deletes), or undefined when the asset is gone.
+   */
+  replaceAssetBlob(
+    organizationId: string,
+    bucketId: string,
+    assetId: string,
+    replacing: string | null,
+    blob: BlobRecord,
+    at: Date,
+    presignedPutUntil?: Date,
+  ): Promise<{ previous: AssetRecord } | "moved" | undefined>;
+  /** The assets of these ids that exist, in any organization (the orphan sweep's question). */
+  assetsByIds(ids: string[]): Promise<AssetRecord[]>;
   /** Notes that a presigned PUT URL for the asset may be used until `until` (kept if already later). */
   notePresignedPut(organizationId: string, bucketId: string, assetId: string, until: Date): Promise<void>;
   /** Removes the asset record and answers it (its bytes are the caller's to delete). */
@@ -81,4 +122,10 @@ export interface StorageStore extends StoreLifecycle {
   deleteAssetsOfBucket(bucketId: string): Promise<void>;
   /** Bytes the organization stores, over all its assets (for the quota). */
   storedBytes(organizationId: string): Promise<number>;
+  reserveBytes(reservation: ByteReservation): Promise<void>;
+  /** Bytes of the organization's reservations made since `since`. */
+  reservedBytes(organizationId: string, since: Date): Promise<number>;
+  releaseBytes(reservationId: string): Promise<void>;
+  /** Forgets reservations made before `before` (left by a process that stopped while committing). */
+  dropReservations(before: Date): Promise<void>;
 }

@@ -15,6 +15,10 @@ const migrations = [
      UNIQUE (bucket_id, name));
    CREATE INDEX storage_assets_newest_first ON storage_assets (bucket_id, organization_id, created_at DESC, name DESC);
    CREATE INDEX storage_assets_bytes_by_organization ON storage_assets (organization_id, blob_size);`,
+  // Generation-named blob objects (NULL: the asset's first key), and quota reservations of uploads committing.
+  `ALTER TABLE storage_assets ADD COLUMN blob_generation TEXT;
+   CREATE TABLE storage_byte_reservations (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, bytes INTEGER NOT NULL, at INTEGER NOT NULL);
+   CREATE INDEX storage_byte_reservations_by_organization ON storage_byte_reservations (organization_id, at);`,
 ];
 
 const bucketOf = (row: Row | undefined): BucketRecord | undefined =>
@@ -33,7 +37,16 @@ const assetOf = (row: Row | undefined): AssetRecord | undefined =>
     organizationId: row.organization_id as string,
     bucketId: row.bucket_id as string,
     name: row.name as string,
-    ...(row.blob_size === null ? {} : { blob: { size: Number(row.blob_size), contentType: row.blob_content_type as string, etag: row.blob_etag as string } }),
+    ...(row.blob_size === null
+      ? {}
+      : {
+          blob: {
+            size: Number(row.blob_size),
+            contentType: row.blob_content_type as string,
+            etag: row.blob_etag as string,
+            ...(row.blob_generation === null ? {} : { generation: row.blob_generation as string }),
+          },
+        }),
     ...(row.presigned_put_until === null ? {} : { presignedPutUntil: dateOf(row.presigned_put_until)! }),
     createdBy: row.created_by as string,
     createdAt: dateOf(row.created_at)!,
@@ -86,9 +99,9 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
 
     async upsertAsset(a) {
       const inserted = prepare(
-        `INSERT INTO storage_assets (id, organization_id, bucket_id, name, blob_size, blob_content_type, blob_etag, presigned_put_until, created_by, created_at, updated_at)
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, name) DO NOTHING RETURNING *`,
-      ).get(a.id, a.organizationId, a.bucketId, a.name, a.blob?.size ?? null, a.blob?.contentType ?? null, a.blob?.etag ?? null,
+        `INSERT INTO storage_assets (id, organization_id, bucket_id, name, blob_size, blob_content_type, blob_etag, blob_generation, presigned_put_until, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, name) DO NOTHING RETURNING *`,
+      ).get(a.id, a.organizationId, a.bucketId, a.name, a.blob?.size ?? null, a.blob?.contentType ?? null, a.blob?.etag ?? null, a.blob?.generation ?? null,
         a.presignedPutUntil?.getTime() ?? null, a.createdBy, a.createdAt.getTime(), a.updatedAt.getTime());
       if (inserted) return { asset: assetOf(inserted)!, created: true };
       // Synchronous: nothing can delete the conflicting row between the two statements.
@@ -96,6 +109,8 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
     },
     getAsset: async (organizationId, bucketId, name) =>
       assetOf(prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ?").get(bucketId, name, organizationId)),
+    getAssetById: async (organizationId, bucketId, id) =>
+      assetOf(prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(id, bucketId, organizationId)),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const names = nameFilterSql(filter);
       const where = `bucket_id = ? AND organization_id = ?${names.where}`;
@@ -108,9 +123,26 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
       return assetOf(
         prepare(
           `UPDATE storage_assets SET blob_size = ?, blob_content_type = ?, blob_etag = ?, updated_at = ?, presigned_put_until = ?
-           WHERE id = ? AND bucket_id = ? AND organization_id = ? RETURNING *`,
-        ).get(blob.size, blob.contentType, blob.etag, at.getTime(), presignedPutUntil?.getTime() ?? null, assetId, bucketId, organizationId),
+           WHERE id = ? AND bucket_id = ? AND organization_id = ? AND blob_generation IS ? RETURNING *`,
+        ).get(blob.size, blob.contentType, blob.etag, at.getTime(), presignedPutUntil?.getTime() ?? null, assetId, bucketId, organizationId, blob.generation ?? null),
       );
+    },
+    async replaceAssetBlob(organizationId, bucketId, assetId, replacing, blob, at, presignedPutUntil) {
+      // Synchronous: nothing runs between the read and the update.
+      const previous = assetOf(prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(assetId, bucketId, organizationId));
+      if (!previous) return undefined;
+      if ((previous.blob?.generation ?? null) !== replacing) return "moved";
+      prepare(
+        `UPDATE storage_assets SET blob_size = ?, blob_content_type = ?, blob_etag = ?, blob_generation = ?, updated_at = ?, presigned_put_until = ? WHERE id = ?`,
+      ).run(blob.size, blob.contentType, blob.etag, blob.generation ?? null, at.getTime(), presignedPutUntil?.getTime() ?? null, assetId);
+      return { previous };
+    },
+    async assetsByIds(ids) {
+      if (ids.length === 0) return [];
+      // One statement per page of the sweep: ids as a JSON array, not a variable number of parameters.
+      return prepare("SELECT * FROM storage_assets WHERE id IN (SELECT value FROM json_each(?))")
+        .all(JSON.stringify(ids))
+        .map((row) => assetOf(row)!);
     },
     async notePresignedPut(organizationId, bucketId, assetId, until) {
       prepare(
@@ -127,6 +159,18 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
     },
     async storedBytes(organizationId) {
       return Number(prepare("SELECT coalesce(sum(blob_size), 0) AS n FROM storage_assets WHERE organization_id = ?").get(organizationId)!.n);
+    },
+    async reserveBytes(r) {
+      prepare("INSERT INTO storage_byte_reservations (id, organization_id, bytes, at) VALUES (?, ?, ?, ?)").run(r.id, r.organizationId, r.bytes, r.at.getTime());
+    },
+    async reservedBytes(organizationId, since) {
+      return Number(prepare("SELECT coalesce(sum(bytes), 0) AS n FROM storage_byte_reservations WHERE organization_id = ? AND at >= ?").get(organizationId, since.getTime())!.n);
+    },
+    async releaseBytes(id) {
+      prepare("DELETE FROM storage_byte_reservations WHERE id = ?").run(id);
+    },
+    async dropReservations(before) {
+      prepare("DELETE FROM storage_byte_reservations WHERE at < ?").run(before.getTime());
     },
   };
 }
