@@ -4,28 +4,38 @@ import { unauthenticated } from "@loom/kit/errors";
 import type { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import type { Context, Next } from "koa";
 import { callHeaders } from "./call-headers.ts";
-import { credentialKey, type PrincipalCache } from "./principal-cache.ts";
+import { credentialKey, type Authenticated, type PrincipalCache } from "./principal-cache.ts";
+import type { Revocations } from "./revocations.ts";
 
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i;
 
 /**
  * Resolves the bearer credential once per request; every route sits behind
  * it. With a cache, a known credential skips the round trip to identity.
- * Leaves `principal` and `credentialKey` (what per-credential limits count by) in ctx.state.
+ * Leaves `principal`, `apiKeyId` ("" for an access token) and
+ * `credentialKey` (what per-credential limits count by) in ctx.state.
  */
-export function authenticate(identity: Client<typeof IdentityService>, cache: PrincipalCache | undefined) {
+export function authenticate(identity: Client<typeof IdentityService>, cache: PrincipalCache | undefined, revocations: Revocations) {
   return async (ctx: Context, next: Next) => {
     const credential = bearer.exec(ctx.get("Authorization"))?.[1];
     if (!credential) throw unauthenticated("an Authorization: Bearer credential is required");
     const key = credentialKey(credential);
-    let principal = cache?.get(key);
-    if (!principal) {
+    let known: Authenticated | undefined = cache?.get(key);
+    if (!known) {
+      const asked = revocations.mark();
       const answer = await identity.authenticate({ credential }, { headers: callHeaders(ctx) });
       if (!answer.principal) throw unauthenticated();
-      principal = { userId: answer.principal.userId, organizationId: answer.principal.organizationId };
-      if (cache && answer.cacheableUntil) cache.put(key, principal, answer.principal.apiKeyId, timestampDate(answer.cacheableUntil));
+      known = {
+        principal: { userId: answer.principal.userId, organizationId: answer.principal.organizationId },
+        apiKeyId: answer.principal.apiKeyId,
+      };
+      // Identity looked the key up before it was deleted, and the deletion was
+      // heard while the answer travelled: the key is gone; neither trust nor cache the answer.
+      if (known.apiKeyId !== "" && revocations.revokedSince(known.apiKeyId, asked)) throw unauthenticated();
+      if (cache && answer.cacheableUntil) cache.put(key, known.principal, known.apiKeyId, timestampDate(answer.cacheableUntil));
     }
-    ctx.state.principal = principal;
+    ctx.state.principal = known.principal;
+    ctx.state.apiKeyId = known.apiKeyId;
     ctx.state.credentialKey = key;
     await next();
   };

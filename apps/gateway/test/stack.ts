@@ -32,8 +32,8 @@ export interface TestStack {
   worker: RunWorker;
   /** The bus the services share (the in-process one when `memoryBus`). */
   bus: Bus;
-  /** Starts another gateway replica on the same identity service and bus. */
-  addGateway(): Promise<string>;
+  /** Starts another gateway replica on the same identity service and bus; `identityUrl`: reach identity there instead (a proxy in between). */
+  addGateway(options?: { identityUrl?: string }): Promise<string>;
   identityUrl: string;
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
@@ -128,11 +128,11 @@ export async function startStack(
     logger,
   });
   const gateways: RunningServer[] = [];
-  const startGateway = async () => {
+  const startGateway = async (identityUrl?: string) => {
     // Each replica its own bus connection, as separate processes would have.
     const replicaBus = testServers.natsUrl && !options.memoryBus ? await openBus(testServers.natsUrl, "test-gateway") : bus;
     const clients = serviceClients({
-      identity: httpTransport(identity.url, serviceToken),
+      identity: httpTransport(identityUrl ?? identity.url, serviceToken),
       assistants: httpTransport(assistants.url, serviceToken),
       runs: httpTransport(runs.url, serviceToken),
       events: httpTransport(events.url, serviceToken),
@@ -154,7 +154,7 @@ export async function startStack(
     gatewayUrl: gateway.url,
     worker: runsWiring.worker,
     bus,
-    addGateway: async () => (await startGateway()).url,
+    addGateway: async (gatewayOptions) => (await startGateway(gatewayOptions?.identityUrl)).url,
     identityUrl: identity.url,
     bootstrapKey,
     blobDir,
