@@ -76,6 +76,8 @@ export async function startStack(
     storage?: Partial<StorageSettings>;
     /** identity's billing settings (Stripe); none: billing is not configured */
     billing?: BillingSettings;
+    /** identity's caps on API keys; none: the defaults */
+    apiKeyCaps?: { API_KEYS_PER_USER?: number; API_KEYS_PER_ORGANIZATION?: number };
   } = {},
 ): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -88,7 +90,7 @@ export async function startStack(
     const identityStore = await openIdentityStore(mongo);
     const { service } = await wireIdentity(
       identityStore,
-      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing },
+      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing, ...options.apiKeyCaps },
       logger,
       bus,
     );

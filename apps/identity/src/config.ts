@@ -12,6 +12,10 @@ export const identitySettings = {
     })
     .optional(),
   ACCESS_TOKEN_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** API keys one user may own (docs/decisions.md, "Limits per credential and per organization"). */
+  API_KEYS_PER_USER: z.coerce.number().int().min(1).default(100),
+  /** API keys one organization may have, user and organization keys together. */
+  API_KEYS_PER_ORGANIZATION: z.coerce.number().int().min(1).default(1_000),
   OIDC_JWKS_URL: env.url().optional(),
   OIDC_ISSUER: z.string().optional(),
   OIDC_AUDIENCE: z.string().optional(),
