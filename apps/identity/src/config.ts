@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { defaultMaxTokenLifetimeSeconds } from "./access-tokens.ts";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 
 /** Identity's own settings; the all-in-one process reuses them as they are. */
@@ -19,6 +20,8 @@ export const identitySettings = {
   OIDC_JWKS_URL: env.url().optional(),
   OIDC_ISSUER: z.string().optional(),
   OIDC_AUDIENCE: z.string().optional(),
+  /** How far ahead an access token's `exp` may be; a token must have one (docs/decisions.md, "Access token lifetime"). */
+  ACCESS_TOKEN_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).default(defaultMaxTokenLifetimeSeconds),
   /** Billing (semantics.md §8): without a key, the billing operations answer 503. */
   STRIPE_SECRET_KEY: z.string().min(1).optional(),
   /** Verifies webhook deliveries; without it, the webhook answers 503. */

@@ -73,7 +73,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     if (!organizationId || !user.organizations.includes(organizationId)) {
       throw permissionDenied("the token's organization is not one of the user's organizations");
     }
-    const until = Math.min(now().getTime() + authenticationCacheMs, claims.expiresAt?.getTime() ?? Infinity);
+    const until = Math.min(now().getTime() + authenticationCacheMs, claims.expiresAt.getTime());
     return { principal: { userId: user.id, organizationId, apiKeyId: "" }, cacheableUntil: new Date(until) };
   }
 

@@ -18,6 +18,7 @@ export interface IdentitySettings extends BillingSettings {
   OIDC_JWKS_URL?: string | undefined;
   OIDC_ISSUER?: string | undefined;
   OIDC_AUDIENCE?: string | undefined;
+  ACCESS_TOKEN_MAX_LIFETIME_SECONDS?: number | undefined;
   /** Unset: the defaults (defaultApiKeyCaps). */
   API_KEYS_PER_USER?: number | undefined;
   API_KEYS_PER_ORGANIZATION?: number | undefined;
@@ -44,6 +45,7 @@ export async function wireIdentity(
     jwksUrl: settings.OIDC_JWKS_URL,
     issuer: settings.OIDC_ISSUER,
     audience: settings.OIDC_AUDIENCE,
+    maxLifetimeSeconds: settings.ACCESS_TOKEN_MAX_LIFETIME_SECONDS,
   });
   const apiKeyCaps = {
     perUser: settings.API_KEYS_PER_USER ?? defaultApiKeyCaps.perUser,
