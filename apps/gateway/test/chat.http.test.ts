@@ -210,6 +210,14 @@ describe("chat messages over HTTP", () => {
     expect(fake.requests.length).toBe(requests + 1);
   });
 
+  it("takes an empty model name as absent: DEFAULT_MODEL answers", async () => {
+    const requests = fake.requests.length;
+    const empty = await admin.post("/chat/messages", body({ driver_configuration: { model: "" } }));
+    expect(empty.status).toBe(201);
+    expect(fake.requests.length).toBe(requests + 1);
+    expect(fake.requests.at(-1)!.body).toMatchObject({ model: "fake-model" });
+  });
+
   it("passes allowed extra_params to the provider", async () => {
     const res = await admin.post("/chat/messages", body({ driver_configuration: { extra_params: { top_p: 0.5, seed: 7, stop: ["END"] } } }));
     expect(res.status).toBe(201);
