@@ -22,17 +22,23 @@ export function authenticate(identity: Client<typeof IdentityService>, cache: Pr
     const key = credentialKey(credential);
     let known: Authenticated | undefined = cache?.get(key);
     if (!known) {
-      const asked = revocations.mark();
-      const answer = await identity.authenticate({ credential }, { headers: callHeaders(ctx) });
-      if (!answer.principal) throw unauthenticated();
-      known = {
-        principal: { userId: answer.principal.userId, organizationId: answer.principal.organizationId },
-        apiKeyId: answer.principal.apiKeyId,
+      const ask = async () => {
+        const asked = revocations.mark();
+        const answer = await identity.authenticate({ credential }, { headers: callHeaders(ctx) });
+        if (!answer.principal) throw unauthenticated();
+        const { userId, organizationId, apiKeyId } = answer.principal;
+        // Identity may have looked the key up just before it was deleted, and
+        // the deletion been heard while the answer travelled: such an answer is not trusted.
+        const crossed = apiKeyId !== "" && revocations.revokedSince(apiKeyId, asked);
+        return { known: { principal: { userId, organizationId }, apiKeyId }, until: answer.cacheableUntil, crossed };
       };
-      // Identity looked the key up before it was deleted, and the deletion was
-      // heard while the answer travelled: the key is gone; neither trust nor cache the answer.
-      if (known.apiKeyId !== "" && revocations.revokedSince(known.apiKeyId, asked)) throw unauthenticated();
-      if (cache && answer.cacheableUntil) cache.put(key, known.principal, known.apiKeyId, timestampDate(answer.cacheableUntil));
+      let answer = await ask();
+      // Identity deletes before it announces: asked again, it knows (a key
+      // that is gone is its 401). Only crossing twice is refused here.
+      if (answer.crossed) answer = await ask();
+      if (answer.crossed) throw unauthenticated();
+      known = answer.known;
+      if (cache && answer.until) cache.put(key, known.principal, known.apiKeyId, timestampDate(answer.until));
     }
     ctx.state.principal = known.principal;
     ctx.state.apiKeyId = known.apiKeyId;
