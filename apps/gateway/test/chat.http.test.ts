@@ -357,6 +357,20 @@ describe("chat messages over HTTP", () => {
       await request.closedEarly;
     });
 
+    it("deleting the stream's API key ends it at once, saying so, and aborts the provider request", async () => {
+      const userId = (await admin.get("/users")).body.users[0].user_id;
+      const key = (await admin.post(`/users/${userId}/api-keys`, { name: "chatty" })).body;
+      fake.reply(hang("Partial"));
+      const arrived = fake.nextRequest();
+      const sse = await openSse(url(), { authorization: `Bearer ${key.value}` }, body());
+      const request = await arrived;
+      await sse.waitFor(1);
+      expect((await admin.delete(`/api-keys/${key.api_key_id}`)).status).toBe(204);
+      await sse.ended; // before the fix: open until CHAT_TIMEOUT_MS (2 s), ending with a timeout error
+      expect(JSON.parse(sse.events.at(-1)!.data)).toEqual({ error: "the API key was deleted" });
+      await request.closedEarly;
+    });
+
     it("loom:echo streams too", async () => {
       const sse = await openSse(url(), auth, body({ driver_configuration: { model: "loom:echo" } }));
       await sse.ended;
