@@ -86,7 +86,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   const limits = deps.limits ?? defaultLimits;
   const router = new Router();
   mountOperations(router, operations, {
-    beforeStream: [openStreams({ perCredential: limits.STREAMS_PER_CREDENTIAL, perOrganization: limits.STREAMS_PER_ORGANIZATION, revocations })],
+    beforeStream: openStreams({ perCredential: limits.STREAMS_PER_CREDENTIAL, perOrganization: limits.STREAMS_PER_ORGANIZATION, revocations }),
   });
 
   const app = new Koa({ proxy: false });

@@ -63,8 +63,8 @@ export function routerPath(path: string, restOfPath?: string): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === restOfPath ? `*${name}` : `:${name}`));
 }
 
-/** `beforeStream` runs ahead of every stream operation's handler, in order (open-streams.ts: the stream caps, and stopping streams of deleted keys). */
-export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware[] } = {}): void {
+/** `beforeStream` runs ahead of every stream operation's handler (open-streams.ts: the stream caps, and stopping streams of deleted keys). */
+export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
   for (const op of operations) {
     const answer = async (ctx: Context) => {
       nameRequestSpan(op.id, op.path);
@@ -101,7 +101,7 @@ export function mountOperations(router: Router, operations: Operation[], options
       ctx.body = result === undefined ? null : result;
       ctx.status = op.response.status;
     };
-    const before = op.response.stream ? (options.beforeStream ?? []) : [];
+    const before = op.response.stream && options.beforeStream ? [options.beforeStream] : [];
     // Named by the operation id: the request metrics' label (the router leaves it in ctx._matchedRouteName).
     router.register(routerPath(op.path, op.restOfPath), [op.method], [...before, answer], { name: op.id });
   }
