@@ -12,8 +12,8 @@ export interface Deployment {
   stop(): Promise<void>;
 }
 
-/** The event benches open every subscriber with one key: the per-credential stream cap (default 100) is lifted. */
-const streamCap = { STREAMS_PER_CREDENTIAL: "100000" };
+/** The event benches open every subscriber with one key: the stream caps (default 100 per credential, 500 per organization) are lifted. */
+const streamCap = { STREAMS_PER_CREDENTIAL: "100000", STREAMS_PER_ORGANIZATION: "100000" };
 
 /** The all-in-one process: its SQLite file in a fresh data directory, the in-process bus. */
 export async function embedded(key: string): Promise<Deployment> {

@@ -6,7 +6,8 @@ import type { ServeBlob } from "@loom/kit/blob-exchange";
 import type { Bus } from "@loom/kit/bus";
 import type { Logger } from "@loom/kit/logger";
 import { subjects } from "@loom/kit/subjects";
-import { createPrincipalCache, type PrincipalCache } from "./principal-cache.ts";
+import { createPrincipalCache } from "./principal-cache.ts";
+import { createRevocations, type Revocations } from "./revocations.ts";
 import { apiDocs } from "./api-docs.ts";
 import { authenticate } from "./auth.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
@@ -17,6 +18,7 @@ import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
 import { observeRequests } from "./metrics.ts";
 import { openApiDocument } from "./openapi.ts";
+import { openStreams } from "./open-streams.ts";
 import { mountOperations, type Operation } from "./operation.ts";
 import { rateLimit } from "./rate-limit.ts";
 import type { Readiness } from "./readiness.ts";
@@ -33,7 +35,6 @@ import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
-import { streamCap } from "./stream-cap.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
 
 export interface GatewayDeps {
@@ -51,14 +52,14 @@ export interface GatewayDeps {
    * Authenticate answers; without it, it asks identity on every request.
    */
   bus?: Bus;
-  /** Per-credential limits; unset: the defaults (no rate limit, 100 streams). */
+  /** Per-credential and per-organization limits; unset: the defaults (config.ts). */
   limits?: LimitSettings;
 }
 
-export function publicOperations(clients: ServiceClients, feeds: EventFeeds, principals?: PrincipalCache): Operation[] {
+export function publicOperations(clients: ServiceClients, feeds: EventFeeds, revocations?: Revocations): Operation[] {
   return [
     ...userOperations(clients),
-    ...apiKeyOperations(clients, principals),
+    ...apiKeyOperations(clients, revocations),
     ...assistantOperations(clients),
     ...runOperations(clients),
     ...threadOperations(clients),
@@ -73,15 +74,20 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, pri
 }
 
 /** The gateway as a Koa app, built from its dependencies so tests can start the real thing. */
-export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; feeds: EventFeeds; principals?: PrincipalCache } {
+export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; feeds: EventFeeds } {
+  // Deleted keys, heard from the bus and from this replica's own DELETEs: they drop cached answers and end open streams.
+  const revocations = createRevocations();
   const principals = deps.bus ? createPrincipalCache() : undefined;
-  deps.bus?.subscribe(subjects.revokedApiKeys, (data) => principals!.revokeApiKey(new TextDecoder().decode(data)));
+  if (principals) revocations.onRevoke((apiKeyId) => principals.revokeApiKey(apiKeyId));
+  deps.bus?.subscribe(subjects.revokedApiKeys, (data) => revocations.revoke(new TextDecoder().decode(data)));
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
-  const operations = publicOperations(deps.clients, feeds, principals);
+  const operations = publicOperations(deps.clients, feeds, revocations);
   const openapi = openApiDocument(operations);
   const limits = deps.limits ?? defaultLimits;
   const router = new Router();
-  mountOperations(router, operations, { beforeStream: streamCap(limits.STREAMS_PER_CREDENTIAL) });
+  mountOperations(router, operations, {
+    beforeStream: openStreams({ perCredential: limits.STREAMS_PER_CREDENTIAL, perOrganization: limits.STREAMS_PER_ORGANIZATION, revocations }),
+  });
 
   const app = new Koa({ proxy: false });
   app.silent = true; // errorHandler logs; Koa's default would print stacks to stderr
@@ -120,9 +126,11 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   });
   // Unauthenticated: the API reference page that renders /openapi.json; `/` leads there.
   app.use(apiDocs());
-  app.use(authenticate(deps.clients.identity, principals));
-  if (limits.RATE_LIMIT_REQUESTS) app.use(rateLimit({ requests: limits.RATE_LIMIT_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
+  app.use(authenticate(deps.clients.identity, principals, revocations));
+  if (limits.RATE_LIMIT_REQUESTS || limits.RATE_LIMIT_ORGANIZATION_REQUESTS) {
+    app.use(rateLimit({ perCredential: limits.RATE_LIMIT_REQUESTS, perOrganization: limits.RATE_LIMIT_ORGANIZATION_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
+  }
   app.use(methodNotAllowed);
   app.use(router.routes());
-  return { app, router, operations, feeds, principals };
+  return { app, router, operations, feeds };
 }

@@ -8,6 +8,33 @@ export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as c
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 
+/** A `\uD800`–`\uDFFF` escape: only such an escape can put a lone surrogate into parsed JSON (UTF-8 cannot encode one). */
+const surrogateEscape = /\\u[dD][89a-fA-F]/;
+
+/**
+ * The path of the first string (value or key) in parsed JSON that holds a
+ * lone UTF-16 surrogate, if any: such a string is not Unicode text, and
+ * writing it as UTF-8 (to a store, to protobuf) silently makes it U+FFFD.
+ */
+function loneSurrogateAt(value: unknown, path: string): string | undefined {
+  if (typeof value === "string") return value.isWellFormed() ? undefined : path;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = loneSurrogateAt(value[i], `${path}[${i}]`);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  if (typeof value === "object" && value !== null) {
+    for (const [key, item] of Object.entries(value)) {
+      if (!key.isWellFormed()) return path;
+      const found = loneSurrogateAt(item, `${path}.${key}`);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
 /**
  * Reads a whole body as bytes: over the limit is 413, a body that cannot be
  * read is 400.
@@ -30,7 +57,8 @@ export async function readRawBody(ctx: Context, limit: number = bodyLimits.defau
  * Reads and parses a JSON body, whatever its Content-Type says (see
  * docs/decisions.md, "HTTP surface"). An empty body (no bytes) is
  * `undefined`; whitespace alone is not JSON, so it is malformed; over the
- * limit is 413; bytes that are not UTF-8 and malformed JSON are 400. `null`
+ * limit is 413; bytes that are not UTF-8, a `\u` escape of a lone UTF-16
+ * surrogate (not Unicode text either) and malformed JSON are 400. `null`
  * fields at the top level mean "absent" (semantics.md §1), so they are
  * dropped here once for every route.
  */
@@ -49,6 +77,9 @@ export async function readJsonBody(ctx: Context, limit: number = bodyLimits.defa
   } catch {
     throw invalidArgument([{ path: "body", message: "malformed JSON" }]);
   }
+  // The walk only for the rare body that has such an escape at all.
+  const lone = surrogateEscape.test(text) ? loneSurrogateAt(parsed, "body") : undefined;
+  if (lone) throw invalidArgument([{ path: lone, message: "must be Unicode text: holds a lone UTF-16 surrogate" }]);
   if (parsed === null) return undefined;
   if (typeof parsed === "object" && !Array.isArray(parsed)) {
     return Object.fromEntries(Object.entries(parsed).filter(([, value]) => value !== null));

@@ -2,21 +2,27 @@ import { z } from "zod";
 import { env, serviceSettings } from "@loom/kit/config";
 
 /**
- * Per-credential limits at the edge (semantics.md §9); the all-in-one process
- * reuses them as they are. Each gateway replica counts on its own (see README).
+ * Per-credential and per-organization limits at the edge (semantics.md §9;
+ * docs/decisions.md, "Limits per credential and per organization"); the
+ * all-in-one process reuses them as they are. Each gateway replica counts on
+ * its own (see README).
  */
 export const limitSettings = {
   /** Requests one credential may make per window; unset: no rate limit (the default). */
   RATE_LIMIT_REQUESTS: z.coerce.number().int().min(1).optional(),
-  /** The window of RATE_LIMIT_REQUESTS, in whole seconds (RateLimit-Policy's `w`). */
+  /** Requests one organization's credentials may make together per window; unset: no such limit (the default). */
+  RATE_LIMIT_ORGANIZATION_REQUESTS: z.coerce.number().int().min(1).optional(),
+  /** The window of both request limits, in whole seconds (RateLimit-Policy's `w`). */
   RATE_LIMIT_WINDOW_SECONDS: z.coerce.number().int().min(1).default(1),
   /** SSE streams one credential may hold open at once on one replica. */
   STREAMS_PER_CREDENTIAL: z.coerce.number().int().min(1).default(100),
+  /** SSE streams one organization's credentials may hold open together on one replica. */
+  STREAMS_PER_ORGANIZATION: z.coerce.number().int().min(1).default(500),
 };
 
 export type LimitSettings = z.infer<z.ZodObject<typeof limitSettings>>;
 
-/** The defaults: no rate limit, 100 streams per credential. */
+/** The defaults: no rate limits, 100 streams per credential and 500 per organization. */
 export const defaultLimits: LimitSettings = z.object(limitSettings).parse({});
 
 export const gatewayConfigSchema = z.object({

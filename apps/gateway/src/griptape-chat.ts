@@ -85,7 +85,10 @@ const toolSchema = z.object({
 });
 
 const driverConfigurationSchema = z.object({
-  model: optional(z.string()),
+  model: optional(z.string()).meta({
+    description:
+      "The model to answer with: one the deployment serves (DEFAULT_MODEL and CHAT_MODELS, e.g. `openai:gpt-4.1-mini`). Absent, null or empty: DEFAULT_MODEL. Another name is 400, listing the allowed ones.",
+  }),
   max_tokens: optional(z.number().int().min(1).max(int32Max)),
   temperature: optional(z.number()),
   use_native_tools: optional(z.boolean()),

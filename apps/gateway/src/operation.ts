@@ -63,7 +63,7 @@ export function routerPath(path: string, restOfPath?: string): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === restOfPath ? `*${name}` : `:${name}`));
 }
 
-/** `beforeStream` runs ahead of every stream operation's handler (the per-credential stream cap). */
+/** `beforeStream` runs ahead of every stream operation's handler (open-streams.ts: the stream caps, and stopping streams of deleted keys). */
 export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
   for (const op of operations) {
     const answer = async (ctx: Context) => {
@@ -76,8 +76,10 @@ export function mountOperations(router: Router, operations: Operation[], options
         body = raw === undefined && !op.body.required ? undefined : parseInput("body", op.body.schema, raw);
       }
       const principal = ctx.state.principal as Principal;
-      // Aborts the handler's RPCs when the client goes away before the answer.
-      const signal = clientGoneSignal(ctx.res);
+      // Aborts the handler's RPCs when the client goes away before the answer,
+      // and a stream's when it must stop (its key deleted: open-streams.ts).
+      const streamStop = ctx.state.streamStop as AbortSignal | undefined;
+      const signal = streamStop ? AbortSignal.any([clientGoneSignal(ctx.res), streamStop]) : clientGoneSignal(ctx.res);
       const result = await op.handle({
         params,
         query,

@@ -1,9 +1,13 @@
 import { hash } from "node:crypto";
 import type { Principal } from "@loom/kit/principal";
 
-interface Entry {
+/** Who a credential is: the principal, and the API key it is ("" for an access token). */
+export interface Authenticated {
   principal: Principal;
   apiKeyId: string;
+}
+
+interface Entry extends Authenticated {
   until: number;
 }
 
@@ -14,8 +18,8 @@ export const credentialKey = (credential: string) => hash("sha256", credential, 
  * Remembers Authenticate answers for as long as identity allows
  * (`cacheable_until`), so a request costs one RPC, not two. Keyed by
  * `credentialKey` (hashed once per request, by the caller), so no secret is
- * held as a map key. Revocations arrive through `revokeApiKey` (from the bus,
- * and directly from the gateway that served the DELETE).
+ * held as a map key. Revocations arrive through `revokeApiKey` (see
+ * revocations.ts: from the bus, and from the gateway that served the DELETE).
  */
 export function createPrincipalCache(options: { maxEntries?: number; now?: () => number } = {}) {
   const maxEntries = options.maxEntries ?? 10_000;
@@ -23,14 +27,14 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
   const entries = new Map<string, Entry>();
 
   return {
-    get(key: string): Principal | undefined {
+    get(key: string): Authenticated | undefined {
       const entry = entries.get(key);
       if (!entry) return undefined;
       if (entry.until <= now()) {
         entries.delete(key);
         return undefined;
       }
-      return entry.principal;
+      return entry;
     },
     put(key: string, principal: Principal, apiKeyId: string, until: Date): void {
       if (until.getTime() <= now()) return;

@@ -223,6 +223,15 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
       expectError(await admin.as(forged).get("/users"), 401, "Unauthorized");
     });
 
+    it("401 for an access token without an expiry, or one that expires further ahead than ACCESS_TOKEN_MAX_LIFETIME_SECONDS (a day)", async () => {
+      const forever = await signAccessToken({ sub: "forever" }, { expiresIn: null });
+      expect(expectError(await admin.as(forever).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(/no expiry/);
+      const tooLong = await signAccessToken({ sub: "for-a-year" }, { expiresIn: "365d" });
+      expect(expectError(await admin.as(tooLong).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(/at most 86400 s ahead/);
+      const withinADay = await signAccessToken({ sub: "for-a-day" }, { expiresIn: "23h" });
+      expect((await admin.as(withinADay).get("/users")).status).toBe(200);
+    });
+
     it("401 on every route, before validation", async () => {
       const anonymous = apiClient(stack.gatewayUrl);
       expectError(await anonymous.post(`/users/${adminUserId}/api-keys`, { name: "x" }), 401, "Unauthorized");

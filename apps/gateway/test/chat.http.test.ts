@@ -210,6 +210,14 @@ describe("chat messages over HTTP", () => {
     expect(fake.requests.length).toBe(requests + 1);
   });
 
+  it("takes an empty model name as absent: DEFAULT_MODEL answers", async () => {
+    const requests = fake.requests.length;
+    const empty = await admin.post("/chat/messages", body({ driver_configuration: { model: "" } }));
+    expect(empty.status).toBe(201);
+    expect(fake.requests.length).toBe(requests + 1);
+    expect(fake.requests.at(-1)!.body).toMatchObject({ model: "fake-model" });
+  });
+
   it("passes allowed extra_params to the provider", async () => {
     const res = await admin.post("/chat/messages", body({ driver_configuration: { extra_params: { top_p: 0.5, seed: 7, stop: ["END"] } } }));
     expect(res.status).toBe(201);
@@ -346,6 +354,20 @@ describe("chat messages over HTTP", () => {
       const request = await arrived;
       await sse.waitFor(1);
       sse.close();
+      await request.closedEarly;
+    });
+
+    it("deleting the stream's API key ends it at once, saying so, and aborts the provider request", async () => {
+      const userId = (await admin.get("/users")).body.users[0].user_id;
+      const key = (await admin.post(`/users/${userId}/api-keys`, { name: "chatty" })).body;
+      fake.reply(hang("Partial"));
+      const arrived = fake.nextRequest();
+      const sse = await openSse(url(), { authorization: `Bearer ${key.value}` }, body());
+      const request = await arrived;
+      await sse.waitFor(1);
+      expect((await admin.delete(`/api-keys/${key.api_key_id}`)).status).toBe(204);
+      await sse.ended; // before the fix: open until CHAT_TIMEOUT_MS (2 s), ending with a timeout error
+      expect(JSON.parse(sse.events.at(-1)!.data)).toEqual({ error: "the API key was deleted" });
       await request.closedEarly;
     });
 

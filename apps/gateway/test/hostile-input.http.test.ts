@@ -109,6 +109,27 @@ describe("hostile input", () => {
       expect((await admin.get("/assistants")).body.assistants).toHaveLength(0);
     });
 
+    it("refuses a lone UTF-16 surrogate escaped in a JSON string with 400, as bytes that are not UTF-8, writing nothing", async () => {
+      // JSON allows the escape; the string it makes is not Unicode text, and stored as UTF-8 it would become U+FFFD.
+      for (const name of ['"a\\ud800"', '"\\udfffb"', '"x\\uDE00\\uD83D"']) {
+        const res = await admin.post("/assistants", `{"name":${name}}`);
+        expect(expectError(res, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: "must be Unicode text: holds a lone UTF-16 surrogate" }]);
+      }
+      // In free-form JSON too, in a value or in a key, at its path.
+      const runId = crypto.randomUUID();
+      const inValue = await admin.post(`/structure-runs/${runId}/events`, '[{"type":"Open","timestamp":1,"payload":{"tags":["ok","\\ud83d"]}}]');
+      expect(expectError(inValue, 400, "ValidationError").errors[0]!.path).toBe("body[0].payload.tags[1]");
+      const inKey = await admin.post(`/structure-runs/${runId}/events`, '[{"type":"Open","timestamp":1,"payload":{"\\udc00":1}}]');
+      expect(expectError(inKey, 400, "ValidationError").errors[0]!.path).toBe("body[0].payload");
+      expect((await admin.get(`/structure-runs/${runId}/events`)).body.events ?? []).toHaveLength(0);
+      expect((await admin.get("/assistants")).body.assistants).toHaveLength(0);
+      // A surrogate pair, escaped, is one character: accepted as it is.
+      const paired = await admin.post("/assistants", '{"name":"smile \\ud83d\\ude00"}');
+      expect(paired.status).toBe(201);
+      expect(paired.body.name).toBe("smile \u{1F600}");
+      expect((await admin.delete(`/assistants/${paired.body.assistant_id}`)).status).toBe(204);
+    });
+
     it("reads a JSON body whatever its Content-Type says (curl -d sends a form type)", async () => {
       const res = await admin.post("/threads", '{"name":"from curl"}', { "content-type": "application/x-www-form-urlencoded" });
       expect(res.status).toBe(201);

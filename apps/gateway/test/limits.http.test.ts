@@ -206,3 +206,72 @@ describe("concurrent event streams per credential", () => {
     for (let i = 0; i < cap * 3; i++) expect((await unknown()).status).toBe(404);
   });
 });
+
+/** Keys minted by one user do not multiply what their organization may do. */
+describe("limits per organization, over all its credentials", () => {
+  let stack: TestStack;
+  let admin: ReturnType<typeof apiClient>;
+  let userId: string;
+  beforeAll(async () => {
+    stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_ORGANIZATION_REQUESTS: 7, RATE_LIMIT_WINDOW_SECONDS: 60 } });
+    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    userId = (await admin.get("/users")).body.users[0].user_id;
+  });
+  afterAll(() => stack?.close());
+
+  /** A fresh key of the bootstrap organization (creating it is one of the organization's requests). */
+  const mintKey = async () => (await admin.post(`/users/${userId}/api-keys`, { name: "one more" })).body.value as string;
+
+  it("counts every request of the organization's keys together: 429 with Retry-After past the quota; another organization is not limited", async () => {
+    // Requests 1 to 3 (the admin key is one of the organization's credentials too): ListUsers, two CreateApiKey.
+    const keys = [await mintKey(), await mintKey()];
+    const answers: ApiResponse[] = [];
+    for (let i = 0; i < 4; i++) answers.push(await apiClient(stack.gatewayUrl, keys[i % 2]).get("/users"));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200]);
+    expect(answers.map((a) => a.headers.get("ratelimit-remaining"))).toEqual(["3", "2", "1", "0"]);
+    expect(answers[0]!.headers.get("ratelimit-policy")).toBe("7;w=60");
+    const over = await admin.get("/users");
+    expectRateLimited(over, over.body);
+    expect(over.body.errors[0].message).toMatch(/organization/);
+    expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(50);
+    // A user of another organization (a token's first use provisions one) has its own count.
+    expect((await apiClient(stack.gatewayUrl, await freshCredential()).get("/users")).status).toBe(200);
+  });
+});
+
+describe("event streams per organization, over all its credentials", () => {
+  let stack: TestStack;
+  let admin: ReturnType<typeof apiClient>;
+  beforeAll(async () => {
+    stack = await startStack("sqlite", { memoryBus: true, limits: { STREAMS_PER_ORGANIZATION: 2 } });
+    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+  });
+  afterAll(() => stack?.close());
+
+  const liveRun = async (client = admin) => {
+    const runId = crypto.randomUUID();
+    await client.post(`/structure-runs/${runId}/events`, [{ type: "Open", timestamp: 1 }]);
+    return `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
+  };
+
+  it("refuses the organization's stream 3 with 429 whichever key opens it, and frees the slot on close; another organization is unaffected", async () => {
+    const userId = (await admin.get("/users")).body.users[0].user_id;
+    const keys = await Promise.all([1, 2, 3].map(async () => (await admin.post(`/users/${userId}/api-keys`, { name: "streamer" })).body.value as string));
+    const bearer = (credential: string) => ({ authorization: `Bearer ${credential}` });
+    const held = [await openSse(await liveRun(), bearer(keys[0]!)), await openSse(await liveRun(), bearer(keys[1]!))];
+    expect(held.map((s) => s.status)).toEqual([200, 200]);
+    const refused = await openSse(await liveRun(), bearer(keys[2]!));
+    expectRateLimited(refused, refused.errorBody);
+    expect(JSON.stringify(refused.errorBody)).toMatch(/per organization/);
+    const outsider = await freshCredential();
+    const elsewhere = await openSse(await liveRun(apiClient(stack.gatewayUrl, outsider)), bearer(outsider));
+    expect(elsewhere.status).toBe(200);
+    held[0]!.close();
+    await vi.waitFor(async () => {
+      const again = await openSse(await liveRun(), bearer(keys[2]!));
+      expect(again.status).toBe(200);
+      held.push(again);
+    }, { timeout: 5_000, interval: 50 });
+    for (const s of [...held, elsewhere]) s.close();
+  });
+});

@@ -8,7 +8,7 @@ describe("the gateway's principal cache", () => {
     let now = 1_000;
     const cache = createPrincipalCache({ now: () => now });
     cache.put("secret", alice, "key-1", new Date(2_000));
-    expect(cache.get("secret")).toEqual(alice);
+    expect(cache.get("secret")?.principal).toEqual(alice);
     expect(cache.get("other")).toBeUndefined();
     now = 2_000;
     expect(cache.get("secret")).toBeUndefined();
@@ -27,7 +27,7 @@ describe("the gateway's principal cache", () => {
     cache.put("b", alice, "key-2", new Date(10));
     cache.revokeApiKey("key-1");
     expect(cache.get("a")).toBeUndefined();
-    expect(cache.get("b")).toEqual(alice);
+    expect(cache.get("b")?.principal).toEqual(alice);
   });
 
   it("holds at most maxEntries, dropping the oldest", () => {
@@ -35,6 +35,6 @@ describe("the gateway's principal cache", () => {
     for (const c of ["a", "b", "c"]) cache.put(c, alice, c, new Date(10));
     expect(cache.size()).toBe(2);
     expect(cache.get("a")).toBeUndefined();
-    expect(cache.get("c")).toEqual(alice);
+    expect(cache.get("c")?.principal).toEqual(alice);
   });
 });

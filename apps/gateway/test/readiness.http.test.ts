@@ -33,4 +33,15 @@ describe("readiness when a backing service is down", () => {
     expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
     expect((await admin.get("/users")).status).toBe(200); // the rest still works
   });
+
+  it("says which service is unavailable, never where it lives: from the gateway's call, and from a call between services", async () => {
+    const admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    // Assistants stopped for real by the test above: connections to its port are refused.
+    const fromGateway = await admin.get("/assistants");
+    const fromRuns = await admin.post(`/assistants/${crypto.randomUUID()}/runs`, {}); // runs asks assistants for the assistant
+    for (const down of [fromGateway, fromRuns]) {
+      expect(expectError(down, 503, "Unavailable").errors).toEqual([{ message: "the assistants service is unavailable, try again later" }]);
+      expect(JSON.stringify(down.body)).not.toMatch(/ECONN|127\.0\.0\.1|localhost|:\d{2,5}\b/);
+    }
+  });
 });

@@ -32,8 +32,8 @@ export interface TestStack {
   worker: RunWorker;
   /** The bus the services share (the in-process one when `memoryBus`). */
   bus: Bus;
-  /** Starts another gateway replica on the same identity service and bus. */
-  addGateway(): Promise<string>;
+  /** Starts another gateway replica on the same identity service and bus; `identityUrl`: reach identity there instead (a proxy in between). */
+  addGateway(options?: { identityUrl?: string }): Promise<string>;
   identityUrl: string;
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
@@ -76,6 +76,8 @@ export async function startStack(
     storage?: Partial<StorageSettings>;
     /** identity's billing settings (Stripe); none: billing is not configured */
     billing?: BillingSettings;
+    /** identity's caps on API keys; none: the defaults */
+    apiKeyCaps?: { API_KEYS_PER_USER?: number; API_KEYS_PER_ORGANIZATION?: number };
   } = {},
 ): Promise<TestStack> {
   const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -88,7 +90,7 @@ export async function startStack(
     const identityStore = await openIdentityStore(mongo);
     const { service } = await wireIdentity(
       identityStore,
-      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing },
+      { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing, ...options.apiKeyCaps },
       logger,
       bus,
     );
@@ -128,11 +130,11 @@ export async function startStack(
     logger,
   });
   const gateways: RunningServer[] = [];
-  const startGateway = async () => {
+  const startGateway = async (identityUrl?: string) => {
     // Each replica its own bus connection, as separate processes would have.
     const replicaBus = testServers.natsUrl && !options.memoryBus ? await openBus(testServers.natsUrl, "test-gateway") : bus;
     const clients = serviceClients({
-      identity: httpTransport(identity.url, serviceToken),
+      identity: httpTransport(identityUrl ?? identity.url, serviceToken),
       assistants: httpTransport(assistants.url, serviceToken),
       runs: httpTransport(runs.url, serviceToken),
       events: httpTransport(events.url, serviceToken),
@@ -154,7 +156,7 @@ export async function startStack(
     gatewayUrl: gateway.url,
     worker: runsWiring.worker,
     bus,
-    addGateway: async () => (await startGateway()).url,
+    addGateway: async (gatewayOptions) => (await startGateway(gatewayOptions?.identityUrl)).url,
     identityUrl: identity.url,
     bootstrapKey,
     blobDir,

@@ -8,8 +8,8 @@ export interface TokenClaims {
   email?: string;
   name?: string;
   organizationId?: string;
-  /** The token's `exp`; answers about it are never cached past it. */
-  expiresAt?: Date;
+  /** The token's `exp` (required); answers about it are never cached past it. */
+  expiresAt: Date;
 }
 
 export interface AccessTokenVerifier {
@@ -23,7 +23,12 @@ export interface AccessTokenOptions {
   jwksUrl?: string;
   issuer?: string;
   audience?: string;
+  /** A token's `exp` may be at most this far ahead (docs/decisions.md, "Access token lifetime"); default a day. */
+  maxLifetimeSeconds?: number;
 }
+
+/** The default of ACCESS_TOKEN_MAX_LIFETIME_SECONDS (config.ts). */
+export const defaultMaxTokenLifetimeSeconds = 86_400;
 
 /** Verifies JWT access tokens with `jose`; undefined when tokens are not configured. */
 export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTokenVerifier | undefined {
@@ -38,8 +43,11 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
   } else {
     return undefined;
   }
+  const maxLifetimeSeconds = options.maxLifetimeSeconds ?? defaultMaxTokenLifetimeSeconds;
   const verifyOptions = {
     algorithms,
+    // A token without an expiry would be a credential for ever, with nothing to revoke it by.
+    requiredClaims: ["exp"],
     ...(options.issuer ? { issuer: options.issuer } : {}),
     ...(options.audience ? { audience: options.audience } : {}),
   };
@@ -55,17 +63,22 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
       } catch (error) {
         if (error instanceof ConnectError) throw error;
         if (error instanceof errors.JWTExpired) throw unauthenticated("access token expired");
+        if (error instanceof errors.JWTClaimValidationFailed && error.claim === "exp") throw unauthenticated("access token has no expiry (exp)");
         if (error instanceof errors.JOSEError) throw unauthenticated("invalid access token");
         throw error;
       }
       if (typeof payload.sub !== "string" || payload.sub === "") throw unauthenticated("access token has no subject");
+      // jose checked that `exp` is a number in the future.
+      if (payload.exp! - Date.now() / 1000 > maxLifetimeSeconds) {
+        throw unauthenticated(`access token lives too long: its expiry (exp) may be at most ${maxLifetimeSeconds} s ahead`);
+      }
       const text = (claim: unknown) => (typeof claim === "string" && claim !== "" ? claim : undefined);
       return {
         subject: payload.sub,
         email: text(payload.email),
         name: text(payload.name),
         organizationId: text(payload.org_id),
-        expiresAt: typeof payload.exp === "number" ? new Date(payload.exp * 1000) : undefined,
+        expiresAt: new Date(payload.exp! * 1000),
       };
     },
   };

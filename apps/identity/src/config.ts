@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { defaultMaxTokenLifetimeSeconds } from "./access-tokens.ts";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 
 /** Identity's own settings; the all-in-one process reuses them as they are. */
@@ -12,9 +13,15 @@ export const identitySettings = {
     })
     .optional(),
   ACCESS_TOKEN_SECRET: z.string().min(32, "must be at least 32 characters").optional(),
+  /** API keys one user may own (docs/decisions.md, "Limits per credential and per organization"). */
+  API_KEYS_PER_USER: z.coerce.number().int().min(1).default(100),
+  /** API keys one organization may have, user and organization keys together. */
+  API_KEYS_PER_ORGANIZATION: z.coerce.number().int().min(1).default(1_000),
   OIDC_JWKS_URL: env.url().optional(),
   OIDC_ISSUER: z.string().optional(),
   OIDC_AUDIENCE: z.string().optional(),
+  /** How far ahead an access token's `exp` may be; a token must have one (docs/decisions.md, "Access token lifetime"). */
+  ACCESS_TOKEN_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).default(defaultMaxTokenLifetimeSeconds),
   /** Billing (semantics.md §8): without a key, the billing operations answer 503. */
   STRIPE_SECRET_KEY: z.string().min(1).optional(),
   /** Verifies webhook deliveries; without it, the webhook answers 503. */

@@ -1,5 +1,5 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { IdentityService, type ApiKeyOwner } from "@loom/proto/identity/v1/identity_pb";
 import { invalidArgument, notFound, permissionDenied, unauthenticated } from "@loom/kit/errors";
 import { newId } from "@loom/kit/ids";
@@ -21,8 +21,18 @@ export interface IdentityDeps {
   logger: Logger;
   /** Where key deletions are announced, so callers that cache answers drop them. */
   bus?: Bus;
+  /** How many API keys one user may own, and one organization may have of every kind. */
+  apiKeyCaps?: ApiKeyCaps;
   now?: () => Date;
 }
+
+export interface ApiKeyCaps {
+  perUser: number;
+  perOrganization: number;
+}
+
+/** The defaults of API_KEYS_PER_USER and API_KEYS_PER_ORGANIZATION (config.ts). */
+export const defaultApiKeyCaps: ApiKeyCaps = { perUser: 100, perOrganization: 1_000 };
 
 /** How long a caller may reuse an Authenticate answer (revocations are announced on the bus). */
 export const authenticationCacheMs = 30_000;
@@ -39,6 +49,7 @@ const apiKeyNameMax = 200;
 export function createIdentityService(deps: IdentityDeps): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
+  const caps = deps.apiKeyCaps ?? defaultApiKeyCaps;
 
   async function authenticateApiKey(credential: string): Promise<Authenticated> {
     const hash = hashApiKeySecret(credential);
@@ -62,7 +73,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     if (!organizationId || !user.organizations.includes(organizationId)) {
       throw permissionDenied("the token's organization is not one of the user's organizations");
     }
-    const until = Math.min(now().getTime() + authenticationCacheMs, claims.expiresAt?.getTime() ?? Infinity);
+    const until = Math.min(now().getTime() + authenticationCacheMs, claims.expiresAt.getTime());
     return { principal: { userId: user.id, organizationId, apiKeyId: "" }, cacheableUntil: new Date(until) };
   }
 
@@ -114,6 +125,28 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     }
   }
 
+  /**
+   * Refuses a key that took its owner past a cap. Checked after the insert,
+   * then undone: two concurrent creates at the edge may both be refused, but
+   * never both kept (each counts after its own insert, so the later count
+   * sees both), on any store and any number of replicas.
+   */
+  async function undoIfOverCap(key: ApiKeyRecord): Promise<void> {
+    const [ofOrganization, ofUser] = await Promise.all([
+      store.countApiKeys(key.organizationId),
+      key.userId === undefined ? 0 : store.countApiKeys(key.organizationId, key.userId),
+    ]);
+    const problem =
+      ofUser > caps.perUser
+        ? `a user may own at most ${caps.perUser} API keys; delete one to create another`
+        : ofOrganization > caps.perOrganization
+          ? `an organization may have at most ${caps.perOrganization} API keys; delete one to create another`
+          : undefined;
+    if (!problem) return;
+    await store.deleteApiKey(key.id);
+    throw new ConnectError(problem, Code.FailedPrecondition);
+  }
+
   function checkName(name: string): void {
     const problem = nameProblem(name, 1, apiKeyNameMax);
     if (problem) throw invalidArgument([{ path: "body.name", message: problem }]);
@@ -163,6 +196,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
         lastUsed: at,
       };
       await store.insertApiKey(key);
+      await undoIfOverCap(key);
       return { apiKey: apiKeyMessage(key), value };
     },
 

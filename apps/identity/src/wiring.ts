@@ -6,7 +6,7 @@ import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
 import { createBillingService, type BillingSettings } from "./billing/service.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
-import { createIdentityService } from "./service.ts";
+import { createIdentityService, defaultApiKeyCaps } from "./service.ts";
 import { createMongoIdentityStore } from "./store/mongo.ts";
 import { createSqliteIdentityStore } from "./store/sqlite.ts";
 import type { IdentityStore } from "./store/port.ts";
@@ -18,6 +18,10 @@ export interface IdentitySettings extends BillingSettings {
   OIDC_JWKS_URL?: string | undefined;
   OIDC_ISSUER?: string | undefined;
   OIDC_AUDIENCE?: string | undefined;
+  ACCESS_TOKEN_MAX_LIFETIME_SECONDS?: number | undefined;
+  /** Unset: the defaults (defaultApiKeyCaps). */
+  API_KEYS_PER_USER?: number | undefined;
+  API_KEYS_PER_ORGANIZATION?: number | undefined;
 }
 
 /** MongoDB when a URL is given, else SQLite. */
@@ -41,8 +45,13 @@ export async function wireIdentity(
     jwksUrl: settings.OIDC_JWKS_URL,
     issuer: settings.OIDC_ISSUER,
     audience: settings.OIDC_AUDIENCE,
+    maxLifetimeSeconds: settings.ACCESS_TOKEN_MAX_LIFETIME_SECONDS,
   });
-  const identity = createIdentityService({ store, accessTokens, logger, bus });
+  const apiKeyCaps = {
+    perUser: settings.API_KEYS_PER_USER ?? defaultApiKeyCaps.perUser,
+    perOrganization: settings.API_KEYS_PER_ORGANIZATION ?? defaultApiKeyCaps.perOrganization,
+  };
+  const identity = createIdentityService({ store, accessTokens, logger, bus, apiKeyCaps });
   const billing = createBillingService({ store, settings, logger });
   // Billing is identity's: it owns organizations. One service, two contracts.
   const service: RpcService = {

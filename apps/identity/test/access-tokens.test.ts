@@ -43,6 +43,8 @@ describe("access tokens verified against a JWKS URL", () => {
     ["another audience", () => sign(privateKey, { sub: "u1" }, "someone-else")],
     ["another issuer", () => sign(privateKey, { sub: "u1" }, "loom", "https://evil.example")],
     ["no subject", () => sign(privateKey, {})],
+    ["no expiry", () => new SignJWT({ sub: "u1" }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://idp.example").setAudience("loom").sign(privateKey)],
+    ["an expiry more than a day ahead", () => new SignJWT({ sub: "u1" }).setProtectedHeader({ alg: "RS256", kid: "k1" }).setIssuer("https://idp.example").setAudience("loom").setExpirationTime("25h").sign(privateKey)],
   ])("rejects a token with %s as UNAUTHENTICATED", async (_what, token) => {
     await expect(verifier().verify(await token())).rejects.toMatchObject({ code: 16 });
   });

@@ -85,6 +85,17 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
     expect(orgKeys.items.map((k) => k.id)).toEqual([orgKey.id]);
   });
 
+  it("counts an organization's keys of every kind, and a user's own", async () => {
+    const organizationId = newId();
+    const [alice, bob] = [newId(), newId()];
+    for (const k of [key({ organizationId, userId: alice }), key({ organizationId, userId: alice }), key({ organizationId, userId: bob }), key({ organizationId })]) {
+      await store.insertApiKey(k);
+    }
+    expect(await store.countApiKeys(organizationId)).toBe(4);
+    expect(await store.countApiKeys(organizationId, alice)).toBe(2);
+    expect(await store.countApiKeys(organizationId, newId())).toBe(0);
+  });
+
   it("keeps the first Stripe customer of an organization and finds the organization by it", async () => {
     const organization = newId();
     expect(await store.getBilling(organization)).toBeUndefined();

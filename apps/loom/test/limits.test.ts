@@ -34,5 +34,9 @@ describe("the all-in-one process's limit settings", () => {
   it("rejects a bad setting, naming it", () => {
     expect(() => loadConfig(loomConfigSchema, { STREAMS_PER_CREDENTIAL: "0" })).toThrow(/STREAMS_PER_CREDENTIAL/);
     expect(() => loadConfig(loomConfigSchema, { RATE_LIMIT_REQUESTS: "lots" })).toThrow(/RATE_LIMIT_REQUESTS/);
+    for (const name of ["STREAMS_PER_ORGANIZATION", "RATE_LIMIT_ORGANIZATION_REQUESTS", "API_KEYS_PER_USER", "API_KEYS_PER_ORGANIZATION"]) {
+      expect(() => loadConfig(loomConfigSchema, { [name]: "0" })).toThrow(new RegExp(name));
+    }
+    expect(() => loadConfig(loomConfigSchema, { ACCESS_TOKEN_MAX_LIFETIME_SECONDS: "forever" })).toThrow(/ACCESS_TOKEN_MAX_LIFETIME_SECONDS/);
   });
 });

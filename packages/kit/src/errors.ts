@@ -80,12 +80,14 @@ const dependencyDownClasses = [
  * pool is a network error too). The MongoDB driver reports a connection lost during insertMany as a MongoBulkWriteError
  * holding the network error (its `errorResponse`), so wrapped errors are
  * looked into too; and a socket the server closed under a write reaches us
- * from the driver as Node's own error (EPIPE, ECONNRESET), with no class of its own.
+ * from the driver as Node's own error (EPIPE, ECONNRESET), with no class of
+ * its own, as do a refused connection and a host that cannot be resolved or
+ * reached (what a Connect client wraps as the cause of its error).
  */
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
   // EMFILE/ENFILE: the process (or the system) is out of file descriptors for now; a retry later finds some.
-  if (/^(EPIPE|ECONNRESET|ECONNREFUSED|EMFILE|ENFILE)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
+  if (/^(EPIPE|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EMFILE|ENFILE)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
   return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

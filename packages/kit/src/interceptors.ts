@@ -24,6 +24,29 @@ export function sanitizeErrors(logger: Logger): Interceptor {
   };
 }
 
+/**
+ * Client side: a call that never got an answer from its service (connection
+ * refused or reset, the host unresolvable or unreachable) fails as
+ * UNAVAILABLE saying which service is down — named by its contract's
+ * package, `loom.runs.v1.ChatService` is the runs service — never where it
+ * lives: the socket error's message carries the address
+ * (`connect ECONNREFUSED 10.0.0.7:8083`), and errors travel on to the public
+ * answer as they are. What the service itself answered passes through.
+ */
+export function nameUnreachableService(): Interceptor {
+  return (next) => async (req) => {
+    try {
+      return await next(req);
+    } catch (error) {
+      // The caller's own abort or deadline is not the service's fault.
+      if (error instanceof ConnectError && (error.code === Code.Canceled || error.code === Code.DeadlineExceeded)) throw error;
+      if (!isDependencyDown(error)) throw error;
+      const service = req.service.typeName.split(".")[1] ?? req.service.name;
+      throw new ConnectError(`the ${service} service is unavailable, try again later`, Code.Unavailable, undefined, undefined, error);
+    }
+  };
+}
+
 /** Debug-level access log of every RPC with its outcome and duration. */
 export function logCalls(logger: Logger): Interceptor {
   return (next) => async (req) => {

@@ -4,7 +4,7 @@ import type { DescService } from "@bufbuild/protobuf";
 import { directTransport } from "./in-process-transport.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
-import { logCalls, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
+import { logCalls, nameUnreachableService, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
 import { observeCalls } from "./rpc-metrics.ts";
 import { traceIncomingCalls, traceOutgoingCalls } from "./rpc-tracing.ts";
 import { tracing } from "./tracing.ts";
@@ -24,7 +24,7 @@ export function httpTransport(baseUrl: string, serviceToken: string): Transport 
     baseUrl,
     httpVersion: "1.1",
     useBinaryFormat: true,
-    interceptors: [...(tracing().enabled ? [traceOutgoingCalls()] : []), sendServiceToken(serviceToken)],
+    interceptors: [...(tracing().enabled ? [traceOutgoingCalls()] : []), nameUnreachableService(), sendServiceToken(serviceToken)],
   });
 }
 

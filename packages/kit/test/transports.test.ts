@@ -158,6 +158,17 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
   });
 });
 
+describe("a service that cannot be reached over HTTP", () => {
+  it("fails as UNAVAILABLE naming the service by its contract, not its address", async () => {
+    const gone = await startRpcServer({ serviceToken: token, logger, services: [testService] });
+    await gone.close(); // its port now refuses connections
+    const error = await failure(createClient(IdentityService, httpTransport(gone.url, token)).authenticate({ credential: "x" }));
+    expect(error).toMatchObject({ code: Code.Unavailable, rawMessage: "the identity service is unavailable, try again later" });
+    const events = await failure(createClient(EventsService, httpTransport(gone.url, token)).getEvent({}));
+    expect(events.rawMessage).toBe("the events service is unavailable, try again later");
+  });
+});
+
 describe("the RPC server", () => {
   it("answers /healthz and /readyz", async () => {
     const server = await startRpcServer({ serviceToken: token, logger, services: [testService] });

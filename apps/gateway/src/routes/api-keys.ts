@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ApiKey, ApiKeyOwnerSchema } from "@loom/proto/identity/v1/identity_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { ServiceClients } from "../clients.ts";
-import type { PrincipalCache } from "../principal-cache.ts";
+import type { Revocations } from "../revocations.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema } from "../schemas.ts";
@@ -29,7 +29,7 @@ type Owner = MessageInitShape<typeof ApiKeyOwnerSchema>;
 const userOwner = (userId: string): Owner => ({ owner: { case: "userId", value: userId } });
 const organizationOwner = (organizationId: string): Owner => ({ owner: { case: "organizationId", value: organizationId } });
 
-export function apiKeyOperations({ identity }: ServiceClients, principals?: PrincipalCache) {
+export function apiKeyOperations({ identity }: ServiceClients, revocations?: Revocations) {
   const create = (owner: Owner, name: string, call: { headers: Record<string, string> }) =>
     identity.createApiKey({ owner, name }, call).then(({ apiKey, value }) => ({ ...apiKeyJson(apiKey), value }));
   const list = (owner: Owner, page: { page: number; page_size: number }, call: { headers: Record<string, string> }) =>
@@ -67,9 +67,9 @@ export function apiKeyOperations({ identity }: ServiceClients, principals?: Prin
       response: { status: 204, description: "Deleted" },
       async handle({ params, call }) {
         await identity.deleteApiKey({ apiKeyId: params.api_key_id }, call);
-        // Identity announces it on the bus for every gateway; this one drops it
-        // now, so the caller's very next request cannot race the announcement.
-        principals?.revokeApiKey(params.api_key_id);
+        // Identity announces it on the bus for every gateway; this one acts on
+        // it now, so the caller's very next request cannot race the announcement.
+        revocations?.revoke(params.api_key_id);
       },
     }),
     defineOperation({

@@ -104,6 +104,7 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
       await keys.updateOne({ _id: id, lastUsed: seen }, { $set: { lastUsed: at } });
     },
     deleteApiKey: async (id) => (await keys.deleteOne({ _id: id })).deletedCount === 1,
+    countApiKeys: (organizationId, userId) => keys.countDocuments(userId === undefined ? { organizationId } : { organizationId, userId }),
     async listApiKeys(filter, skip, limit) {
       const query = keyQuery(filter);
       const [docs, totalCount] = await Promise.all([

@@ -90,6 +90,8 @@ export interface IdentityStore extends StoreLifecycle {
   /** Sets last_used to `at` if it is still `seen` (compare-and-set: concurrent uses write once). */
   touchApiKey(id: string, at: Date, seen: Date): Promise<void>;
   deleteApiKey(id: string): Promise<boolean>;
+  /** How many keys an organization has (user and organization keys), or of them one user owns. */
+  countApiKeys(organizationId: string, userId?: string): Promise<number>;
   /** Newest first by created_at, ties by id descending. */
   listApiKeys(filter: ApiKeyFilter, skip: number, limit: number): Promise<Page<ApiKeyRecord>>;
 }

@@ -157,6 +157,13 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
       heldKeys.forget(id);
       return prepare("DELETE FROM identity_api_keys WHERE id = ?").run(id).changes === 1;
     },
+    async countApiKeys(organizationId, userId) {
+      const row =
+        userId === undefined
+          ? prepare("SELECT count(*) AS n FROM identity_api_keys WHERE organization_id = ?").get(organizationId)
+          : prepare("SELECT count(*) AS n FROM identity_api_keys WHERE organization_id = ? AND user_id = ?").get(organizationId, userId);
+      return Number(row!.n);
+    },
     async listApiKeys(filter, skip, limit) {
       const [where, params] = keyWhere(filter);
       const totalCount = Number(prepare(`SELECT count(*) AS n FROM identity_api_keys WHERE ${where}`).get(...params)!.n);

@@ -20,8 +20,10 @@ describe.skipIf(!needsOwnServers("events service down", "nats", "ferretdb"))("th
       for (let i = 0; i < 3; i++) {
         const started = Date.now();
         const res = await api.post(`/assistants/${assistantId}/runs`, { stream: true });
-        attempts.push({ status: res.status, retryAfter: res.headers.get("retry-after"), ms: Date.now() - started });
+        attempts.push({ status: res.status, retryAfter: res.headers.get("retry-after"), ms: Date.now() - started, body: JSON.stringify(res.body) });
       }
+      // The gateway's own call to the stopped process: which service is down, never where it lived.
+      const listedEvents = await api.get(`/structure-runs/${crypto.randomUUID()}/events`);
       const listedWhileDown = await api.get(`/assistants/${assistantId}/runs`);
 
       await stack.split.startService("events");
@@ -38,7 +40,10 @@ describe.skipIf(!needsOwnServers("events service down", "nats", "ferretdb"))("th
       for (const attempt of attempts) {
         expect(attempt.status).toBe(503);
         expect(Number(attempt.retryAfter)).toBeGreaterThan(0);
+        expect(attempt.body).not.toMatch(/ECONN|127\.0\.0\.1|:\d{2,5}\b/);
       }
+      expect(listedEvents.status).toBe(503);
+      expect(listedEvents.body.errors).toEqual([{ message: "the events service is unavailable, try again later" }]);
       expect(listedWhileDown.status).toBe(200);
       expect(listedWhileDown.body.assistant_runs).toEqual([]);
       // Only the run created after events came back exists.

@@ -34,7 +34,8 @@ export function createChatService({ backends, timeoutMs }: { backends: Map<strin
     requirePrincipal(ctx);
     const problems: Array<{ path: string; message: string }> = [];
     const config = req.driverConfiguration;
-    const modelName = config?.model;
+    // Empty is absent, as null is (no model is named ""): the API description allows any string.
+    const modelName = config?.model || undefined;
     const backend = modelName === undefined ? defaultBackend : backends.get(modelName);
     if (!backend) problems.push({ path: "body.driver_configuration.model", message: `unknown model "${modelName}"; allowed: ${[...backends.keys()].join(", ")}` });
     if (req.messages.length === 0) problems.push({ path: "body.messages", message: "must hold at least one message" });
