@@ -24,15 +24,16 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
   const userKeys = async () => (await admin.get(`/users/${userId}/api-keys?page_size=100`)).body;
   const orgKeys = async () => (await admin.get(`/organizations/${orgId}/api-keys?page_size=100`)).body;
 
-  it("refuses a user's key past API_KEYS_PER_USER with 409 naming the cap, stores nothing, and creates again once one is deleted", async () => {
+  it("refuses a user's key past API_KEYS_PER_USER with 429 and Retry-After naming the cap, stores nothing, and creates again once one is deleted", async () => {
     // Concurrent creates at the edge: never more than the cap, whatever the order.
     const answers = await Promise.all(Array.from({ length: perUser + 4 }, (_, i) => admin.post(`/users/${userId}/api-keys`, { name: `k${i}` })));
     expect(answers.filter((a) => a.status === 201).length).toBeLessThanOrEqual(perUser);
-    for (const refused of answers.filter((a) => a.status !== 201)) expect(refused.status).toBe(409);
+    for (const refused of answers.filter((a) => a.status !== 201)) expect(refused.status).toBe(429);
     // Fill up to the cap one by one (concurrent refusals may have left room).
     while ((await userKeys()).pagination.total_count < perUser) expect((await admin.post(`/users/${userId}/api-keys`, { name: "fill" })).status).toBe(201);
     const over = await admin.post(`/users/${userId}/api-keys`, { name: "one too many" });
-    const error = expectError(over, 409, "Conflict");
+    const error = expectError(over, 429, "RateLimited");
+    expect(over.headers.get("retry-after")).toBe("60");
     expect(error.errors[0]!.message).toMatch(/at most 3 API keys/);
     const keys = await userKeys();
     expect(keys.pagination.total_count).toBe(perUser);
@@ -48,7 +49,7 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
       expect((await admin.post(`/organizations/${orgId}/api-keys`, { name: "org" })).status).toBe(201);
     }
     const over = await admin.post(`/organizations/${orgId}/api-keys`, { name: "one too many" });
-    expect(expectError(over, 409, "Conflict").errors[0]!.message).toMatch(/organization may have at most 6 API keys/);
+    expect(expectError(over, 429, "RateLimited").errors[0]!.message).toMatch(/organization may have at most 6 API keys/);
     expect((await orgKeys()).pagination.total_count + (await userKeys()).pagination.total_count).toBe(perOrganization);
   });
 });

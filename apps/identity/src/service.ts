@@ -45,6 +45,8 @@ interface Authenticated {
 /** After its first use, a key's `last_used` is written at most this often (semantics.md §3). */
 const lastUsedResolutionMs = 60_000;
 const apiKeyNameMax = 200;
+/** The `Retry-After` of a refusal past an API key cap: the cap lifts only when a key is deleted. */
+const apiKeyCapRetryAfterSeconds = 60;
 
 export function createIdentityService(deps: IdentityDeps): RpcService {
   const { store } = deps;
@@ -144,7 +146,8 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
           : undefined;
     if (!problem) return;
     await store.deleteApiKey(key.id);
-    throw new ConnectError(problem, Code.FailedPrecondition);
+    // 429 as every other limit answers (docs/decisions.md, "Caps on API keys"); only deleting a key makes room, so the wait is long.
+    throw new ConnectError(problem, Code.ResourceExhausted, { "retry-after": String(apiKeyCapRetryAfterSeconds) });
   }
 
   function checkName(name: string): void {
