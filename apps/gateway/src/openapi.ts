@@ -11,7 +11,7 @@ const errorResponses = {
   "404": "NotFound: unknown id, or another organization's resource",
   "409": "Conflict: e.g. an Idempotency-Key reused with another body, or an API key past the user's or the organization's cap",
   "413": "PayloadTooLarge",
-  "429": "RateLimited: over the credential's or the organization's rate limit or open-stream cap, or a queue is full; `Retry-After` says when to try again",
+  "429": "RateLimited: over the credential's or the organization's rate limit or open-stream cap, an API key cap, or a queue is full; `Retry-After` says when to try again",
   "500": "ServiceError",
   "503": "Unavailable: a dependency is down; see Retry-After",
 };
