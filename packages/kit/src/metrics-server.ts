@@ -22,5 +22,5 @@ export async function serveMetrics(port: number, host: string): Promise<RunningS
       () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"),
     );
   });
-  return listen(server, port, host);
+  return listen(server, port, host, undefined, "METRICS_PORT");
 }

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
+import { listenRefusal } from "./listen-refusal.ts";
 import { serverInterceptors } from "./transports.ts";
 
 export interface RpcServerOptions {
@@ -70,15 +71,19 @@ export const drainMs = 5_000;
 /** Connections waiting to be accepted, at most. */
 export const listenBacklog = 4096;
 
-/** Listens, and returns a handle whose close drains connections first. */
+/**
+ * Listens, and returns a handle whose close drains connections first. A port
+ * that cannot be had is refused naming `setting`, the variable that chose it.
+ */
 export async function listen(
   server: Server,
   port: number,
   host: string,
   afterClose: () => Promise<void> = async () => {},
+  setting = "PORT",
 ): Promise<RunningServer> {
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error) => reject(listenRefusal(error, { port, host, setting })));
     // A long accept queue: a crowd connecting at once (thousands of SSE streams
     // after a run ends) would overflow Node's default of 511, and each dropped
     // SYN is retried by the client only after 1 s, then 3 s (docs/decisions.md,

@@ -1,0 +1,82 @@
+import { join } from "node:path";
+import { createServer, type Server } from "node:net";
+import { DatabaseSync } from "node:sqlite";
+import { afterAll, describe, expect, it } from "vitest";
+import { freshDataDir } from "@loom/testing/data-dir";
+import { apiClient } from "@loom/testing/http";
+import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+
+/** The lines at level fatal (60) of a JSON-lines output: what a refused start says. */
+function fatalLines(output: string): string[] {
+  return output
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as { level: number; msg: string })
+    .filter((line) => line.level === 60)
+    .map((line) => line.msg);
+}
+
+/** A refused start as an operator sees it: exit 1 and one line saying what to fix, no stack, no Node warning. */
+function expectRefused(result: { code: number | null; output: string }, says: RegExp): void {
+  expect(result.output).not.toContain("unsettled top-level await");
+  expect(result.code, result.output).toBe(1);
+  expect(fatalLines(result.output)).toEqual([expect.stringMatching(says)]);
+  expect(result.output).not.toMatch(/\n\s+at /);
+  expect(result.output).not.toMatch(/\\n\s+at /); // nor a stack inside a JSON line
+}
+
+async function holdPort(): Promise<{ port: number; server: Server }> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { port: (server.address() as { port: number }).port, server };
+}
+
+/** `pnpm start` with a mistake in it: the process says what and exits 1, whatever stage the mistake stops. */
+describe("a start that cannot succeed", () => {
+  let loom: AllInOne | undefined;
+  afterAll(async () => void (await loom?.stop("SIGKILL")));
+
+  it("names the provider key a DEFAULT_MODEL needs", { timeout: 30_000 }, async () => {
+    const result = await runAllInOneToExit({ PORT: "0", DEFAULT_MODEL: "openai:gpt-4.1", OPENAI_API_KEY: "" });
+    expectRefused(result, /^OPENAI_API_KEY: must be set/);
+  });
+
+  it("names the database file whose tables are at a newer schema", async () => {
+    const dataDir = freshDataDir();
+    // As a newer Loom would leave it: its runs tables at a version this one does not know.
+    const db = new DatabaseSync(join(dataDir, "loom.db"));
+    db.exec("CREATE TABLE schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))");
+    db.prepare("INSERT INTO schema_migrations VALUES ('runs', 99, 0)").run();
+    db.close();
+    const result = await runAllInOneToExit({ PORT: "0", LOOM_DATA_DIR: dataDir });
+    expectRefused(result, new RegExp(`^${join(dataDir, "loom.db")}: the runs tables are at schema version 99, newer than this Loom knows`));
+  });
+
+  it("names PORT when it is taken, prints no key, and the next start prints the first key, which works", { timeout: 60_000 }, async () => {
+    const dataDir = freshDataDir();
+    const taken = await holdPort();
+    try {
+      const result = await runAllInOneToExit({ PORT: String(taken.port), LOOM_DATA_DIR: dataDir });
+      expectRefused(result, new RegExp(`^PORT: 127\\.0\\.0\\.1:${taken.port} is already in use`));
+      expect(result.output).not.toContain("bootstrap");
+    } finally {
+      taken.server.close();
+    }
+    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: dataDir });
+    const key = await loom.bootstrapKey();
+    expect(key).toBeDefined();
+    expect((await apiClient(loom.url, key).get("/users")).status).toBe(200);
+    expect(await loom.stop("SIGTERM")).toBe(0);
+  });
+
+  it("names METRICS_PORT when it is taken, and prints no key", { timeout: 30_000 }, async () => {
+    const taken = await holdPort();
+    try {
+      const result = await runAllInOneToExit({ PORT: "0", METRICS_PORT: String(taken.port) });
+      expectRefused(result, new RegExp(`^METRICS_PORT: 127\\.0\\.0\\.1:${taken.port} is already in use`));
+      expect(result.output).not.toContain("bootstrap");
+    } finally {
+      taken.server.close();
+    }
+  });
+});
