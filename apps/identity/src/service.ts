@@ -34,7 +34,7 @@ interface Authenticated {
 
 /** After its first use, a key's `last_used` is written at most this often (semantics.md §3). */
 const lastUsedResolutionMs = 60_000;
-const apiKeyNameMax = 200;
+export const apiKeyNameMax = 200;
 
 export function createIdentityService(deps: IdentityDeps): RpcService {
   const { store } = deps;

@@ -17,8 +17,12 @@ import { openDataDir, type DataDir } from "./data-dir.ts";
 
 export interface EmbeddedLoom {
   server: RunningServer;
-  /** The generated bootstrap key, on a first start only. */
-  bootstrapKey: string | undefined;
+  /**
+   * Makes the first user, organization and key on a first start and resolves
+   * the generated key (identity's `bootstrap`): called last, once everything
+   * else has started, so a failed start never loses a key it did not print.
+   */
+  bootstrap: () => Promise<string | undefined>;
   dataDir: DataDir;
 }
 
@@ -29,7 +33,7 @@ export interface EmbeddedLoom {
  */
 export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
   const serviceToken = randomBytes(24).toString("base64url");
-  const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL });
+  const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL, logger });
   try {
     return await startServices(config, logger, serviceToken, dataDir);
   } catch (error) {
@@ -76,5 +80,5 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
     await bus.close();
     await dataDir.close();
   }));
-  return { server, bootstrapKey: identity.bootstrapKey, dataDir };
+  return { server, bootstrap: identity.bootstrap, dataDir };
 }

@@ -52,6 +52,7 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     logger.info({ url: server.url }, `${name} service listening`);
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
     logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
+    await service.started?.();
     const memory = releaseMemoryWhenQuiet();
     onShutdown(logger, async () => {
       memory.stop();

@@ -1,0 +1,64 @@
+import { spawn } from "node:child_process";
+import { afterAll, describe, expect, it } from "vitest";
+import { freshDataDir } from "@loom/testing/data-dir";
+import { apiClient } from "@loom/testing/http";
+import { repoRoot } from "@loom/testing/processes";
+import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+
+/** `pnpm loom keys create …` as an operator runs it on the host: its exit code, its stdout (the key) and its stderr. */
+async function keysCreate(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn("pnpm", ["--silent", "loom", "keys", "create", ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, MONGODB_URL: "", LOG_FORMAT: "json", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, stdout, stderr };
+}
+
+describe("pnpm loom keys create", () => {
+  const dataDir = freshDataDir();
+  let loom: AllInOne | undefined;
+  afterAll(async () => void (await loom?.stop("SIGKILL")));
+
+  it("mints an organization key on a stopped data directory that authenticates once Loom runs, and is refused while it runs", { timeout: 90_000 }, async () => {
+    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: dataDir });
+    const bootstrapKey = (await loom.bootstrapKey())!;
+    const organizationId = (await apiClient(loom.url, bootstrapKey).get("/users")).body.users[0].organizations[0] as string;
+
+    const whileRunning = await keysCreate({ LOOM_DATA_DIR: dataDir });
+    expect(whileRunning.code).toBe(1);
+    expect(whileRunning.stdout).toBe("");
+    expect(whileRunning.stderr).toContain(`the data directory ${dataDir} is in use by a running Loom (pid ${loom.child.pid})`);
+    expect(whileRunning.stderr).not.toMatch(/\n\s+at /);
+    expect(await loom.stop("SIGTERM")).toBe(0);
+
+    const minted = await keysCreate({ LOOM_DATA_DIR: dataDir }, "--name", "recovery");
+    expect(minted.code, minted.stderr).toBe(0);
+    expect(minted.stderr).toContain(`Created the organization API key "recovery" in organization ${organizationId}`);
+    const key = minted.stdout.trim();
+    expect(key).toMatch(/^loom_[A-Za-z0-9_-]{43}$/);
+
+    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: dataDir });
+    const api = apiClient(loom.url, key);
+    expect((await api.get("/users")).status).toBe(200);
+    const listed = await api.get(`/organizations/${organizationId}/api-keys`);
+    expect(listed.status).toBe(200);
+    expect(listed.body.api_keys.map((k: { name: string }) => k.name)).toContain("recovery");
+    expect(await loom.stop("SIGTERM")).toBe(0);
+  });
+
+  it("refuses a directory that is not a data directory, and an unknown organization, saying which", { timeout: 60_000 }, async () => {
+    const nowhere = await keysCreate({ LOOM_DATA_DIR: `${dataDir}/typo` });
+    expect(nowhere.code).toBe(1);
+    expect(nowhere.stderr).toContain(`LOOM_DATA_DIR: ${dataDir}/typo is not a Loom data directory`);
+    const unknown = await keysCreate({ LOOM_DATA_DIR: dataDir }, "--organization", "00000000-0000-4000-8000-000000000000");
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("no organization 00000000-0000-4000-8000-000000000000");
+    expect(unknown.stdout).toBe("");
+  });
+});
