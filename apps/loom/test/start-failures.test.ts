@@ -1,9 +1,11 @@
+import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
+import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
 import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
 
 /** The lines at level fatal (60) of a JSON-lines output: what a refused start says. */
@@ -78,5 +80,49 @@ describe("a start that cannot succeed", () => {
     } finally {
       taken.server.close();
     }
+  });
+});
+
+/** A service's main.ts run to its end, as the image runs it: exit code, output, and how long it took. */
+async function runServiceToExit(app: string, env: Record<string, string>): Promise<{ code: number | null; output: string; ms: number }> {
+  const script = join(repoRoot, "apps", app, "src", "main.ts");
+  const started = Date.now();
+  const child = spawn(process.execPath, [...nodeFlagsFor(script), script], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_FORMAT: "json", SERVICE_TOKEN: "t".repeat(24), PORT: "0", METRICS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  return { code, output, ms: Date.now() - started };
+}
+
+describe("a dependency that cannot be used at start", () => {
+  it("MongoDB: one line naming MONGODB_URL and where it points, after the URL's own serverSelectionTimeoutMS", { timeout: 60_000 }, async () => {
+    const closed = await freePort(); // nothing listens there
+    const result = await runServiceToExit("assistants", { MONGODB_URL: `mongodb://loom:s3cret@127.0.0.1:${closed}/?serverSelectionTimeoutMS=9000` });
+    expectRefused(result, new RegExp(`^MONGODB_URL: no MongoDB server answered at 127\\.0\\.0\\.1:${closed} within 9000 ms`));
+    expect(result.output).not.toContain("s3cret");
+    // Loom's own default (5 s) would have given up sooner: the URL's setting was honoured.
+    expect(result.ms).toBeGreaterThanOrEqual(9000);
+  });
+
+  it("S3 without credentials: one line naming S3_ACCESS_KEY_ID", { timeout: 30_000 }, async () => {
+    const result = await runAllInOneToExit({
+      PORT: "0",
+      S3_BUCKET: "loom-assets",
+      S3_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
+      S3_ACCESS_KEY_ID: "",
+      S3_SECRET_ACCESS_KEY: "",
+      // Nothing else the AWS SDK's credential chain would find: no variables, no profile, no instance metadata asked for.
+      AWS_ACCESS_KEY_ID: "",
+      AWS_SECRET_ACCESS_KEY: "",
+      AWS_PROFILE: "",
+      AWS_SHARED_CREDENTIALS_FILE: join(freshDataDir(), "none"),
+      AWS_CONFIG_FILE: join(freshDataDir(), "none"),
+      AWS_EC2_METADATA_DISABLED: "true",
+    });
+    expectRefused(result, /^S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY: not set/);
   });
 });
