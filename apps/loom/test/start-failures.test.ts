@@ -2,11 +2,10 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { DatabaseSync } from "node:sqlite";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
-import { apiClient } from "@loom/testing/http";
 import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { runAllInOneToExit } from "./all-in-one.ts";
 
 /** The lines at level fatal (60) of a JSON-lines output: what a refused start says. */
 function fatalLines(output: string): string[] {
@@ -35,9 +34,6 @@ async function holdPort(): Promise<{ port: number; server: Server }> {
 
 /** `pnpm start` with a mistake in it: the process says what and exits 1, whatever stage the mistake stops. */
 describe("a start that cannot succeed", () => {
-  let loom: AllInOne | undefined;
-  afterAll(async () => void (await loom?.stop("SIGKILL")));
-
   it("names the provider key a DEFAULT_MODEL needs", { timeout: 30_000 }, async () => {
     const result = await runAllInOneToExit({ PORT: "0", DEFAULT_MODEL: "openai:gpt-4.1", OPENAI_API_KEY: "" });
     expectRefused(result, /^OPENAI_API_KEY: must be set/);
@@ -54,29 +50,21 @@ describe("a start that cannot succeed", () => {
     expectRefused(result, new RegExp(`^${join(dataDir, "loom.db")}: the runs tables are at schema version 99, newer than this Loom knows`));
   });
 
-  it("names PORT when it is taken, prints no key, and the next start prints the first key, which works", { timeout: 60_000 }, async () => {
-    const dataDir = freshDataDir();
+  it("names PORT when it is taken", { timeout: 30_000 }, async () => {
     const taken = await holdPort();
     try {
-      const result = await runAllInOneToExit({ PORT: String(taken.port), LOOM_DATA_DIR: dataDir });
+      const result = await runAllInOneToExit({ PORT: String(taken.port) });
       expectRefused(result, new RegExp(`^PORT: 127\\.0\\.0\\.1:${taken.port} is already in use`));
-      expect(result.output).not.toContain("bootstrap");
     } finally {
       taken.server.close();
     }
-    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: dataDir });
-    const key = await loom.bootstrapKey();
-    expect(key).toBeDefined();
-    expect((await apiClient(loom.url, key).get("/users")).status).toBe(200);
-    expect(await loom.stop("SIGTERM")).toBe(0);
   });
 
-  it("names METRICS_PORT when it is taken, and prints no key", { timeout: 30_000 }, async () => {
+  it("names METRICS_PORT when it is taken", { timeout: 30_000 }, async () => {
     const taken = await holdPort();
     try {
       const result = await runAllInOneToExit({ PORT: "0", METRICS_PORT: String(taken.port) });
       expectRefused(result, new RegExp(`^METRICS_PORT: 127\\.0\\.0\\.1:${taken.port} is already in use`));
-      expect(result.output).not.toContain("bootstrap");
     } finally {
       taken.server.close();
     }

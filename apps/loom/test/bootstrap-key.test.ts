@@ -1,9 +1,12 @@
 import { spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
 import { repoRoot } from "@loom/testing/processes";
-import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
 
 /** `pnpm loom keys create …` as an operator runs it on the host: its exit code, its stdout (the key) and its stderr. */
 async function keysCreate(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -19,6 +22,31 @@ async function keysCreate(env: Record<string, string>, ...args: string[]): Promi
   const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
   return { code, stdout, stderr };
 }
+
+/** The first key is printed once: a start that fails must not have made it (docs/decisions.md, "The bootstrap key"). */
+describe("the bootstrap key", () => {
+  let loom: AllInOne | undefined;
+  afterAll(async () => void (await loom?.stop("SIGKILL")));
+
+  it("is not made by a first start that fails once its records are open (a taken port): the next start prints it, and it works", { timeout: 60_000 }, async () => {
+    const dataDir = freshDataDir();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    try {
+      const failed = await runAllInOneToExit({ PORT: String((taken.address() as { port: number }).port), LOOM_DATA_DIR: dataDir });
+      expect(failed.code).toBe(1);
+      expect(existsSync(join(dataDir, "loom.db"))).toBe(true); // its records were open
+      expect(failed.output).not.toContain("shown once");
+    } finally {
+      taken.close();
+    }
+    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: dataDir });
+    const key = await loom.bootstrapKey();
+    expect(key, loom.output()).toBeDefined();
+    expect((await apiClient(loom.url, key).get("/users")).status).toBe(200);
+    expect(await loom.stop("SIGTERM")).toBe(0);
+  });
+});
 
 describe("pnpm loom keys create", () => {
   const dataDir = freshDataDir();
