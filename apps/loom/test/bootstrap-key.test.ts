@@ -5,7 +5,10 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
-import { repoRoot } from "@loom/testing/processes";
+import { nodeFlagsFor, repoRoot } from "@loom/testing/processes";
+import { hashApiKeySecret } from "@loom/identity/api-key-secret";
+import { openIdentityStore } from "@loom/identity/wiring";
+import { dropDatabase, freshDatabaseName, needs, testServers } from "@loom/testing/servers";
 import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
 
 /** `pnpm loom keys create …` as an operator runs it on the host: its exit code, its stdout (the key) and its stderr. */
@@ -45,6 +48,62 @@ describe("the bootstrap key", () => {
     expect(key, loom.output()).toBeDefined();
     expect((await apiClient(loom.url, key).get("/users")).status).toBe(200);
     expect(await loom.stop("SIGTERM")).toBe(0);
+  });
+});
+
+/**
+ * The identity service run on its own (runService), as the image runs it:
+ * resolves once it printed a key or exited, with what it printed and its
+ * exit code (null: it was running, and is killed).
+ */
+async function identityService(env: Record<string, string>): Promise<{ code: number | null; output: string }> {
+  const script = join(repoRoot, "apps/identity/src/main.ts");
+  const child = spawn(process.execPath, [...nodeFlagsFor(script), script], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_FORMAT: "json", SERVICE_TOKEN: "t".repeat(24), METRICS_PORT: "0", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+  const printedKey = new Promise<void>((resolve) => {
+    const collect = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("shown once")) resolve();
+    };
+    child.stdout.on("data", collect);
+    child.stderr.on("data", collect);
+  });
+  const code = await Promise.race([exited, printedKey.then(() => undefined)]);
+  if (code !== undefined) return { code, output };
+  child.kill("SIGKILL");
+  await exited;
+  return { code: null, output };
+}
+
+describe.skipIf(!needs("MONGODB_URL", "the identity service's bootstrap key on MongoDB"))("the identity service's bootstrap key (MongoDB)", () => {
+  const db = freshDatabaseName();
+  afterAll(async () => dropDatabase(testServers.mongoUrl!, db));
+
+  it("is not made by a start that fails on a taken port: the next start prints it", { timeout: 60_000 }, async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const settings = { MONGODB_URL: testServers.mongoUrl!, MONGODB_DB: db, HOST: "127.0.0.1" };
+    try {
+      const failed = await identityService({ ...settings, PORT: String((taken.address() as { port: number }).port) });
+      expect(failed.code, failed.output).toBe(1);
+      expect(failed.output).not.toContain("shown once");
+    } finally {
+      taken.close();
+    }
+    const started = await identityService({ ...settings, PORT: "0" });
+    const key = /bootstrap API key \(shown once\): (loom_\S+)"/.exec(started.output)?.[1];
+    expect(key, started.output).toBeDefined();
+    // What an API request with it would find: the key, among the stored ones.
+    const store = await openIdentityStore({ url: testServers.mongoUrl, db });
+    try {
+      expect((await store.findApiKeyBySecretHash(hashApiKeySecret(key!)))?.name).toBe("bootstrap");
+    } finally {
+      await store.close();
+    }
   });
 });
 
