@@ -30,7 +30,7 @@ export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStor
  * and resolves the generated key (undefined when seeded, or when there were
  * users already). A process calls it last, once everything that can fail at
  * its start has started (listeners included): a start that failed after it
- * would lose a key that was never printed (docs/decisions.md, "The bootstrap key").
+ * would lose a key that was never printed (docs/decisions.md, "First start and logs").
  */
 export async function wireIdentity(
   store: IdentityStore,

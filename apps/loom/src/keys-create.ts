@@ -24,7 +24,7 @@ export interface KeysCreateOptions {
  * `pnpm loom keys create`: an organization API key, written into the records
  * the process's configuration names (LOOM_DATA_DIR, or MONGODB_URL), its
  * secret on stdout once. A data directory must be stopped: Loom holds it
- * exclusively, and this takes the same lock (docs/decisions.md, "The bootstrap key").
+ * exclusively, and this takes the same lock (docs/decisions.md, "First start and logs").
  */
 export async function keysCreate(options: KeysCreateOptions, logger: Logger): Promise<void> {
   const config = loadConfig(keysConfigSchema);

@@ -26,7 +26,7 @@ async function keysCreate(env: Record<string, string>, ...args: string[]): Promi
   return { code, stdout, stderr };
 }
 
-/** The first key is printed once: a start that fails must not have made it (docs/decisions.md, "The bootstrap key"). */
+/** The first key is printed once: a start that fails must not have made it (docs/decisions.md, "First start and logs"). */
 describe("the bootstrap key", () => {
   let loom: AllInOne | undefined;
   afterAll(async () => void (await loom?.stop("SIGKILL")));
