@@ -40,7 +40,11 @@ export class DataDirInUse extends StartupRefused {
  */
 export function openDataDir(dir: string, options: { records: boolean; logger?: Logger }): DataDir {
   const path = resolve(dir);
-  mkdirSync(path, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StartupRefused(`LOOM_DATA_DIR: cannot make the data directory ${path}: ${(error as Error).message}`, { cause: error });
+  }
   const database = join(path, "loom.db");
   const pidFile = join(path, "loom.pid");
   const existed = options.records ? existsSync(database) : existsSync(join(path, "signing-key"));

@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createServer, type Server } from "node:net";
 import { DatabaseSync } from "node:sqlite";
@@ -48,6 +49,27 @@ describe("a start that cannot succeed", () => {
     db.close();
     const result = await runAllInOneToExit({ PORT: "0", LOOM_DATA_DIR: dataDir });
     expectRefused(result, new RegExp(`^${join(dataDir, "loom.db")}: the runs tables are at schema version 99, newer than this Loom knows`));
+  });
+
+  it("names LOOM_DATA_DIR when the directory cannot be made", { timeout: 30_000 }, async () => {
+    const file = join(freshDataDir(), "a-file");
+    writeFileSync(file, "");
+    const result = await runAllInOneToExit({ PORT: "0", LOOM_DATA_DIR: join(file, "data") });
+    expectRefused(result, new RegExp(`^LOOM_DATA_DIR: cannot make the data directory ${join(file, "data")}: ENOTDIR`));
+  });
+
+  it("names BLOB_DIR when asset bytes cannot be kept there", { timeout: 30_000 }, async () => {
+    const file = join(freshDataDir(), "a-file");
+    writeFileSync(file, "");
+    const result = await runAllInOneToExit({ PORT: "0", BLOB_DIR: join(file, "blobs") });
+    expectRefused(result, new RegExp(`^BLOB_DIR: cannot keep asset bytes in ${join(file, "blobs")}: ENOTDIR`));
+  });
+
+  it("names NATS_URL when no NATS server answers there, without its credentials", { timeout: 30_000 }, async () => {
+    const closed = await freePort();
+    const result = await runAllInOneToExit({ PORT: "0", NATS_URL: `nats://loom:s3cret@127.0.0.1:${closed}` });
+    expectRefused(result, new RegExp(`^NATS_URL: cannot connect to NATS at 127\\.0\\.0\\.1:${closed}`));
+    expect(result.output).not.toContain("s3cret");
   });
 
   it("names PORT when it is taken", { timeout: 30_000 }, async () => {
