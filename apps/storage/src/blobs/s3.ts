@@ -66,7 +66,8 @@ function startRefusal(error: unknown, settings: S3BlobSettings): Error {
   }
   if (isS3Down(error)) {
     const reason = error instanceof Error ? error.message || error.name : String(error);
-    return new StartupRefused(`${settings.S3_ENDPOINT ? "S3_ENDPOINT" : "S3_REGION"}: S3${at} does not answer for bucket ${bucket} (${reason})`, { cause: error });
+    // Still a dependency that is down, to whoever looks past the sentence (isDependencyDown follows causes).
+    return new StartupRefused(`${settings.S3_ENDPOINT ? "S3_ENDPOINT" : "S3_REGION"}: S3${at} is unavailable for bucket ${bucket} (${reason})`, { cause: s3Failure(error) });
   }
   return s3Failure(error) as Error;
 }
