@@ -149,3 +149,27 @@ describe("pnpm loom keys create", () => {
     expect(unknown.stdout).toBe("");
   });
 });
+
+describe.skipIf(!needs("MONGODB_URL", "pnpm loom keys create on MongoDB"))("pnpm loom keys create (MongoDB)", () => {
+  const prefix = `${freshDatabaseName()}_`;
+  afterAll(async () => dropDatabase(testServers.mongoUrl!, `${prefix}identity`));
+
+  it("bootstraps empty records, then mints further keys in the same organization", { timeout: 60_000 }, async () => {
+    const env = { MONGODB_URL: testServers.mongoUrl!, MONGODB_DB_PREFIX: prefix, LOOM_DATA_DIR: freshDataDir() };
+    const first = await keysCreate(env);
+    expect(first.code, first.stderr).toBe(0);
+    expect(first.stderr).toContain("The records were empty: created the first user (admin@localhost)");
+    const second = await keysCreate(env, "--name", "ci");
+    expect(second.code, second.stderr).toBe(0);
+    const store = await openIdentityStore({ url: testServers.mongoUrl, db: `${prefix}identity` });
+    try {
+      const bootstrap = await store.findApiKeyBySecretHash(hashApiKeySecret(first.stdout.trim()));
+      const ci = await store.findApiKeyBySecretHash(hashApiKeySecret(second.stdout.trim()));
+      expect(bootstrap?.name).toBe("bootstrap");
+      expect(ci).toMatchObject({ name: "ci", organizationId: bootstrap!.organizationId, createdBy: bootstrap!.createdBy });
+      expect(ci?.userId).toBeUndefined(); // an organization key
+    } finally {
+      await store.close();
+    }
+  });
+});
