@@ -8,6 +8,7 @@ import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { openBus } from "@loom/kit/bus-open";
 import { createHttpServer } from "@loom/kit/http-server";
+import { heldUntil } from "@loom/kit/held-until";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
 import { inProcessTransport } from "@loom/kit/transports";
@@ -18,11 +19,12 @@ import { openDataDir, type DataDir } from "./data-dir.ts";
 export interface EmbeddedLoom {
   server: RunningServer;
   /**
-   * Makes the first user, organization and key on a first start and resolves
-   * the generated key (identity's `bootstrap`): called last, once everything
+   * Ends the start: makes the first user, organization and key on a first
+   * start (identity's `bootstrap`), then lets in the requests held since the
+   * listener opened; resolves the generated key. Called last, once everything
    * else has started, so a failed start never loses a key it did not print.
    */
-  bootstrap: () => Promise<string | undefined>;
+  finishStart: () => Promise<string | undefined>;
   dataDir: DataDir;
 }
 
@@ -75,10 +77,16 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
   const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services) }) });
-  const server = (listening = await listen(createHttpServer(app.callback()), config.PORT, config.HOST, async () => {
+  const started = Promise.withResolvers<void>();
+  const server = (listening = await listen(createHttpServer(heldUntil(started.promise, app.callback())), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
     await dataDir.close();
   }));
-  return { server, bootstrap: identity.bootstrap, dataDir };
+  const finishStart = async () => {
+    const bootstrapKey = await identity.bootstrap();
+    started.resolve();
+    return bootstrapKey;
+  };
+  return { server, finishStart, dataDir };
 }

@@ -12,11 +12,11 @@ const logger = createLogger("loom");
 try {
   const config = loadConfig(loomConfigSchema);
   logger.level = config.LOG_LEVEL;
-  const { server, bootstrap, dataDir } = await startEmbedded(config, logger);
+  const { server, finishStart, dataDir } = await startEmbedded(config, logger);
   // Before the line that says Loom is up: whoever waits for it can scrape at once.
   const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
   // Last: nothing after it can fail the start, so the key it prints once is never lost with a failed one.
-  const bootstrapKey = await bootstrap();
+  const bootstrapKey = await finishStart();
   logger.info(
     { data_dir: dataDir.path, state: dataDir.state },
     config.MONGODB_URL

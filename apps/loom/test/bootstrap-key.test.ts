@@ -2,14 +2,17 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
-import { nodeFlagsFor, repoRoot } from "@loom/testing/processes";
+import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
 import { hashApiKeySecret } from "@loom/identity/api-key-secret";
 import { openIdentityStore } from "@loom/identity/wiring";
 import { dropDatabase, freshDatabaseName, needs, testServers } from "@loom/testing/servers";
 import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+
+const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
 /** `pnpm loom keys create …` as an operator runs it on the host: its exit code, its stdout (the key) and its stderr. */
 async function keysCreate(env: Record<string, string>, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -103,6 +106,35 @@ describe.skipIf(!needs("MONGODB_URL", "the identity service's bootstrap key on M
       expect((await store.findApiKeyBySecretHash(hashApiKeySecret(key!)))?.name).toBe("bootstrap");
     } finally {
       await store.close();
+    }
+  });
+});
+
+/**
+ * The all-in-one with a seeded key, as the benches and deployments start it:
+ * the first request after /healthz first answers must already find the key,
+ * though the bootstrap runs after the listener (on MongoDB it takes long
+ * enough for such a request to come first, were it not held).
+ */
+const recordsIn = [["the data directory", ""], ...(needs("MONGODB_URL", "the first requests of a first start on MongoDB") ? [["MongoDB", testServers.mongoUrl!]] : [])];
+
+describe.each(recordsIn)("the first requests of a first start (records in %s)", (_, mongoUrl) => {
+  const prefix = `${freshDatabaseName()}_`;
+  afterAll(async () => void (mongoUrl && (await dropDatabase(mongoUrl, `${prefix}identity`))));
+
+  it("wait for the bootstrap: a seeded key works from the first answer of /healthz on", { timeout: 60_000 }, async () => {
+    const seeded = `loom_seeded-${"f1rst".repeat(8)}`;
+    const port = await freePort();
+    const child = spawn(process.execPath, [...nodeFlagsFor(main), main], {
+      env: { ...process.env, MONGODB_URL: mongoUrl, MONGODB_DB_PREFIX: prefix, NATS_URL: "", LOG_LEVEL: "warn", LOG_FORMAT: "json", PORT: String(port), LOOM_DATA_DIR: freshDataDir(), BOOTSTRAP_API_KEY: seeded },
+      stdio: "ignore",
+    });
+    try {
+      // As soon as it answers at all (polled without pause), a request with the key.
+      while (!(await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)));
+      expect((await apiClient(`http://127.0.0.1:${port}`, seeded).get("/users")).status).toBe(200);
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 });

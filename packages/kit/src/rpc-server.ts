@@ -1,8 +1,9 @@
-import { createServer, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
+import { heldUntil } from "./held-until.ts";
 import { listenRefusal } from "./listen-refusal.ts";
 import { serverInterceptors } from "./transports.ts";
 
@@ -12,6 +13,8 @@ export interface RpcServerOptions {
   logger: Logger;
   port?: number;
   host?: string;
+  /** Requests wait for it (`heldUntil`): the end of the process's start. */
+  started?: Promise<void>;
 }
 
 export interface RunningServer {
@@ -36,7 +39,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   });
   const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
   // Plain routes may take uploads of any length (blobs): no limit on how long a request takes to arrive, as in createHttpServer.
-  const server = createServer({ requestTimeout: plainRoutes.length > 0 ? 0 : undefined }, (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
     if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");
@@ -45,7 +48,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
       return;
     }
     rpc(req, res);
-  });
+  };
+  const server = createServer({ requestTimeout: plainRoutes.length > 0 ? 0 : undefined }, options.started ? heldUntil(options.started, handle) : handle);
   return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
     await Promise.all(services.map((s) => s.close()));
   });
