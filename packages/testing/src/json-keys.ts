@@ -2,7 +2,7 @@
  * The keys that appear more than once in one object of a JSON text, as
  * `path.key` ("service", "err.type"). JSON.parse keeps the last of them
  * silently, so it cannot tell; log collectors with duplicate detection
- * reject such a document. Expects valid JSON (parse it first).
+ * reject such a document. Expects valid JSON (an invalid text throws).
  */
 export function duplicateKeys(json: string): string[] {
   const duplicates: string[] = [];
@@ -13,7 +13,7 @@ export function duplicateKeys(json: string): string[] {
     const char = json[i];
     if (char === '"') {
       let end = i + 1;
-      while (json[end] !== '"') end += json[end] === "\\" ? 2 : 1;
+      while (end < json.length && json[end] !== '"') end += json[end] === "\\" ? 2 : 1;
       const text = JSON.parse(json.slice(i, end + 1)) as string;
       const top = open.at(-1);
       if (expectKey && top?.keys) {
