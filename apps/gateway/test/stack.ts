@@ -88,13 +88,15 @@ export async function startStack(
   const bus: Bus = await openBus(options.memoryBus ? undefined : testServers.natsUrl, "test-stack");
   const startIdentity = async (port = 0) => {
     const identityStore = await openIdentityStore(mongo);
-    const { service } = await wireIdentity(
+    const { service, bootstrap } = await wireIdentity(
       identityStore,
       { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret, ...options.billing, ...options.apiKeyCaps },
       logger,
       bus,
     );
-    return startRpcServer({ services: [service], serviceToken, logger, port });
+    const server = await startRpcServer({ services: [service], serviceToken, logger, port });
+    await bootstrap();
+    return server;
   };
 
   let identity: RunningServer = await startIdentity();

@@ -29,17 +29,21 @@ export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStor
   openStore(settings, { sqlite: createSqliteIdentityStore, mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close) });
 
 /**
- * Store → bootstrap → service: shared by main.ts, the all-in-one process and
- * the tests. `bootstrapKey` is the generated key, set only on a first start.
+ * Store → service: shared by main.ts, the all-in-one process and the tests.
+ * `bootstrap` makes the first user, organization and key in an empty store
+ * and resolves the generated key (undefined when seeded, or when there were
+ * users already). A process calls it last, once everything that can fail at
+ * its start has started (listeners included): a start that failed after it
+ * would lose a key that was never printed (docs/decisions.md, "First start and logs").
  */
 export async function wireIdentity(
   store: IdentityStore,
   settings: IdentitySettings,
   logger: Logger,
   bus?: Bus,
-): Promise<{ service: RpcService; bootstrapKey: string | undefined }> {
+): Promise<{ service: RpcService; bootstrap: () => Promise<string | undefined> }> {
   await store.init();
-  const bootstrapKey = await bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
+  const bootstrap = () => bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
   const accessTokens = createAccessTokenVerifier({
     secret: settings.ACCESS_TOKEN_SECRET,
     jwksUrl: settings.OIDC_JWKS_URL,
@@ -61,5 +65,5 @@ export async function wireIdentity(
       router.service(BillingService, billing);
     },
   };
-  return { service, bootstrapKey };
+  return { service, bootstrap };
 }

@@ -37,6 +37,17 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
     expect(await store.listUsersOf(newId())).toEqual([]);
   });
 
+  it("finds an organization by id, and the oldest one first", async () => {
+    expect(await store.firstOrganization()).toBeUndefined();
+    const later = { id: newId(), name: "Later", createdAt: new Date("2026-02-01T00:00:00.000Z") };
+    const first = { id: newId(), name: "First", createdAt: new Date("2026-01-01T00:00:00.000Z") };
+    await store.insertOrganization(later);
+    await store.insertOrganization(first);
+    expect(await store.getOrganization(later.id)).toEqual(later);
+    expect(await store.getOrganization(newId())).toBeUndefined();
+    expect(await store.firstOrganization()).toEqual(first);
+  });
+
   it("grants the bootstrap claim exactly once", async () => {
     const claims = await Promise.all([store.claimBootstrap(new Date()), store.claimBootstrap(new Date()), store.claimBootstrap(new Date())]);
     expect(claims.filter(Boolean)).toHaveLength(1);

@@ -5,6 +5,19 @@ import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/i
 import { runSettings } from "@loom/runs/config";
 import { storageSettings } from "@loom/storage/config";
 
+/** Where the records are: read by the process and by its operator commands (`pnpm loom`). */
+export const dataSettings = {
+  /**
+   * Where this process keeps its data: `loom.db` (SQLite: every service's
+   * records, unless MONGODB_URL is set), `blobs/` (asset bytes on local disk,
+   * unless BLOB_DIR or S3_BUCKET says otherwise) and `signing-key`.
+   */
+  LOOM_DATA_DIR: z.string().min(1).default("./.loom"),
+  /** Set: records live in MongoDB (several processes may share it) instead of the data directory's SQLite file. */
+  MONGODB_URL: env.mongoUrl().optional(),
+  MONGODB_DB_PREFIX: z.string().default("loom_"),
+};
+
 /** The all-in-one process: embedded defaults, every setting optional. */
 export const loomConfigSchema = z.object({
   ...identitySettings,
@@ -15,17 +28,9 @@ export const loomConfigSchema = z.object({
   // Loopback by default: a laptop's first start prints an admin key.
   HOST: z.string().default("127.0.0.1"),
   ...httpSettings,
-  /**
-   * Where this process keeps its data: `loom.db` (SQLite: every service's
-   * records, unless MONGODB_URL is set), `blobs/` (asset bytes on local disk,
-   * unless BLOB_DIR or S3_BUCKET says otherwise) and `signing-key`.
-   */
-  LOOM_DATA_DIR: z.string().min(1).default("./.loom"),
+  ...dataSettings,
   /** Asset bytes on local disk; unset: `blobs` in LOOM_DATA_DIR. */
   BLOB_DIR: z.string().min(1).optional(),
-  /** Set: records live in MongoDB (several processes may share it) instead of the data directory's SQLite file. */
-  MONGODB_URL: env.mongoUrl().optional(),
-  MONGODB_DB_PREFIX: z.string().default("loom_"),
   /** Unset: the in-process bus. */
   NATS_URL: env.url().optional(),
   LOG_LEVEL: env.logLevel(),

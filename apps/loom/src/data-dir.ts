@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { Logger } from "@loom/kit/logger";
 import { StartupRefused } from "@loom/kit/shutdown";
 import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
 
@@ -18,6 +19,17 @@ export interface DataDir {
   close(): Promise<void>;
 }
 
+/** Another process holds the data directory (a running Loom). */
+export class DataDirInUse extends StartupRefused {
+  override name = "DataDirInUse";
+  /** Of the process that holds it, as it wrote it in `loom.pid`; "" when unknown. */
+  readonly pid: string;
+  constructor(path: string, pid: string) {
+    super(`the data directory ${path} is in use by another Loom process${pid ? ` (pid ${pid})` : ""}: stop that one, or set LOOM_DATA_DIR to another directory`);
+    this.pid = pid;
+  }
+}
+
 /**
  * Opens (creating) the data directory. With `records`, the services' records
  * go into `loom.db` there. The directory is held for the life of the process
@@ -26,9 +38,13 @@ export interface DataDir {
  * it (`loom.pid`, written once the lock is ours), while `loom.db` itself
  * stays readable by other programs (an online backup).
  */
-export function openDataDir(dir: string, options: { records: boolean }): DataDir {
+export function openDataDir(dir: string, options: { records: boolean; logger?: Logger }): DataDir {
   const path = resolve(dir);
-  mkdirSync(path, { recursive: true, mode: 0o700 });
+  try {
+    mkdirSync(path, { recursive: true, mode: 0o700 });
+  } catch (error) {
+    throw new StartupRefused(`LOOM_DATA_DIR: cannot make the data directory ${path}: ${(error as Error).message}`, { cause: error });
+  }
   const database = join(path, "loom.db");
   const pidFile = join(path, "loom.pid");
   const existed = options.records ? existsSync(database) : existsSync(join(path, "signing-key"));
@@ -39,13 +55,10 @@ export function openDataDir(dir: string, options: { records: boolean }): DataDir
       lock = openSqlite(join(path, "loom.lock"), { exclusive: true });
     } catch (error) {
       if (!(error instanceof DatabaseInUseError)) throw error;
-      const pid = existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "";
-      throw new StartupRefused(
-        `the data directory ${path} is in use by another Loom process${pid ? ` (pid ${pid})` : ""}: stop that one, or set LOOM_DATA_DIR to another directory`,
-      );
+      throw new DataDirInUse(path, existsSync(pidFile) ? readFileSync(pidFile, "utf8").trim() : "");
     }
     writeFileSync(pidFile, `${process.pid}\n`);
-    sqlite = openSqlite(database);
+    sqlite = openSqlite(database, options.logger ? { logger: options.logger } : {});
   }
   return {
     path,

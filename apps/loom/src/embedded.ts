@@ -10,6 +10,7 @@ import { busReadiness } from "@loom/kit/bus";
 import { openBus } from "@loom/kit/bus-open";
 import { connectionLimitsFrom } from "@loom/kit/connection-limits";
 import { createHttpServer } from "@loom/kit/http-server";
+import { heldUntil } from "@loom/kit/held-until";
 import type { Logger } from "@loom/kit/logger";
 import { allReady, listen, type RunningServer } from "@loom/kit/rpc-server";
 import { inProcessTransport } from "@loom/kit/transports";
@@ -19,8 +20,13 @@ import { openDataDir, type DataDir } from "./data-dir.ts";
 
 export interface EmbeddedLoom {
   server: RunningServer;
-  /** The generated bootstrap key, on a first start only. */
-  bootstrapKey: string | undefined;
+  /**
+   * Ends the start: makes the first user, organization and key on a first
+   * start (identity's `bootstrap`), then lets in the requests held since the
+   * listener opened; resolves the generated key. Called last, once everything
+   * else has started, so a failed start never loses a key it did not print.
+   */
+  finishStart: () => Promise<string | undefined>;
   dataDir: DataDir;
 }
 
@@ -31,7 +37,7 @@ export interface EmbeddedLoom {
  */
 export async function startEmbedded(config: LoomConfig, logger: Logger): Promise<EmbeddedLoom> {
   const serviceToken = randomBytes(24).toString("base64url");
-  const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL });
+  const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL, logger });
   // Once, loudly: from then on every call answers 503 and /readyz is not ready, until a restart (kit `DatabaseFailed`).
   dataDir.sqlite?.afterFailure((failure) =>
     logger.fatal({ err: failure }, `the database ${dataDir.path}/loom.db failed: requests answer 503 and /readyz is not ready; restart Loom, which recovers the database from its log`),
@@ -77,10 +83,16 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
   const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
-  const server = (listening = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
+  const started = Promise.withResolvers<void>();
+  const server = (listening = await listen(createHttpServer(heldUntil(started.promise, app.callback()), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
     await bus.close();
     await dataDir.close();
   }));
-  return { server, bootstrapKey: identity.bootstrapKey, dataDir };
+  const finishStart = async () => {
+    const bootstrapKey = await identity.bootstrap();
+    started.resolve();
+    return bootstrapKey;
+  };
+  return { server, finishStart, dataDir };
 }

@@ -12,15 +12,17 @@ const logger = createLogger("loom");
 try {
   const config = loadConfig(loomConfigSchema);
   logger.level = config.LOG_LEVEL;
-  const { server, bootstrapKey, dataDir } = await startEmbedded(config, logger);
+  const { server, finishStart, dataDir } = await startEmbedded(config, logger);
+  // Before the line that says Loom is up: whoever waits for it can scrape at once.
+  const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
+  // Last: nothing after it can fail the start, so the key it prints once is never lost with a failed one.
+  const bootstrapKey = await finishStart();
   logger.info(
     { data_dir: dataDir.path, state: dataDir.state },
     config.MONGODB_URL
       ? `records in MongoDB; data directory ${dataDir.path} (${dataDir.state}) keeps the signing key${config.S3_BUCKET || config.BLOB_DIR ? "" : " and the blobs"}`
       : `data directory ${dataDir.path} (${dataDir.state === "new" ? "new: created" : "reopened"})`,
   );
-  // Before the line that says Loom is up: whoever waits for it can scrape at once.
-  const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, `metrics at ${metrics.url}/metrics`);
   logger.info({ url: server.url }, `Loom is listening on ${server.url}`);
   const memory = releaseMemoryWhenQuiet();

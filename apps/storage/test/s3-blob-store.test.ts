@@ -181,10 +181,17 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
   it("refuses to start on a bucket that does not exist, and says which", async () => {
     const missing = createS3BlobStore({ ...bucket.settings, S3_BUCKET: `${bucket.bucket}-missing` });
     const error = await failureOf(missing.init());
-    expect(String(error)).toContain(`"${bucket.bucket}-missing" does not exist`);
+    expect((error as Error).message).toMatch(new RegExp(`^S3_BUCKET: bucket "${bucket.bucket}-missing" does not exist`));
     expect(isDependencyDown(error)).toBe(false);
     expect(await missing.ready()).toBe(false);
     await missing.close();
+  });
+
+  it("refuses to start with credentials S3 refuses, naming S3_ACCESS_KEY_ID", async () => {
+    const wrong = createS3BlobStore({ ...bucket.settings, S3_SECRET_ACCESS_KEY: "not-the-secret" });
+    const error = await failureOf(wrong.init());
+    expect((error as Error).message).toMatch(new RegExp(`^S3_ACCESS_KEY_ID: S3 at \\S+ refused these credentials for bucket "${bucket.bucket}" \\(403\\)`));
+    await wrong.close();
   });
 
   it("wrong credentials are a failure of ours (500), not an outage", async () => {

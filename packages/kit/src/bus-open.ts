@@ -2,8 +2,26 @@ import type { Bus } from "./bus.ts";
 import { createMemoryBus } from "./bus-memory.ts";
 import { createNatsBus } from "./bus-nats.ts";
 import type { Logger } from "./logger.ts";
+import { StartupRefused } from "./shutdown.ts";
 
-/** NATS when a URL is given (replicas share it), else the in-process bus. */
+/**
+ * NATS when a URL is given (replicas share it), else the in-process bus. A
+ * server that does not answer at start stops it, naming NATS_URL and where
+ * it points (never the URL's credentials).
+ */
 export async function openBus(natsUrl: string | undefined, name: string, logger?: Logger): Promise<Bus> {
-  return natsUrl ? createNatsBus(natsUrl, name, logger) : createMemoryBus();
+  if (!natsUrl) return createMemoryBus();
+  try {
+    return await createNatsBus(natsUrl, name, logger);
+  } catch (error) {
+    throw new StartupRefused(`NATS_URL: cannot connect to NATS at ${hostsOf(natsUrl)}: ${(error as Error).message}`, { cause: error });
+  }
+}
+
+/** The servers a NATS URL names (one, or a comma-separated list), without credentials. */
+function hostsOf(natsUrl: string): string {
+  return natsUrl
+    .split(",")
+    .map((server) => URL.parse(server.includes("://") ? server : `nats://${server}`)?.host ?? "(not a URL)")
+    .join(",");
 }

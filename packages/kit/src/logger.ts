@@ -24,6 +24,21 @@ export interface LoggerOptions {
   destination?: NodeJS.WritableStream;
 }
 
+/**
+ * A child's binding replaces its parent's of the same name (the all-in-one's
+ * `service: "runs"` under `service: "loom"`). Pino appends a child's bindings
+ * to its parent's serialized ones, so each line would carry both keys, and
+ * log collectors that detect duplicate keys reject such lines. Children are
+ * made at start only: parsing the bindings once each costs nothing later.
+ */
+function oneKeyPerField(child: Logger): void {
+  const bound = child as unknown as Record<symbol, string>;
+  const serialized = bound[pino.symbols.chindingsSym]!;
+  // JSON.parse keeps a repeated key once, in its first place, with its last (the child's) value.
+  const fields = JSON.stringify(JSON.parse(`{${serialized.slice(1)}}`)).slice(1, -1);
+  bound[pino.symbols.chindingsSym] = fields === "" ? "" : `,${fields}`;
+}
+
 /** Structured logs on stdout; `service` names the emitter in every line. */
 export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info", options: LoggerOptions = {}): Logger {
   const format = options.format ?? logFormatOf();
@@ -33,6 +48,7 @@ export function createLogger(service: string, level: string = process.env.LOG_LE
     timestamp: pino.stdTimeFunctions.isoTime,
     // Credentials never reach the logs, whatever a caller passes in.
     redact: { paths: ["credential", "*.credential", "authorization", "*.authorization", "value", "*.value"], censor: "[redacted]" },
+    onChild: oneKeyPerField,
   };
   // Pretty in this thread and synchronous: a line written just before process.exit (a refused start) is not lost.
   const destination =

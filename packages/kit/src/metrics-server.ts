@@ -25,5 +25,5 @@ export async function serveMetrics(port: number, host: string): Promise<RunningS
   });
   // Its own scrapers' connections only, but an accept that fails must not end the process here either.
   limitConnections(server, defaultConnectionLimits);
-  return listen(server, port, host);
+  return listen(server, port, host, undefined, "METRICS_PORT");
 }

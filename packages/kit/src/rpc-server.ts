@@ -1,10 +1,12 @@
-import { createServer, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
 import { busReadiness, type Bus } from "./bus.ts";
 import type { Logger } from "./logger.ts";
 import type { RpcService } from "./rpc-service.ts";
+import { heldUntil } from "./held-until.ts";
+import { listenRefusal } from "./listen-refusal.ts";
 import { serverInterceptors } from "./transports.ts";
 
 export interface RpcServerOptions {
@@ -17,6 +19,8 @@ export interface RpcServerOptions {
   bus?: Bus;
   /** Timeouts and the connection cap (connection-limits.ts); unset: the defaults. */
   connections?: ConnectionLimits;
+  /** Requests wait for it (`heldUntil`): the end of the process's start. */
+  started?: Promise<void>;
 }
 
 export interface RunningServer {
@@ -43,7 +47,7 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
   const plainRoutes = services.flatMap((s) => (s.http ? [s.http] : []));
   // Plain routes may take uploads of any length (blobs): the limits are on stalls, as in createHttpServer.
   const limits = options.connections ?? defaultConnectionLimits;
-  const server = createServer(connectionServerOptions(limits), (req, res) => {
+  const handle = (req: IncomingMessage, res: ServerResponse) => {
     const plainRoute = plainRoutes.find((routes) => req.url?.startsWith(routes.prefix));
     if (plainRoute) return plainRoute.handle(req, res);
     if (req.url === "/healthz") return plain(res, 200, "ok");
@@ -53,7 +57,8 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
       return;
     }
     rpc(req, res);
-  });
+  };
+  const server = createServer(connectionServerOptions(limits), options.started ? heldUntil(options.started, handle) : handle);
   limitConnections(server, limits, logger);
   return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
     await Promise.all(services.map((s) => s.close()));
@@ -80,15 +85,19 @@ export const drainMs = 5_000;
 /** Connections waiting to be accepted, at most. */
 export const listenBacklog = 4096;
 
-/** Listens, and returns a handle whose close drains connections first. */
+/**
+ * Listens, and returns a handle whose close drains connections first. A port
+ * that cannot be had is refused naming `setting`, the variable that chose it.
+ */
 export async function listen(
   server: Server,
   port: number,
   host: string,
   afterClose: () => Promise<void> = async () => {},
+  setting = "PORT",
 ): Promise<RunningServer> {
   await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
+    server.once("error", (error) => reject(listenRefusal(error, { port, host, setting })));
     // A long accept queue: a crowd connecting at once (thousands of SSE streams
     // after a run ends) would overflow Node's default of 511, and each dropped
     // SYN is retried by the client only after 1 s, then 3 s (docs/decisions.md,

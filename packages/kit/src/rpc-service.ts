@@ -24,6 +24,12 @@ export interface RpcService {
   http?: PlainHttpRoutes;
   ready(): Promise<boolean>;
   close(): Promise<void>;
+  /**
+   * Runs once the process hosting it has started everything that can fail at
+   * start (its listeners included): for what must not happen in a start that
+   * then fails (identity's bootstrap, whose key is printed once).
+   */
+  started?(): Promise<void>;
 }
 
 /** A service whose readiness and shutdown are its store's: ready while the store answers, closing it on close. */

@@ -53,10 +53,14 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     if (notes.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${notes.withoutNats}`);
     const bus = await openBus(common.NATS_URL, name, logger);
     const service = await wire(config, { logger, bus });
-    const server = await startRpcServer({ services: [service], bus, serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST, connections: connectionLimitsFrom(common) });
+    // Listening first, so a taken port fails the start before `started` runs; requests wait for its end.
+    const started = Promise.withResolvers<void>();
+    const server = await startRpcServer({ services: [service], bus, serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST, connections: connectionLimitsFrom(common), started: started.promise });
     logger.info({ url: server.url }, `${name} service listening`);
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
     logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
+    await service.started?.();
+    started.resolve();
     const memory = releaseMemoryWhenQuiet();
     onShutdown(logger, async () => {
       memory.stop();

@@ -1,5 +1,7 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { DependencyDown } from "./errors.ts";
+import type { Logger } from "./logger.ts";
+import { StartupRefused } from "./shutdown.ts";
 import { checkpointOffThread, type CheckpointResult } from "./wal-checkpointer.ts";
 import { walSync } from "./wal-sync.ts";
 
@@ -54,6 +56,8 @@ export interface SqliteHandle {
   checkpoint(): Promise<CheckpointResult>;
   ping(): Promise<boolean>;
   close(): Promise<void>;
+  /** Where migrations say what they did (`SqliteOptions.logger`). */
+  logger?: Logger;
 }
 
 export interface SqliteOptions {
@@ -63,6 +67,8 @@ export interface SqliteOptions {
    * The kernel drops the lock when the process dies, however it dies.
    */
   exclusive?: boolean;
+  /** Logs each migration that runs on this database, one line each; none when absent (a fresh in-memory database). */
+  logger?: Logger;
 }
 
 /**
@@ -306,6 +312,7 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
   };
   return {
     db,
+    ...(options.logger ? { logger: options.logger } : {}),
     prepare(sql) {
       let statement = statements.get(sql);
       if (!statement) statements.set(sql, (statement = /^\s*SELECT\b/i.test(sql) ? db.prepare(sql) : writing(db.prepare(sql))));
@@ -418,14 +425,18 @@ export function migrate(handle: SqliteHandle, scope: string, migrations: readonl
   handle.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))");
   const row = handle.db.prepare("SELECT max(version) AS version FROM schema_migrations WHERE scope = ?").get(scope) as { version: number | null };
   const current = row.version ?? 0;
+  const file = handle.db.location() ?? ":memory:";
   if (current > migrations.length) {
-    throw new Error(`the ${scope} tables are at schema version ${current}, newer than this Loom knows (${migrations.length}): run a newer Loom on this data directory`);
+    throw new StartupRefused(
+      `${file}: the ${scope} tables are at schema version ${current}, newer than this Loom knows (${migrations.length}): run a newer Loom on this data directory`,
+    );
   }
   for (let version = current + 1; version <= migrations.length; version++) {
     handle.transaction(() => {
       handle.db.exec(migrations[version - 1]!);
       handle.db.prepare("INSERT INTO schema_migrations (scope, version, applied_at) VALUES (?, ?, ?)").run(scope, version, Date.now());
     });
+    handle.logger?.info({ file, scope, version }, `migrated the ${scope} tables to schema version ${version} of ${migrations.length}`);
   }
 }
 

@@ -56,6 +56,9 @@ export function checkpointOffThread(file: string, options: { everyMs?: number; m
         clearInterval(timer);
         await running?.catch(() => {});
         const exited = new Promise((resolve) => thread.once("exit", resolve));
+        // Held while it closes: a close awaited with nothing else alive (a refused start) would otherwise end
+        // the process mid-await (exit code 13, "unsettled top-level await") before the error is printed.
+        thread.ref();
         thread.postMessage("close");
         await exited;
       })()),

@@ -2,6 +2,7 @@ import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError, loadConfig, serviceSettings } from "../src/config.ts";
+import { duplicateKeys } from "@loom/testing/json-keys";
 import { createLogger, logFormatOf } from "../src/logger.ts";
 
 function written(): { lines: () => string; destination: Writable } {
@@ -41,5 +42,25 @@ describe("log format", () => {
     expect(loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "pretty" }).LOG_FORMAT).toBe("pretty");
     expect(() => loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "xml" })).toThrow(ConfigError);
     expect(() => loadConfig(schema, { SERVICE_TOKEN: "x".repeat(16), LOG_FORMAT: "xml" })).toThrow(/LOG_FORMAT/);
+  });
+});
+
+describe("child loggers", () => {
+  it("bind each field once: a child's service replaces its parent's", () => {
+    const out = written();
+    const logger = createLogger("loom", "info", { format: "json", destination: out.destination });
+    const runs = logger.child({ service: "runs" });
+    runs.child({ run_id: "r1" }).child({ service: "worker", run_id: "r2" }).info({ attempt: 1 }, "claimed");
+    runs.info("started");
+    const [claimed, started] = out.lines().trim().split("\n");
+    expect(duplicateKeys(claimed!)).toEqual([]);
+    expect(JSON.parse(claimed!)).toMatchObject({ service: "worker", run_id: "r2", attempt: 1 });
+    expect(duplicateKeys(started!)).toEqual([]);
+    expect(JSON.parse(started!).service).toBe("runs");
+  });
+
+  it("(the check above finds a repeated key, nested ones too)", () => {
+    expect(duplicateKeys('{"service":"loom","service":"runs","err":{"a":1,"a":[{"b":1,"b":2}]}}')).toEqual(["service", "err.a", "err.a.b"]);
+    expect(duplicateKeys('{"a":{"x":1},"b":{"x":"\\"x\\","}}')).toEqual([]);
   });
 });

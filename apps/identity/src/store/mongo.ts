@@ -47,6 +47,8 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
         throw error;
       }
     },
+    getOrganization: async (id) => fromDoc<OrganizationRecord>(await organizations.findOne({ _id: id })),
+    firstOrganization: async () => fromDoc<OrganizationRecord>(await organizations.find({}).sort({ createdAt: 1, _id: 1 }).limit(1).next()),
     getUser: async (id) => fromDoc<UserRecord>(await users.findOne({ _id: id })),
     findUserBySubject: async (subject) => fromDoc<UserRecord>(await users.findOne({ subject })),
     async listUsersOf(organizationId) {

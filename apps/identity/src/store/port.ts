@@ -57,6 +57,9 @@ export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { 
 
 export interface IdentityStore extends StoreLifecycle {
   insertOrganization(org: OrganizationRecord): Promise<void>;
+  getOrganization(id: string): Promise<OrganizationRecord | undefined>;
+  /** The oldest organization: the one the bootstrap made. */
+  firstOrganization(): Promise<OrganizationRecord | undefined>;
   /** Inserts a user; resolves false when a user with this subject exists already. */
   insertUser(user: UserRecord): Promise<boolean>;
   getUser(id: string): Promise<UserRecord | undefined>;

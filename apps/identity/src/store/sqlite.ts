@@ -1,6 +1,6 @@
 import { heldRows } from "@loom/kit/held-rows";
 import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
-import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, UserRecord } from "./port.ts";
+import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 
 /** Schema versions of the identity tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -49,6 +49,8 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
   const heldKeys = heldRows<ApiKeyRecord>(handle, heldKeysLimit);
   /** A copy for the caller: the held record is the store's own. */
   const copyOf = (key: ApiKeyRecord | undefined) => key && { ...key };
+  const organizationOf = (row: Row | undefined): OrganizationRecord | undefined =>
+    row && { id: row.id as string, name: row.name as string, createdAt: dateOf(row.created_at)! };
   const userOf = (row: Row | undefined): UserRecord | undefined => {
     if (!row) return undefined;
     const organizations = prepare("SELECT organization_id FROM identity_memberships WHERE user_id = ? ORDER BY position").all(row.id as string);
@@ -95,6 +97,8 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
         throw error;
       }
     },
+    getOrganization: async (id) => organizationOf(prepare("SELECT * FROM identity_organizations WHERE id = ?").get(id)),
+    firstOrganization: async () => organizationOf(prepare("SELECT * FROM identity_organizations ORDER BY created_at, id LIMIT 1").get()),
     getUser: async (id) => userOf(prepare("SELECT * FROM identity_users WHERE id = ?").get(id)),
     findUserBySubject: async (subject) => userOf(prepare("SELECT * FROM identity_users WHERE subject = ?").get(subject)),
     listUsersOf: async (organizationId) =>

@@ -4,6 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat, writeFile, type FileHandle } fr
 import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
+import { StartupRefused } from "@loom/kit/shutdown";
 import { blobKeyPattern, type BlobInfo, type BlobStore, type StoredBlob } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
 
@@ -82,9 +83,13 @@ export function createDiskBlobStore(directory: string): BlobStore {
   return {
     kind: "disk",
     async init() {
-      // Uploads cut short by a crash: nothing refers to them.
-      await rm(incoming, { recursive: true, force: true });
-      await mkdir(incoming, { recursive: true });
+      try {
+        // Uploads cut short by a crash: nothing refers to them.
+        await rm(incoming, { recursive: true, force: true });
+        await mkdir(incoming, { recursive: true });
+      } catch (error) {
+        throw new StartupRefused(`BLOB_DIR: cannot keep asset bytes in ${root}: ${(error as Error).message}`, { cause: error });
+      }
     },
     ready: () => stat(incoming).then((s) => s.isDirectory(), () => false),
     async close() {},

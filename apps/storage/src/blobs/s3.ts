@@ -17,6 +17,7 @@ import {
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DependencyDown } from "@loom/kit/errors";
+import { StartupRefused } from "@loom/kit/shutdown";
 import type { StorageSettings } from "../config.ts";
 import { BlobTooLarge, blobKeyPattern, type BlobInfo, type BlobStore } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
@@ -43,6 +44,34 @@ function isS3Down(error: unknown): boolean {
 
 function s3Failure(error: unknown): unknown {
   return isS3Down(error) ? new DependencyDown("S3", { cause: error }) : error;
+}
+
+/**
+ * Why the bucket could not be used at start, as one sentence naming the
+ * variable to fix (a refused start prints no stack: kit/shutdown.ts).
+ */
+function startRefusal(error: unknown, settings: S3BlobSettings): Error {
+  const bucket = JSON.stringify(settings.S3_BUCKET);
+  const at = settings.S3_ENDPOINT ? ` at ${settings.S3_ENDPOINT}` : "";
+  const status = error instanceof S3ServiceException ? error.$metadata.httpStatusCode : undefined;
+  // The SDK's credential chain found nothing (its class lives in a transitive package: matched by name).
+  if (error instanceof Error && error.name === "CredentialsProviderError") {
+    const unset = (["S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"] as const).filter((name) => !settings[name]);
+    return new StartupRefused(
+      `${unset.join(" and ")}: not set, and the AWS SDK found no other credentials (environment, profile, role): set S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY for S3_BUCKET ${bucket}`,
+      { cause: error },
+    );
+  }
+  if (error instanceof NotFound || status === 404) return new StartupRefused(`S3_BUCKET: bucket ${bucket} does not exist${at}: create it first`, { cause: error });
+  if (status === 401 || status === 403) {
+    return new StartupRefused(`S3_ACCESS_KEY_ID: S3${at} refused these credentials for bucket ${bucket} (${status}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY`, { cause: error });
+  }
+  if (isS3Down(error)) {
+    const reason = error instanceof Error ? error.message || error.name : String(error);
+    // Still a dependency that is down, to whoever looks past the sentence (isDependencyDown follows causes).
+    return new StartupRefused(`${settings.S3_ENDPOINT ? "S3_ENDPOINT" : "S3_REGION"}: S3${at} is unavailable for bucket ${bucket} (${reason})`, { cause: s3Failure(error) });
+  }
+  return s3Failure(error) as Error;
 }
 
 /** S3's limit on one PUT (5 GiB): a longer body must go in parts. */
@@ -127,10 +156,7 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       try {
         await client.send(new HeadBucketCommand({ Bucket: bucket }));
       } catch (error) {
-        if (error instanceof NotFound || (error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)) {
-          throw new Error(`S3 bucket ${JSON.stringify(bucket)} does not exist${settings.S3_ENDPOINT ? ` at ${settings.S3_ENDPOINT}` : ""}: create it first`);
-        }
-        throw s3Failure(error);
+        throw startRefusal(error, settings);
       }
     },
     async ready() {
