@@ -72,7 +72,8 @@ export function createRunWorker(options: WorkerOptions) {
     const limit = store.sharedByProcesses ? Math.max(50, free * 4) : free * 4;
     const candidates = await store.queueCandidates(full, [...load.threads], limit);
     const chosen = choose(candidates, free, load.perOrganization);
-    const claimed = (await Promise.all(chosen.map(claim))).filter((run): run is RunRecord => run !== undefined);
+    // Settled one by one: a claim that failed does not take the others (moved to STARTING already) with it.
+    const claimed = (await Promise.allSettled(chosen.map(claim))).flatMap((result) => (result.status === "fulfilled" && result.value ? [result.value] : []));
     const drained = full.length === 0 && load.threads.size === 0 && candidates.length < limit && claimed.length === candidates.length;
     if (drained) drainedAt = seen;
     return claimed;
@@ -101,18 +102,52 @@ export function createRunWorker(options: WorkerOptions) {
     return chosen;
   }
 
+  /**
+   * Claims one entry and moves its run to STARTING. A store call that fails
+   * part-way (a failover, a reset, SQLITE_BUSY) gives back what was taken,
+   * so the run, its thread and its organization's slot stay claimable; a
+   * move to STARTING that was written although its answer was lost is kept
+   * (the run is executed, not left to its lease).
+   */
   async function claim(entry: QueueEntry): Promise<RunRecord | undefined> {
-    if (entry.threadId && !(await lockThread(entry.threadId, entry.runId))) return undefined;
-    const at = now();
-    if (!(await store.claimRun(entry.runId, workerId, at))) return undefined; // another worker has it
-    const claimed = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
-    if (claimed) {
-      countTransition("QUEUED", "STARTING");
-      queueWait.observe(Math.max(0, at.getTime() - claimed.createdAt.getTime()) / 1000);
-      return claimed;
+    let locked = false;
+    let claimed = false;
+    try {
+      if (entry.threadId && !(locked = await lockThread(entry.threadId, entry.runId))) return undefined;
+      const at = now();
+      // A claim older than a lease was left by a claimer that failed before it could give it back.
+      // Another worker has it (and the thread lock, which names the run, not the worker).
+      if (!(claimed = await store.claimRun(entry.runId, workerId, at, new Date(at.getTime() - options.leaseMs)))) return undefined;
+      const started = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
+      if (started) {
+        countTransition("QUEUED", "STARTING");
+        queueWait.observe(Math.max(0, at.getTime() - started.createdAt.getTime()) / 1000);
+        return started;
+      }
+      if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
+      await settleEntry(entry);
+      return undefined;
+    } catch (error) {
+      logger.warn({ err: error, run_id: entry.runId }, "claiming a run failed; giving the claim back");
+      return giveBack(entry, locked, claimed);
     }
-    if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
-    await settleEntry(entry);
+  }
+
+  /** After a failed claim: the run if its move to STARTING was written after all, else the claim and the thread handed back. */
+  async function giveBack(entry: QueueEntry, locked: boolean, claimed: boolean): Promise<RunRecord | undefined> {
+    try {
+      const run = claimed ? await store.getRunById(entry.runId) : undefined;
+      if (run?.status === "STARTING" && run.worker === workerId) {
+        countTransition("QUEUED", "STARTING");
+        return run;
+      }
+      if (!claimed) return undefined; // the claim may be another worker's: so is the thread lock, which names the run
+      await store.releaseClaim(entry.runId);
+      if (locked) await store.unlockThread(entry.threadId!, entry.runId);
+    } catch (error) {
+      // The store is still failing: the claim expires after a lease; the thread stays locked for this run, the next to start in it anyway.
+      logger.warn({ err: error, run_id: entry.runId }, "could not give a failed claim back");
+    }
     return undefined;
   }
 

@@ -71,14 +71,17 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       idempotencyStallMs?: number;
       /** The events service as this replica reaches it (an empty server: down). */
       events?: ReturnType<typeof inProcessTransport>;
+      /** The store as this replica sees it (one that fails some calls). */
+      wrap?: (store: RunsStore) => RunsStore;
     } = {},
   ) {
-    let store = mongo.url ? undefined : stores[0];
-    if (!store) {
-      store = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
-      await store.init();
-      stores.push(store);
+    let opened = mongo.url ? undefined : stores[0];
+    if (!opened) {
+      opened = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
+      await opened.init();
+      stores.push(opened);
     }
+    const store = options.wrap ? options.wrap(opened) : opened;
     const log = createRunLog(clientFor(EventsService, options.events ?? peers));
     const service = createRunsService({
       store, assistants: clientFor(AssistantsService, peers), log, bus,
@@ -97,11 +100,11 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   const events = () => clientFor(EventsService, peers);
   /** The run once it has ended; fails the test if it has not within `timeoutMs`. */
-  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000) {
+  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000, as: { headers: Record<string, string> } = call) {
     let run!: NonNullable<Awaited<ReturnType<typeof runs.getAssistantRun>>["assistantRun"]>;
     await vi.waitFor(
       async () => {
-        run = (await runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+        run = (await runs.getAssistantRun({ assistantRunId: id }, as)).assistantRun!;
         expect(run.completedAt, `run ${id} is still ${run.status}`).toBeDefined();
       },
       { timeout: timeoutMs, interval: 20 },
@@ -145,6 +148,66 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     expect(run.status).toBe(RunStatus.ERROR);
     expect(run.statusDetail).toMatchObject({ reason: "WorkerLost" });
     expect((await eventTypes(id)).at(-1)).toBe("AssistantRunErrored");
+  });
+
+  /**
+   * The store with its next QUEUED→STARTING move failing, as a failover or
+   * SQLITE_BUSY would make it: a fake, since neither can be made to strike
+   * one chosen write of a live store. `landed`: the write happens and only
+   * its answer is lost. `releaseFails`: giving the claim back fails too (the
+   * store is still down then).
+   */
+  function failingClaimOnce(how: { landed?: boolean; releaseFails?: boolean } = {}) {
+    let armed = true;
+    return (store: RunsStore): RunsStore => ({
+      ...store,
+      async transition(id, guard, to, changes, at) {
+        if (!armed || to !== "STARTING") return store.transition(id, guard, to, changes, at);
+        armed = false;
+        if (how.landed) await store.transition(id, guard, to, changes, at);
+        throw Object.assign(new Error("connection reset during the claim"), { code: "ECONNRESET" });
+      },
+      async releaseClaim(runId) {
+        if (how.releaseFails) throw Object.assign(new Error("connection reset"), { code: "ECONNRESET" });
+        return store.releaseClaim(runId);
+      },
+    });
+  }
+
+  describe("a claim whose move to STARTING fails", () => {
+    it("wedges nothing: the run, the rest of its thread and of its pass all start", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, wrap: failingClaimOnce() });
+      const a = await organization();
+      const threadId = (await r.runs.createThread({ name: "claims" }, a.headers)).thread!.threadId;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `in thread ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `alone ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      r.worker.start();
+      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it("whose write landed but whose answer was lost: the run is executed, not lost with its lease", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, leaseMs: 60_000, wrap: failingClaimOnce({ landed: true }) });
+      const a = await organization();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      r.worker.start();
+      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it("and whose claim cannot be given back: the claim lapses after a lease and the run starts", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, leaseMs: 300, wrap: failingClaimOnce({ releaseFails: true }) });
+      const a = await organization();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      r.worker.start();
+      expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
+    });
   });
 
   it("a run over RUN_TIMEOUT becomes ERROR Timeout", async () => {

@@ -228,4 +228,15 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.claimRun(id, "b", tick())).toBe(true);
     expect(await store.claimRun(id, "c", tick())).toBe(false);
   });
+
+  it("grants a claim left standing past `staleBefore` again, once, however many ask at once", async () => {
+    const id = newId();
+    const first = tick();
+    expect(await store.claimRun(id, "a", first)).toBe(true);
+    expect(await store.claimRun(id, "b", tick(), first)).toBe(false); // not older than staleBefore: still a's
+    const later = tick();
+    const answers = await Promise.all(["c", "d", "e", "f"].map((w) => store.claimRun(id, w, later, new Date(first.getTime() + 1))));
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.claimRun(id, "g", tick(), new Date(first.getTime() + 1))).toBe(false); // the new claim is fresh
+  });
 });

@@ -24,6 +24,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
   const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
+  /** Stale claims taken over, one document per stale claim (`runId:its time`): rare, left by a claimer that failed. */
+  const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> = db.collection("run_leases");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
@@ -102,7 +104,16 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await leases.updateOne({ _id: id }, { $set: holds }, { upsert: true });
       return { ...changed, leaseUntil };
     },
-    claimRun: (id, worker, at) => ignoringDuplicate(claims.insertOne({ _id: id, worker, at })),
+    async claimRun(id, worker, at, staleBefore) {
+      if (await ignoringDuplicate(claims.insertOne({ _id: id, worker, at }))) return true;
+      if (!staleBefore) return false;
+      const standing = await claims.findOne({ _id: id });
+      if (!standing || standing.at >= staleBefore) return false; // fresh, or given back meanwhile (the next pass claims it)
+      // One taker per stale claim: a unique insert naming it (FerretDB does not isolate guarded updates of one document).
+      if (!(await ignoringDuplicate(claimTakeovers.insertOne({ _id: `${id}:${standing.at.getTime()}`, at })))) return false;
+      await claims.replaceOne({ _id: id }, { worker, at }, { upsert: true });
+      return true;
+    },
     async renewLease(id, worker, leaseUntil) {
       // Reads the run, writes only the lease: still ours while STARTING or RUNNING and held by this worker.
       const held = await runs.findOne({ _id: id }, { projection: { worker: 1, status: 1 } }); // `_id` alone, as getRun

@@ -128,9 +128,11 @@ export interface RunsStore extends StoreLifecycle {
    * document (FerretDB). The claimer then moves the run to STARTING. A store
    * may forget the claim of a finished run (the SQLite one does): a finished
    * run has no queue entry to be claimed through, and its guarded move to
-   * STARTING would fail.
+   * STARTING would fail. A claim granted before `staleBefore` and still
+   * standing was left by a claimer that failed before it could give it back
+   * (`releaseClaim`): it is granted again, once, so no claim is permanent.
    */
-  claimRun(id: string, worker: string, at: Date): Promise<boolean>;
+  claimRun(id: string, worker: string, at: Date, staleBefore?: Date): Promise<boolean>;
   /** Extends a lease, only while the worker still holds the run. */
   renewLease(id: string, worker: string, leaseUntil: Date): Promise<boolean>;
   /**

@@ -181,8 +181,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   /** Finished runs, oldest first: terminal, so never written again. */
   const finished = new Map<string, RunRecord>();
   let inFlight: InFlight | undefined;
-  /** Runs claimed and not finished (nor their claim given back). */
-  const claims = new Set<string>();
+  /** Runs claimed and not finished (nor their claim given back), and when each claim was granted. */
+  const claims = new Map<string, number>();
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
   handle.afterRollback(() => {
     held.clear();
@@ -323,9 +323,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         return copyOfRun(next);
       });
     },
-    async claimRun(id) {
-      if (claims.has(id)) return false;
-      claims.add(id);
+    async claimRun(id, _worker, at, staleBefore) {
+      const standing = claims.get(id);
+      if (standing !== undefined && !(staleBefore && standing < staleBefore.getTime())) return false;
+      claims.set(id, at.getTime());
       return true;
     },
     async renewLease(id, worker, leaseUntil) {
