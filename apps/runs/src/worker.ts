@@ -5,6 +5,7 @@ import { contextOf, inSpan, SpanKind } from "@loom/kit/tracing";
 import { executeRun, type StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
+import { logEnd } from "./run-end.ts";
 import type { QueueEntry, RunRecord, RunsStore } from "./store/port.ts";
 import { isTerminal } from "./store/port.ts";
 import { countTransition, queueWait, trackExecuting } from "./metrics.ts";
@@ -31,6 +32,18 @@ export interface WorkerOptions {
 
 /** A queue entry whose run is still not stored after this long belongs to a create that died. */
 const orphanEntryMs = 60_000;
+
+/**
+ * How often the worker sweeps (lost workers, unwritten terminal events), or
+ * every half lease if that is shorter: a lost run ends within this of its
+ * lease running out. A sweep that finds nothing is two small reads.
+ */
+export const sweepIntervalMs = 1_000;
+/** The sweep reads this many runs a read, and ends this many at once. */
+const sweepPage = 500;
+const sweepParallel = 16;
+/** An end younger than this is still being written by whoever ended the run (`logEnd`'s retries): the sweep leaves it. */
+const unloggedEndGraceMs = 2_000;
 
 /**
  * Claims queued runs and executes them; several workers (replicas) may share
@@ -235,10 +248,36 @@ export function createRunWorker(options: WorkerOptions) {
     inFlight.set(run.id, { controller, done });
   }
 
-  /** Ends runs whose worker stopped renewing: ERROR, WorkerLost. */
-  async function reap(): Promise<void> {
+  /**
+   * One sweep: every run whose lease ran out ends ERROR WorkerLost (all of
+   * them, page by page), then every ended run whose terminal event is still
+   * unwritten gets it. Queued runs that the lost ones held back start at once.
+   */
+  async function sweep(): Promise<void> {
+    const reaped = await reap();
+    await logUnloggedEnds();
+    if (reaped > 0) void pump();
+  }
+
+  /** Ends runs whose worker stopped renewing: ERROR, WorkerLost. How many it ended. */
+  async function reap(): Promise<number> {
     const at = now();
-    for (const run of await store.expiredLeases(at, 50)) {
+    const seen = new Set<string>();
+    let reaped = 0;
+    for (;;) {
+      // A run whose reaping failed is found again: each is tried once a sweep.
+      const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
+      expired.forEach((run) => seen.add(run.id));
+      for (let i = 0; i < expired.length; i += sweepParallel) {
+        const ended = await Promise.all(expired.slice(i, i + sweepParallel).map((run) => reapOne(run, at)));
+        reaped += ended.filter(Boolean).length;
+      }
+      if (expired.length === 0) return reaped;
+    }
+  }
+
+  async function reapOne(run: RunRecord, at: Date): Promise<boolean> {
+    try {
       const lost = await store.transition(
         run.id,
         { from: ["STARTING", "RUNNING"], leaseExpiredBefore: at },
@@ -246,11 +285,30 @@ export function createRunWorker(options: WorkerOptions) {
         { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
         at,
       );
-      if (!lost) continue;
+      if (!lost) return false;
       countTransition(run.status, "ERROR");
       logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
-      await options.log.lifecycle(lost).catch((error: unknown) => logger.warn({ err: error }, "could not log WorkerLost"));
-      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id);
+      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id).catch(() => {}); // a thread whose holder ended is taken over anyway
+      await logEnd(lost, { store, log: options.log, logger }, []); // once: the next sweep tries again
+      return true;
+    } catch (error) {
+      logger.warn({ err: error, run_id: run.id }, "reaping a run failed; the next sweep tries again");
+      return false;
+    }
+  }
+
+  /** Terminal events that were not written when their runs ended (the events service was unreachable): written now. */
+  async function logUnloggedEnds(): Promise<void> {
+    const before = new Date(now().getTime() - unloggedEndGraceMs);
+    const seen = new Set<string>();
+    for (;;) {
+      const ended = (await store.unloggedEnds(before, sweepPage)).filter((run) => !seen.has(run.id));
+      if (ended.length === 0) return;
+      ended.forEach((run) => seen.add(run.id));
+      for (let i = 0; i < ended.length; i += sweepParallel) {
+        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, { store, log: options.log, logger }, [])));
+        if (!written.some(Boolean)) return; // the events service is still away: the next sweep tries again
+      }
     }
   }
 
@@ -272,10 +330,17 @@ export function createRunWorker(options: WorkerOptions) {
         }),
       );
       timers.push(setInterval(() => void pump(), options.pollMs));
-      const reapNow = () => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed"));
-      timers.push(setInterval(reapNow, Math.max(10, Math.floor(options.leaseMs / 2))));
-      // At once too: a replica started after a crash ends the lost runs without waiting half a lease.
-      reapNow();
+      let sweeping = false;
+      const sweepNow = () => {
+        if (sweeping) return; // a slow sweep is not overlapped by the next
+        sweeping = true;
+        void sweep()
+          .catch((error: unknown) => logger.warn({ err: error }, "sweeping failed"))
+          .finally(() => (sweeping = false));
+      };
+      timers.push(setInterval(sweepNow, Math.max(10, Math.min(sweepIntervalMs, Math.floor(options.leaseMs / 2)))));
+      // At once too: a replica started after a crash ends the lost runs without waiting for the first interval.
+      sweepNow();
       void pump();
     },
     /** Stops claiming and waits for the runs in flight (a replica's graceful shutdown). */

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openBus } from "@loom/kit/bus-open";
@@ -22,6 +22,17 @@ import { openRunsStore } from "../src/wiring.ts";
 import { createRunWorker, type RunWorker } from "../src/worker.ts";
 
 const logger = createLogger("test", "silent");
+
+/** `promise`, or a failure naming `what` once `ms` pass. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const token = "engine-test-token-0123456789";
 const principal = { userId: newId(), organizationId: newId() };
 const call = { headers: headersFor(principal) };
@@ -84,7 +95,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const store = options.wrap ? options.wrap(opened) : opened;
     const log = createRunLog(clientFor(EventsService, options.events ?? peers));
     const service = createRunsService({
-      store, assistants: clientFor(AssistantsService, peers), log, bus,
+      store, assistants: clientFor(AssistantsService, peers), log, bus, logger,
       maxQueuedPerOrganization: options.maxQueuedPerOrganization ?? 1000, idempotencyStallMs: options.idempotencyStallMs,
     });
     const worker = createRunWorker({
@@ -112,10 +123,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     return run;
   }
   /** The run's event types, once its log has ended (the terminal event follows the terminal status). */
-  async function eventTypes(id: string) {
+  async function eventTypes(id: string, as: { headers: Record<string, string> } = call) {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
+      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, as)).events.map((e) => e.type);
       if (terminalLifecycleEvents.has(types.at(-1) ?? "") || Date.now() > deadline) return types;
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -209,6 +220,129 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
     });
   });
+
+  /**
+   * The events service as a replica reaches it, switched between reachable
+   * and not (an empty server: what a client meets while the service is
+   * restarting). `dropTerminalOnce`: the next append of a terminal event fails
+   * once, the rest pass: a one-call blip, which no real outage can aim at one
+   * chosen call (the fault suite kills the real process: faults/events-down).
+   */
+  function switchableEvents() {
+    const down = inProcessTransport([], token, logger);
+    let reachable = true;
+    let dropTerminal = false;
+    const transport: Transport = {
+      unary: (method, signal, timeoutMs, header, input, contextValues) => {
+        const terminal = method.name === "AppendEvents" && (input as { events: { type: string }[] }).events.some((e) => terminalLifecycleEvents.has(e.type));
+        if (dropTerminal && terminal) {
+          dropTerminal = false;
+          return Promise.reject(new ConnectError("connection reset", Code.Unavailable));
+        }
+        return (reachable ? peers : down).unary(method, signal, timeoutMs, header, input, contextValues);
+      },
+      stream: (method, signal, timeoutMs, header, input, contextValues) => (reachable ? peers : down).stream(method, signal, timeoutMs, header, input, contextValues),
+    };
+    return {
+      transport,
+      set: (up: boolean) => void (reachable = up),
+      dropTerminalOnce: () => void (dropTerminal = true),
+    };
+  }
+  /** Follows a run's log to its end (FollowEvents, as an SSE stream does); resolves with the types seen once the stream ends. */
+  function follow(id: string, headers: { headers: Record<string, string> }) {
+    const types: string[] = [];
+    const done = (async () => {
+      for await (const res of events().followEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, fromOffset: 0n }, headers)) {
+        if (res.kind.case === "event") types.push(res.kind.value.type);
+      }
+      return types;
+    })();
+    return { types, done };
+  }
+
+  describe("a run's terminal event that cannot be written at once", () => {
+    it("a blip: the append is retried and the log ends with the run", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const link = switchableEvents();
+      const r = await replica(model, { events: link.transport });
+      const a = await organization();
+      link.dropTerminalOnce();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      const stream = follow(id, a.headers);
+      expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
+      expect((await within(stream.done, 3_000, "the stream ends")).at(-1)).toBe("AssistantRunSucceeded");
+    });
+
+    it("events away for longer than the retries: the sweep writes the end once it is back, and streams end", async () => {
+      const model = createScriptedModel();
+      model.script({ hang: true });
+      const link = switchableEvents();
+      const r = await replica(model, { events: link.transport, runTimeoutMs: 300 });
+      const a = await organization();
+      const called = model.whenCalled();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      await called;
+      const stream = follow(id, a.headers);
+      link.set(false); // the run times out while events is away: its end cannot be written
+      expect((await settled(r.runs, id, 5_000, a.headers)).statusDetail).toMatchObject({ reason: "Timeout" });
+      await new Promise((res) => setTimeout(res, 2_500)); // past the retries and a few sweeps
+      expect(stream.types.at(-1)).toBe("StartPromptEvent"); // still open: no end yet
+      link.set(true);
+      const back = Date.now();
+      expect((await within(stream.done, 5_000, "the stream ends")).at(-1)).toBe("AssistantRunErrored");
+      expect(Date.now() - back).toBeLessThan(3_500); // within the sweep's grace and interval
+    });
+
+    it("a cancel while events is away answers CANCELLED, stops the worker, and its end is written once events is back", async () => {
+      const model = createScriptedModel();
+      model.script({ hang: true });
+      const link = switchableEvents();
+      const executing = await replica(model, { events: link.transport });
+      const front = await replica(model, { start: false, events: link.transport }); // takes the cancel, sweeps nothing
+      const a = await organization();
+      const called = model.whenCalled();
+      const id = (await executing.runs.createAssistantRun({ assistantId: a.assistant, stream: true }, a.headers)).assistantRun!.assistantRunId;
+      await called;
+      const stream = follow(id, a.headers);
+      link.set(false);
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      await vi.waitFor(() => expect(executing.worker.inFlight()).toBe(0), { timeout: 5_000 });
+      link.set(true);
+      // A retried cancel converges at once; the sweep would too, a little later.
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      expect((await within(stream.done, 1_000, "the stream ends")).at(-1)).toBe("AssistantRunCancelled");
+      expect((await eventTypes(id, a.headers)).filter((t) => t === "AssistantRunCancelled")).toHaveLength(1);
+    });
+  });
+
+  it("reaps every run whose lease ran out in one sweep, however many", async () => {
+    const model = createScriptedModel();
+    model.script({ hang: true });
+    const count = 120;
+    const dying = await replica(model, { leaseMs: 300, concurrency: count, maxPerOrganization: count });
+    const a = await organization();
+    const ids: string[] = [];
+    await inBatches(count, async (i) => ids.push((await dying.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId));
+    const running = async () => (await dying.runs.listAssistantRuns({ assistantId: a.assistant, statuses: [RunStatus.RUNNING] }, a.headers)).page!.totalCount;
+    await vi.waitFor(async () => expect(await running()).toBe(BigInt(count)), { timeout: 20_000, interval: 50 });
+    dying.worker.crash();
+    await new Promise((res) => setTimeout(res, 400)); // every lease has run out
+    // A survivor whose own lease is long: before, it swept every half lease (30 s here), fifty runs a sweep.
+    const survivor = await replica(model, { leaseMs: 60_000 });
+    const started = Date.now();
+    await vi.waitFor(
+      async () => {
+        const ended = (await survivor.runs.listAssistantRuns({ assistantId: a.assistant, statuses: [RunStatus.ERROR], page: { page: 1, pageSize: 1 } }, a.headers)).page!.totalCount;
+        expect(ended).toBe(BigInt(count));
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    const runs = await Promise.all(ids.map((id) => survivor.runs.getAssistantRun({ assistantRunId: id }, a.headers)));
+    expect(runs.every((x) => (x.assistantRun!.statusDetail as { reason?: string } | undefined)?.reason === "WorkerLost")).toBe(true);
+    console.log(`reaped ${count} lost runs ${Date.now() - started} ms after the survivor started (${kind})`);
+  }, 60_000);
 
   it("a run over RUN_TIMEOUT becomes ERROR Timeout", async () => {
     const model = createScriptedModel();

@@ -239,4 +239,21 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(answers.filter(Boolean)).toHaveLength(1);
     expect(await store.claimRun(id, "g", tick(), new Date(first.getTime() + 1))).toBe(false); // the new claim is fresh
   });
+
+  it("marks every move to a terminal status as an unlogged end, until its event is logged", async () => {
+    const done = newRun();
+    const active = newRun();
+    for (const r of [done, active]) await store.insertRun(r);
+    await store.transition(done.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    expect(await store.transition(active.id, { from: ["RUNNING"] }, "ERROR", {}, tick())).toBeUndefined(); // guard fails: no end
+    const endedAt = tick();
+    await store.transition(done.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: endedAt, leaseUntil: undefined }, endedAt);
+    const ids = async (before: Date) => (await store.unloggedEnds(before, 1000)).map((r) => r.id);
+    expect(await ids(endedAt)).not.toContain(done.id); // marked at its end, not before
+    expect(await ids(tick())).toContain(done.id);
+    expect((await store.unloggedEnds(tick(), 1000)).find((r) => r.id === done.id)).toMatchObject({ status: "SUCCEEDED" });
+    expect(await ids(tick())).not.toContain(active.id);
+    await store.endLogged(done.id);
+    expect(await ids(tick())).not.toContain(done.id);
+  });
 });

@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
-import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
 
@@ -25,6 +25,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
   const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
   /** Stale claims taken over, one document per stale claim (`runId:its time`): rare, left by a claimer that failed. */
+  /** Ended runs whose terminal event is still to be written: a small collection, as the leases (the sweep reads it). */
+  const unloggedEnds: Collection<{ _id: string; at: Date }> = db.collection("run_unlogged_ends");
   const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> = db.collection("run_leases");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
@@ -50,6 +52,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
       await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await leases.createIndex({ until: 1 });
+      await unloggedEnds.createIndex({ at: 1 });
       await queue.createIndex({ createdAt: 1, _id: 1 });
       await queue.createIndex({ organizationId: 1 });
       // Records expire after the window: a TTL index (MongoDB's TTL monitor runs every 60 s; reads
@@ -93,7 +96,10 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
       const { leaseUntil, ...rest } = changes;
+      // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
+      const marked = isTerminal(to) && (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
       const changed = run(await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), { returnDocument: "after" }));
+      if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
       if (changed && to !== "QUEUED" && guard.from.includes("QUEUED")) await queue.deleteOne({ _id: id });
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
@@ -149,6 +155,20 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const until = new Map(expired.map((l) => [l._id, l.until]));
       const held = await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray();
       return held.map((d) => ({ ...run(d)!, leaseUntil: until.get(d._id) }));
+    },
+    async endLogged(id) {
+      await unloggedEnds.deleteOne({ _id: id });
+    },
+    async unloggedEnds(before, limit) {
+      const marks = await unloggedEnds.find({ at: { $lt: before } }).sort({ at: 1 }).limit(limit).toArray();
+      if (marks.length === 0) return [];
+      const found = new Map((await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]));
+      // A mark whose run has not ended is skipped, not dropped: its move is on its way, or a crash came between the
+      // two and the run ends later (every run does: the reaper), keeping the mark then.
+      return marks.flatMap((m) => {
+        const ended = found.get(m._id);
+        return ended && isTerminal(ended.status) ? [ended] : [];
+      });
     },
     threadHistory: async (threadId, before) =>
       (await runs.find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } }).sort({ createdAt: 1, _id: 1 }).toArray()).map((d) => run(d)!),

@@ -120,8 +120,15 @@ export interface RunsStore extends StoreLifecycle {
   /**
    * The one way a run changes state: atomically, only if the guard holds.
    * Undefined when it did not, so a late writer can never leave a terminal state.
+   * A move to a terminal status also marks the run's end as not logged yet
+   * (its terminal event is still to be written): on SQLite in the same
+   * transaction, on MongoDB just before, so no crash loses the mark.
    */
   transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
+  /** The run's terminal event is written: its end leaves `unloggedEnds`. */
+  endLogged(id: string): Promise<void>;
+  /** Ended runs whose terminal event is still to be written, marked before `before`, oldest first. */
+  unloggedEnds(before: Date, limit: number): Promise<RunRecord[]>;
   /**
    * The right to start a run, given once per run: an insert on a unique key,
    * which holds even on stores that do not isolate concurrent updates of one

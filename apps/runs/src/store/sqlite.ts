@@ -52,6 +52,8 @@ export const runsMigrations = [
    INSERT INTO runs_leases_v5 SELECT run_id, worker, until, organization_id, thread_id FROM runs_leases;
    DROP TABLE runs_leases; ALTER TABLE runs_leases_v5 RENAME TO runs_leases;
    DROP TABLE runs_claims;`,
+  // 6: ended runs whose terminal event is still to be written (the sweep writes it; docs/decisions.md, "Runs").
+  `CREATE TABLE runs_unlogged_ends (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -306,7 +308,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
         }
-        if (isTerminal(to)) claims.delete(id);
+        if (isTerminal(to)) {
+          claims.delete(id);
+          prepare("INSERT INTO runs_unlogged_ends (run_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(id, at.getTime());
+        }
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) {
             prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
@@ -359,6 +364,17 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       ).all(now.getTime(), limit);
       return rows.map((row) => runOf(row)!);
     },
+    async endLogged(id) {
+      prepare("DELETE FROM runs_unlogged_ends WHERE run_id = ?").run(id);
+    },
+    unloggedEnds: async (before, limit) =>
+      // CROSS JOIN keeps the marks (a few at most) the outer loop, as for the leases.
+      prepare(
+        `SELECT r.*, NULL AS lease_until FROM runs_unlogged_ends u CROSS JOIN runs_runs r ON r.id = u.run_id
+         WHERE u.at < ? ORDER BY u.at LIMIT ?`,
+      )
+        .all(before.getTime(), limit)
+        .map((row) => runOf(row)!),
     threadHistory: async (threadId, before) =>
       prepare(`${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`)
         .all(threadId, before.getTime())
