@@ -21,6 +21,7 @@ import {
   activeStatuses,
   idempotencyWindowMs,
   isTerminal,
+  QueueFull,
   runStatuses,
   type IdempotencyRecord,
   type RunRecord,
@@ -75,12 +76,16 @@ export function createRunsService(deps: RunsDeps): RpcService {
   }
 
   /** Everything a create checks and reads, before it writes anything: a refused create writes nothing. */
+  /** The answer to a create past the queued cap. */
+  function queueFull(): ConnectError {
+    queueFullRefusals.inc();
+    return new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
+  }
+
   async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date, traceparent: string | undefined) {
     const assistant = await assistantOf(principal, req.assistantId);
-    if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) {
-      queueFullRefusals.inc();
-      throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
-    }
+    // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
+    if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) throw queueFull();
     const thread = await threadFor(principal, req, at);
     const run: RunRecord = {
       id,
@@ -130,7 +135,16 @@ export function createRunsService(deps: RunsDeps): RpcService {
       throw new ConnectError("the run could not be queued: its event log is unavailable", Code.Unavailable, undefined, undefined, error);
     }
     if (newThread) await store.insertThread(newThread);
-    if (!(await store.insertRun(run))) return (await store.getRunById(run.id))!;
+    let inserted: boolean;
+    try {
+      inserted = await store.insertRun(run, deps.maxQueuedPerOrganization);
+    } catch (error) {
+      if (!(error instanceof QueueFull)) throw error;
+      // Filled by creates at the same time: refused, and the thread made for it goes (its log keeps one event, as a create that died).
+      if (newThread) await store.deleteThread(newThread.organizationId, newThread.id);
+      throw queueFull();
+    }
+    if (!inserted) return (await store.getRunById(run.id))!;
     countTransition("NONE", "QUEUED");
     await bus.publish(runSubjects.queued, new Uint8Array());
     return run;

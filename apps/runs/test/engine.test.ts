@@ -534,6 +534,28 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     await cancelAll(r.runs, a.headers, ids);
   });
 
+  it("concurrent creates never take an organization past its queued cap; the refused ones leave no run or thread", async () => {
+    const model = createScriptedModel();
+    const cap = 5;
+    // Two replicas on one store, as the gateway spreads creates over them.
+    const replicas = [await replica(model, { start: false, maxQueuedPerOrganization: cap }), await replica(model, { start: false, maxQueuedPerOrganization: cap })];
+    const a = await organization();
+    const answers = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => replicas[i % 2]!.runs.createAssistantRun({ assistantId: a.assistant, newThread: true, input: `run ${i}` }, a.headers)),
+    );
+    const created = answers.flatMap((x) => (x.status === "fulfilled" ? [x.value.assistantRun!.assistantRunId] : []));
+    const refused = answers.flatMap((x) => (x.status === "rejected" ? [(x.reason as ConnectError).code] : []));
+    expect(created).toHaveLength(cap);
+    expect(refused).toEqual(Array.from({ length: 20 - cap }, () => Code.ResourceExhausted));
+    expect(await queuedOf(replicas[0]!.runs, a)).toBe(BigInt(cap));
+    expect((await replicas[0]!.runs.listThreads({}, a.headers)).page!.totalCount).toBe(BigInt(cap));
+    // A place frees when a run leaves the queue.
+    await replicas[0]!.runs.cancelAssistantRun({ assistantRunId: created[0]! }, a.headers);
+    const next = (await replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+    await expect(replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    await cancelAll(replicas[0]!.runs, a.headers, [...created, next]);
+  });
+
   it("with the events service down, a create answers UNAVAILABLE and leaves no run", async () => {
     const model = createScriptedModel();
     const r = await replica(model, { start: false, events: inProcessTransport([], token, logger) });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/kit/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openRunsStore } from "../src/wiring.ts";
-import type { RunRecord, RunsStore, ThreadRecord } from "../src/store/port.ts";
+import { QueueFull, type RunRecord, type RunsStore, type ThreadRecord } from "../src/store/port.ts";
 
 describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
   let store: RunsStore;
@@ -255,5 +255,18 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await ids(tick())).not.toContain(active.id);
     await store.endLogged(done.id);
     expect(await ids(tick())).not.toContain(done.id);
+  });
+
+  it("refuses a queued run past `maxQueued` with the write, and frees a place when a run leaves the queue", async () => {
+    const organizationId = newId();
+    const queued = [newRun({ organizationId }), newRun({ organizationId })];
+    for (const r of queued) expect(await store.insertRun(r, 2)).toBe(true);
+    const third = newRun({ organizationId });
+    await expect(store.insertRun(third, 2)).rejects.toBeInstanceOf(QueueFull);
+    expect(await store.getRun(organizationId, third.id)).toBeUndefined();
+    expect(await store.insertRun(queued[0]!, 2)).toBe(false); // the same run again: stored already, not refused
+    await store.transition(queued[0]!.id, { from: ["QUEUED"] }, "CANCELLED", { completedAt: tick() }, tick());
+    expect(await store.insertRun(third, 2)).toBe(true);
+    expect(await store.countQueued(organizationId)).toBe(2);
   });
 });

@@ -9,6 +9,15 @@ export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 // The statuses are named once, in the kit (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
 
+/** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
+export class QueueFull extends Error {
+  readonly maxQueued: number;
+  constructor(maxQueued: number) {
+    super(`the organization has ${maxQueued} runs queued`);
+    this.maxQueued = maxQueued;
+  }
+}
+
 export interface StatusDetail {
   reason: string;
   message?: string;
@@ -110,8 +119,14 @@ export interface RunsStore extends StoreLifecycle {
    * by the server already.
    */
   durable(): Promise<void>;
-  /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
-  insertRun(run: RunRecord): Promise<boolean>;
+  /**
+   * Stores a run (and, if QUEUED, its queue entry first); false when a run
+   * with its id exists. With `maxQueued`, a QUEUED run whose organization has
+   * that many queued already is refused with `QueueFull` and nothing is
+   * stored: checked with the write, so concurrent creates (on any replica)
+   * never take the organization past it.
+   */
+  insertRun(run: RunRecord, maxQueued?: number): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;
   /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
   getRunById(id: string): Promise<RunRecord | undefined>;

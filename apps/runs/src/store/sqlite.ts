@@ -1,7 +1,7 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
 import { InFlight } from "./in-flight.ts";
-import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
@@ -220,7 +220,13 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     durable: () => handle.durable(),
     ...sqliteLifecycle(handle, "runs", runsMigrations),
 
-    async insertRun(run) {
+    async insertRun(run, maxQueued) {
+      const full = maxQueued !== undefined && run.status === "QUEUED" && inFlightNow().countQueued(run.organizationId) >= maxQueued;
+      // One process writes this store and the check and the insert share a turn: no create slips in between.
+      if (full) {
+        if (runById(run.id)) return false; // stored already (a keyed create taken over): not a new queued run
+        throw new QueueFull(maxQueued);
+      }
       return handle.transaction(() => {
         const inserted = prepare(
           `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
