@@ -254,29 +254,36 @@ export function createRunWorker(options: WorkerOptions) {
    * unwritten gets it. Queued runs that the lost ones held back start at once.
    */
   async function sweep(): Promise<void> {
-    const reaped = await reap();
+    await reap();
     await logUnloggedEnds();
-    if (reaped > 0) void pump();
   }
 
-  /** Ends runs whose worker stopped renewing: ERROR, WorkerLost. How many it ended. */
+  /**
+   * Ends runs whose worker stopped renewing: ERROR, WorkerLost. How many it
+   * ended. Their statuses first, all of them, then their terminal events:
+   * the status frees the organization's place and the thread at once.
+   */
   async function reap(): Promise<number> {
     const at = now();
     const seen = new Set<string>();
-    let reaped = 0;
+    const lost: RunRecord[] = [];
     for (;;) {
       // A run whose reaping failed is found again: each is tried once a sweep.
       const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
+      if (expired.length === 0) break;
       expired.forEach((run) => seen.add(run.id));
       for (let i = 0; i < expired.length; i += sweepParallel) {
-        const ended = await Promise.all(expired.slice(i, i + sweepParallel).map((run) => reapOne(run, at)));
-        reaped += ended.filter(Boolean).length;
+        for (const ended of await Promise.all(expired.slice(i, i + sweepParallel).map((run) => reapOne(run, at)))) if (ended) lost.push(ended);
       }
-      if (expired.length === 0) return reaped;
     }
+    if (lost.length > 0) void pump(); // the queued runs the lost ones held back
+    for (let i = 0; i < lost.length; i += sweepParallel) {
+      await Promise.all(lost.slice(i, i + sweepParallel).map((run) => logEnd(run, { store, log: options.log, logger }, []))); // once: the next sweep tries again
+    }
+    return lost.length;
   }
 
-  async function reapOne(run: RunRecord, at: Date): Promise<boolean> {
+  async function reapOne(run: RunRecord, at: Date): Promise<RunRecord | undefined> {
     try {
       const lost = await store.transition(
         run.id,
@@ -285,15 +292,14 @@ export function createRunWorker(options: WorkerOptions) {
         { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
         at,
       );
-      if (!lost) return false;
+      if (!lost) return undefined;
       countTransition(run.status, "ERROR");
       logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
       if (lost.threadId) await store.unlockThread(lost.threadId, lost.id).catch(() => {}); // a thread whose holder ended is taken over anyway
-      await logEnd(lost, { store, log: options.log, logger }, []); // once: the next sweep tries again
-      return true;
+      return lost;
     } catch (error) {
       logger.warn({ err: error, run_id: run.id }, "reaping a run failed; the next sweep tries again");
-      return false;
+      return undefined;
     }
   }
 
