@@ -10,7 +10,7 @@ const leaseMs = 15_000;
 /** The worker's sweep interval (apps/runs/src/worker.ts, `sweepIntervalMs`). */
 const sweepMs = 1_000;
 /** Time to reap the runs whose leases ran out last (see the bounds below). */
-const reapSlackMs = 10_000;
+const reapSlackMs = 8_000;
 
 /**
  * Issue 31, item 5: the runs process is SIGKILLed with 64 runs RUNNING and
