@@ -20,7 +20,8 @@ export interface EndDeps {
  * of it ends), then clears the store's mark of an unlogged end. Tried once and
  * retried after each of `retryDelaysMs`; true once written. An append refused
  * because the log is closed already counts as written (the run-log drops it).
- * On false the mark stays and the sweep tries again.
+ * On false the mark stays and the sweep tries again (tried once, with no
+ * retries, a failure is the caller's to report).
  */
 export async function logEnd(ended: RunRecord, deps: EndDeps, retryDelaysMs: readonly number[] = endRetryDelaysMs): Promise<boolean> {
   for (let attempt = 0; ; attempt++) {
@@ -30,7 +31,8 @@ export async function logEnd(ended: RunRecord, deps: EndDeps, retryDelaysMs: rea
       return true;
     } catch (error) {
       if (attempt >= retryDelaysMs.length) {
-        deps.logger.warn({ err: error, run_id: ended.id, status: ended.status }, "could not write the run's terminal event; the sweep will");
+        // Tried once (the sweep): it says how many at once, not a line per run every second.
+        if (retryDelaysMs.length > 0) deps.logger.warn({ err: error, run_id: ended.id, status: ended.status }, "could not write the run's terminal event; the sweep will");
         return false;
       }
       await new Promise((resolve) => setTimeout(resolve, retryDelaysMs[attempt]));

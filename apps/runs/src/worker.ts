@@ -68,6 +68,8 @@ export function createRunWorker(options: WorkerOptions) {
    */
   let queuedMessages = 0;
   let drainedAt = -1;
+  /** What writing a run's terminal event needs (`logEnd`). */
+  const ends = { store, log: options.log, logger };
 
   /**
    * One pass over the queue: reads what is executing (one read of the
@@ -272,14 +274,11 @@ export function createRunWorker(options: WorkerOptions) {
       const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
       if (expired.length === 0) break;
       expired.forEach((run) => seen.add(run.id));
-      for (let i = 0; i < expired.length; i += sweepParallel) {
-        for (const ended of await Promise.all(expired.slice(i, i + sweepParallel).map((run) => reapOne(run, at)))) if (ended) lost.push(ended);
-      }
+      for (const ended of await inBatches(expired, (run) => reapOne(run, at))) if (ended) lost.push(ended);
     }
     if (lost.length > 0) void pump(); // the queued runs the lost ones held back
-    for (let i = 0; i < lost.length; i += sweepParallel) {
-      await Promise.all(lost.slice(i, i + sweepParallel).map((run) => logEnd(run, { store, log: options.log, logger }, []))); // once: the next sweep tries again
-    }
+    const written = await inBatches(lost, (run) => logEnd(run, ends, [])); // once: the sweep's next step or the next sweep tries again
+    if (written.includes(false)) logger.warn({ runs: written.filter((ok) => !ok).length }, "could not write lost runs' terminal events; the sweep will");
     return lost.length;
   }
 
@@ -312,10 +311,21 @@ export function createRunWorker(options: WorkerOptions) {
       if (ended.length === 0) return;
       ended.forEach((run) => seen.add(run.id));
       for (let i = 0; i < ended.length; i += sweepParallel) {
-        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, { store, log: options.log, logger }, [])));
-        if (!written.some(Boolean)) return; // the events service is still away: the next sweep tries again
+        // A batch at a time, to stop at the first that writes nothing rather than try every run against a service that is away.
+        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, ends, [])));
+        if (!written.some(Boolean)) {
+          logger.warn({ runs: ended.length - i }, "terminal events still unwritten: the events service is unreachable; the next sweep tries again");
+          return;
+        }
       }
     }
+  }
+
+  /** `work` on every item, `sweepParallel` at a time; the results in order. */
+  async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
+    const results: R[] = [];
+    for (let i = 0; i < items.length; i += sweepParallel) results.push(...(await Promise.all(items.slice(i, i + sweepParallel).map(work))));
+    return results;
   }
 
   return {
