@@ -4,6 +4,7 @@ import { griptapeEvents, message, textArtifact, type TextArtifact } from "./grip
 import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
 import { countTransition } from "./metrics.ts";
 import type { RunLog } from "./run-log.ts";
+import { logEnd } from "./run-end.ts";
 import type { RunRecord, RunsStore, StatusDetail } from "./store/port.ts";
 
 /** Why a worker aborted a run's model call. */
@@ -92,7 +93,7 @@ async function finish(
   const ended = await deps.store.transition(run.id, guard, status, { statusDetail, output, completedAt: at, leaseUntil: undefined }, at);
   if (!ended) return;
   countTransition("RUNNING", status);
-  await deps.log.lifecycle(ended);
+  await logEnd(ended, deps);
 }
 
 /** The thread's earlier successful runs as conversation, then this run's message. */

@@ -1,6 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type Client, type ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/kit/bus";
+import type { Logger } from "@loom/kit/logger";
 import { invalidArgument, notFound } from "@loom/kit/errors";
 import { rateLimitRefusals } from "@loom/kit/metrics";
 import { isUuid, newId } from "@loom/kit/ids";
@@ -15,10 +16,12 @@ import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { RunsService, RunStatus as RunStatusEnum, type CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
 import { effectiveIds, renderInput } from "./input.ts";
 import type { RunLog } from "./run-log.ts";
+import { logEnd } from "./run-end.ts";
 import {
   activeStatuses,
   idempotencyWindowMs,
   isTerminal,
+  QueueFull,
   runStatuses,
   type IdempotencyRecord,
   type RunRecord,
@@ -34,6 +37,7 @@ export interface RunsDeps {
   assistants: Client<typeof AssistantsService>;
   log: RunLog;
   bus: Bus;
+  logger: Logger;
   /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
   maxQueuedPerOrganization: number;
   /** How long a keyed create may go without storing its run before a retry takes the key over. */
@@ -72,12 +76,16 @@ export function createRunsService(deps: RunsDeps): RpcService {
   }
 
   /** Everything a create checks and reads, before it writes anything: a refused create writes nothing. */
+  /** The answer to a create past the queued cap. */
+  function queueFull(): ConnectError {
+    queueFullRefusals.inc();
+    return new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
+  }
+
   async function prepare(principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date, traceparent: string | undefined) {
     const assistant = await assistantOf(principal, req.assistantId);
-    if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) {
-      queueFullRefusals.inc();
-      throw new ConnectError(`the organization has ${deps.maxQueuedPerOrganization} runs queued; try again once some have started`, Code.ResourceExhausted);
-    }
+    // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
+    if ((await store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) throw queueFull();
     const thread = await threadFor(principal, req, at);
     const run: RunRecord = {
       id,
@@ -127,7 +135,16 @@ export function createRunsService(deps: RunsDeps): RpcService {
       throw new ConnectError("the run could not be queued: its event log is unavailable", Code.Unavailable, undefined, undefined, error);
     }
     if (newThread) await store.insertThread(newThread);
-    if (!(await store.insertRun(run))) return (await store.getRunById(run.id))!;
+    let inserted: boolean;
+    try {
+      inserted = await store.insertRun(run, deps.maxQueuedPerOrganization);
+    } catch (error) {
+      if (!(error instanceof QueueFull)) throw error;
+      // Filled by creates at the same time: refused, and the thread made for it goes (its log keeps one event, as a create that died).
+      if (newThread) await store.deleteThread(newThread.organizationId, newThread.id);
+      throw queueFull();
+    }
+    if (!inserted) return (await store.getRunById(run.id))!;
     countTransition("NONE", "QUEUED");
     await bus.publish(runSubjects.queued, new Uint8Array());
     return run;
@@ -209,6 +226,18 @@ export function createRunsService(deps: RunsDeps): RpcService {
     }
   }
 
+  /**
+   * After a cancel: the replica whose worker holds the run is told to abort
+   * its model call (a lost message is made up for by its lease renewal, which
+   * finds the run no longer its own), then the terminal event is written.
+   */
+  async function ended(cancelled: RunRecord): Promise<void> {
+    await bus.publish(runSubjects.control(cancelled.id), new TextEncoder().encode("cancel")).catch((error: unknown) => {
+      deps.logger.warn({ err: error, run_id: cancelled.id }, "could not tell the run's worker of its cancel; its lease renewal will");
+    });
+    await logEnd(cancelled, { store, log, logger: deps.logger });
+  }
+
   const impl: ServiceImpl<typeof RunsService> = {
     async createAssistantRun(req, ctx) {
       const principal = requirePrincipal(ctx);
@@ -232,6 +261,11 @@ export function createRunsService(deps: RunsDeps): RpcService {
       const { organizationId } = requirePrincipal(ctx);
       const run = await store.getRun(organizationId, req.assistantRunId);
       if (!run) throw notFound("assistant run");
+      if (run.status === "CANCELLED") {
+        // A cancel retried after one whose terminal event or message did not get through: both again.
+        await ended(run);
+        return { assistantRun: runMessage(run) };
+      }
       if (isTerminal(run.status)) return { assistantRun: runMessage(run) };
       const at = now();
       const cancelled = await store.transition(
@@ -243,9 +277,8 @@ export function createRunsService(deps: RunsDeps): RpcService {
       );
       if (!cancelled) return { assistantRun: runMessage((await store.getRun(organizationId, run.id))!) }; // ended meanwhile
       countTransition(run.status, "CANCELLED"); // as read just before: a run that moved on in between counts from its earlier status
-      await log.lifecycle(cancelled);
-      // The replica whose worker holds the run aborts its model call.
-      await bus.publish(runSubjects.control(run.id), new TextEncoder().encode("cancel"));
+      await ended(cancelled);
+      // CANCELLED is written, so the answer says so: an event that could not be written yet is the sweep's to write.
       return { assistantRun: runMessage(cancelled) };
     },
 

@@ -48,7 +48,7 @@ export async function wireRuns(
   const model = peers.model ?? resolveModel(settings);
   const chat = createChatService({ backends: chatBackends(settings), timeoutMs: settings.CHAT_TIMEOUT_MS });
   const log = createRunLog(clientFor(EventsService, peers.events));
-  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
+  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, logger: peers.logger, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
   const worker = createRunWorker({
     store,
     log,

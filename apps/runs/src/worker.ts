@@ -5,6 +5,7 @@ import { contextOf, inSpan, SpanKind } from "@loom/kit/tracing";
 import { executeRun, type StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
+import { logEnd } from "./run-end.ts";
 import type { QueueEntry, RunRecord, RunsStore } from "./store/port.ts";
 import { isTerminal } from "./store/port.ts";
 import { countTransition, queueWait, trackExecuting } from "./metrics.ts";
@@ -33,6 +34,18 @@ export interface WorkerOptions {
 const orphanEntryMs = 60_000;
 
 /**
+ * How often the worker sweeps (lost workers, unwritten terminal events), or
+ * every half lease if that is shorter: a lost run ends within this of its
+ * lease running out. A sweep that finds nothing is two small reads.
+ */
+export const sweepIntervalMs = 1_000;
+/** The sweep reads this many runs a read, and ends this many at once. */
+const sweepPage = 500;
+const sweepParallel = 16;
+/** An end younger than this is still being written by whoever ended the run (`logEnd`'s retries): the sweep leaves it. */
+const unloggedEndGraceMs = 2_000;
+
+/**
  * Claims queued runs and executes them; several workers (replicas) may share
  * one store: the claim is a guarded update, so each run executes once.
  */
@@ -55,6 +68,8 @@ export function createRunWorker(options: WorkerOptions) {
    */
   let queuedMessages = 0;
   let drainedAt = -1;
+  /** What writing a run's terminal event needs (`logEnd`). */
+  const ends = { store, log: options.log, logger };
 
   /**
    * One pass over the queue: reads what is executing (one read of the
@@ -72,7 +87,8 @@ export function createRunWorker(options: WorkerOptions) {
     const limit = store.sharedByProcesses ? Math.max(50, free * 4) : free * 4;
     const candidates = await store.queueCandidates(full, [...load.threads], limit);
     const chosen = choose(candidates, free, load.perOrganization);
-    const claimed = (await Promise.all(chosen.map(claim))).filter((run): run is RunRecord => run !== undefined);
+    // Settled one by one: a claim that failed does not take the others (moved to STARTING already) with it.
+    const claimed = (await Promise.allSettled(chosen.map(claim))).flatMap((result) => (result.status === "fulfilled" && result.value ? [result.value] : []));
     const drained = full.length === 0 && load.threads.size === 0 && candidates.length < limit && claimed.length === candidates.length;
     if (drained) drainedAt = seen;
     return claimed;
@@ -101,18 +117,52 @@ export function createRunWorker(options: WorkerOptions) {
     return chosen;
   }
 
+  /**
+   * Claims one entry and moves its run to STARTING. A store call that fails
+   * part-way (a failover, a reset, SQLITE_BUSY) gives back what was taken,
+   * so the run, its thread and its organization's slot stay claimable; a
+   * move to STARTING that was written although its answer was lost is kept
+   * (the run is executed, not left to its lease).
+   */
   async function claim(entry: QueueEntry): Promise<RunRecord | undefined> {
-    if (entry.threadId && !(await lockThread(entry.threadId, entry.runId))) return undefined;
-    const at = now();
-    if (!(await store.claimRun(entry.runId, workerId, at))) return undefined; // another worker has it
-    const claimed = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
-    if (claimed) {
-      countTransition("QUEUED", "STARTING");
-      queueWait.observe(Math.max(0, at.getTime() - claimed.createdAt.getTime()) / 1000);
-      return claimed;
+    let locked = false;
+    let claimed = false;
+    try {
+      if (entry.threadId && !(locked = await lockThread(entry.threadId, entry.runId))) return undefined;
+      const at = now();
+      // A claim older than a lease was left by a claimer that failed before it could give it back.
+      // Another worker has it (and the thread lock, which names the run, not the worker).
+      if (!(claimed = await store.claimRun(entry.runId, workerId, at, new Date(at.getTime() - options.leaseMs)))) return undefined;
+      const started = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + options.leaseMs) }, at);
+      if (started) {
+        countTransition("QUEUED", "STARTING");
+        queueWait.observe(Math.max(0, at.getTime() - started.createdAt.getTime()) / 1000);
+        return started;
+      }
+      if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
+      await settleEntry(entry);
+      return undefined;
+    } catch (error) {
+      logger.warn({ err: error, run_id: entry.runId }, "claiming a run failed; giving the claim back");
+      return giveBack(entry, locked, claimed);
     }
-    if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
-    await settleEntry(entry);
+  }
+
+  /** After a failed claim: the run if its move to STARTING was written after all, else the claim and the thread handed back. */
+  async function giveBack(entry: QueueEntry, locked: boolean, claimed: boolean): Promise<RunRecord | undefined> {
+    try {
+      const run = claimed ? await store.getRunById(entry.runId) : undefined;
+      if (run?.status === "STARTING" && run.worker === workerId) {
+        countTransition("QUEUED", "STARTING");
+        return run;
+      }
+      if (!claimed) return undefined; // the claim may be another worker's: so is the thread lock, which names the run
+      await store.releaseClaim(entry.runId);
+      if (locked) await store.unlockThread(entry.threadId!, entry.runId);
+    } catch (error) {
+      // The store is still failing: the claim expires after a lease; the thread stays locked for this run, the next to start in it anyway.
+      logger.warn({ err: error, run_id: entry.runId }, "could not give a failed claim back");
+    }
     return undefined;
   }
 
@@ -200,10 +250,40 @@ export function createRunWorker(options: WorkerOptions) {
     inFlight.set(run.id, { controller, done });
   }
 
-  /** Ends runs whose worker stopped renewing: ERROR, WorkerLost. */
-  async function reap(): Promise<void> {
+  /**
+   * One sweep: every run whose lease ran out ends ERROR WorkerLost (all of
+   * them, page by page), then every ended run whose terminal event is still
+   * unwritten gets it. Queued runs that the lost ones held back start at once.
+   */
+  async function sweep(): Promise<void> {
+    await reap();
+    await logUnloggedEnds();
+  }
+
+  /**
+   * Ends runs whose worker stopped renewing: ERROR, WorkerLost. How many it
+   * ended. Their statuses first, all of them, then their terminal events:
+   * the status frees the organization's place and the thread at once.
+   */
+  async function reap(): Promise<number> {
     const at = now();
-    for (const run of await store.expiredLeases(at, 50)) {
+    const seen = new Set<string>();
+    const lost: RunRecord[] = [];
+    for (;;) {
+      // A run whose reaping failed is found again: each is tried once a sweep.
+      const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
+      if (expired.length === 0) break;
+      expired.forEach((run) => seen.add(run.id));
+      for (const ended of await inBatches(expired, (run) => reapOne(run, at))) if (ended) lost.push(ended);
+    }
+    if (lost.length > 0) void pump(); // the queued runs the lost ones held back
+    const written = await inBatches(lost, (run) => logEnd(run, ends, [])); // once: the sweep's next step or the next sweep tries again
+    if (written.includes(false)) logger.warn({ runs: written.filter((ok) => !ok).length }, "could not write lost runs' terminal events; the sweep will");
+    return lost.length;
+  }
+
+  async function reapOne(run: RunRecord, at: Date): Promise<RunRecord | undefined> {
+    try {
       const lost = await store.transition(
         run.id,
         { from: ["STARTING", "RUNNING"], leaseExpiredBefore: at },
@@ -211,12 +291,41 @@ export function createRunWorker(options: WorkerOptions) {
         { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
         at,
       );
-      if (!lost) continue;
+      if (!lost) return undefined;
       countTransition(run.status, "ERROR");
       logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
-      await options.log.lifecycle(lost).catch((error: unknown) => logger.warn({ err: error }, "could not log WorkerLost"));
-      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id);
+      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id).catch(() => {}); // a thread whose holder ended is taken over anyway
+      return lost;
+    } catch (error) {
+      logger.warn({ err: error, run_id: run.id }, "reaping a run failed; the next sweep tries again");
+      return undefined;
     }
+  }
+
+  /** Terminal events that were not written when their runs ended (the events service was unreachable): written now. */
+  async function logUnloggedEnds(): Promise<void> {
+    const before = new Date(now().getTime() - unloggedEndGraceMs);
+    const seen = new Set<string>();
+    for (;;) {
+      const ended = (await store.unloggedEnds(before, sweepPage)).filter((run) => !seen.has(run.id));
+      if (ended.length === 0) return;
+      ended.forEach((run) => seen.add(run.id));
+      for (let i = 0; i < ended.length; i += sweepParallel) {
+        // A batch at a time, to stop at the first that writes nothing rather than try every run against a service that is away.
+        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, ends, [])));
+        if (!written.some(Boolean)) {
+          logger.warn({ runs: ended.length - i }, "terminal events still unwritten: the events service is unreachable; the next sweep tries again");
+          return;
+        }
+      }
+    }
+  }
+
+  /** `work` on every item, `sweepParallel` at a time; the results in order. */
+  async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
+    const results: R[] = [];
+    for (let i = 0; i < items.length; i += sweepParallel) results.push(...(await Promise.all(items.slice(i, i + sweepParallel).map(work))));
+    return results;
   }
 
   return {
@@ -237,10 +346,17 @@ export function createRunWorker(options: WorkerOptions) {
         }),
       );
       timers.push(setInterval(() => void pump(), options.pollMs));
-      const reapNow = () => void reap().catch((error: unknown) => logger.warn({ err: error }, "reaping failed"));
-      timers.push(setInterval(reapNow, Math.max(10, Math.floor(options.leaseMs / 2))));
-      // At once too: a replica started after a crash ends the lost runs without waiting half a lease.
-      reapNow();
+      let sweeping = false;
+      const sweepNow = () => {
+        if (sweeping) return; // a slow sweep is not overlapped by the next
+        sweeping = true;
+        void sweep()
+          .catch((error: unknown) => logger.warn({ err: error }, "sweeping failed"))
+          .finally(() => (sweeping = false));
+      };
+      timers.push(setInterval(sweepNow, Math.max(10, Math.min(sweepIntervalMs, Math.floor(options.leaseMs / 2)))));
+      // At once too: a replica started after a crash ends the lost runs without waiting for the first interval.
+      sweepNow();
       void pump();
     },
     /** Stops claiming and waits for the runs in flight (a replica's graceful shutdown). */

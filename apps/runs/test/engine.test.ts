@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { Code, createClient } from "@connectrpc/connect";
+import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { openBus } from "@loom/kit/bus-open";
@@ -21,7 +21,18 @@ import type { RunsStore } from "../src/store/port.ts";
 import { openRunsStore } from "../src/wiring.ts";
 import { createRunWorker, type RunWorker } from "../src/worker.ts";
 
-const logger = createLogger("test", "silent");
+const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+
+/** `promise`, or a failure naming `what` once `ms` pass. */
+async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 const token = "engine-test-token-0123456789";
 const principal = { userId: newId(), organizationId: newId() };
 const call = { headers: headersFor(principal) };
@@ -71,17 +82,20 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       idempotencyStallMs?: number;
       /** The events service as this replica reaches it (an empty server: down). */
       events?: ReturnType<typeof inProcessTransport>;
+      /** The store as this replica sees it (one that fails some calls). */
+      wrap?: (store: RunsStore) => RunsStore;
     } = {},
   ) {
-    let store = mongo.url ? undefined : stores[0];
-    if (!store) {
-      store = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
-      await store.init();
-      stores.push(store);
+    let opened = mongo.url ? undefined : stores[0];
+    if (!opened) {
+      opened = await openRunsStore({ url: mongo.url, db: `${db}_runs` });
+      await opened.init();
+      stores.push(opened);
     }
+    const store = options.wrap ? options.wrap(opened) : opened;
     const log = createRunLog(clientFor(EventsService, options.events ?? peers));
     const service = createRunsService({
-      store, assistants: clientFor(AssistantsService, peers), log, bus,
+      store, assistants: clientFor(AssistantsService, peers), log, bus, logger,
       maxQueuedPerOrganization: options.maxQueuedPerOrganization ?? 1000, idempotencyStallMs: options.idempotencyStallMs,
     });
     const worker = createRunWorker({
@@ -97,11 +111,11 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   const events = () => clientFor(EventsService, peers);
   /** The run once it has ended; fails the test if it has not within `timeoutMs`. */
-  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000) {
+  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000, as: { headers: Record<string, string> } = call) {
     let run!: NonNullable<Awaited<ReturnType<typeof runs.getAssistantRun>>["assistantRun"]>;
     await vi.waitFor(
       async () => {
-        run = (await runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
+        run = (await runs.getAssistantRun({ assistantRunId: id }, as)).assistantRun!;
         expect(run.completedAt, `run ${id} is still ${run.status}`).toBeDefined();
       },
       { timeout: timeoutMs, interval: 20 },
@@ -109,10 +123,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     return run;
   }
   /** The run's event types, once its log has ended (the terminal event follows the terminal status). */
-  async function eventTypes(id: string) {
+  async function eventTypes(id: string, as: { headers: Record<string, string> } = call) {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, call)).events.map((e) => e.type);
+      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, as)).events.map((e) => e.type);
       if (terminalLifecycleEvents.has(types.at(-1) ?? "") || Date.now() > deadline) return types;
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -146,6 +160,189 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     expect(run.statusDetail).toMatchObject({ reason: "WorkerLost" });
     expect((await eventTypes(id)).at(-1)).toBe("AssistantRunErrored");
   });
+
+  /**
+   * The store with its next QUEUED→STARTING move failing, as a failover or
+   * SQLITE_BUSY would make it: a fake, since neither can be made to strike
+   * one chosen write of a live store. `landed`: the write happens and only
+   * its answer is lost. `releaseFails`: giving the claim back fails too (the
+   * store is still down then).
+   */
+  function failingClaimOnce(how: { landed?: boolean; releaseFails?: boolean } = {}) {
+    let armed = true;
+    return (store: RunsStore): RunsStore => ({
+      ...store,
+      async transition(id, guard, to, changes, at) {
+        if (!armed || to !== "STARTING") return store.transition(id, guard, to, changes, at);
+        armed = false;
+        if (how.landed) await store.transition(id, guard, to, changes, at);
+        throw Object.assign(new Error("connection reset during the claim"), { code: "ECONNRESET" });
+      },
+      async releaseClaim(runId) {
+        if (how.releaseFails) throw Object.assign(new Error("connection reset"), { code: "ECONNRESET" });
+        return store.releaseClaim(runId);
+      },
+    });
+  }
+
+  describe("a claim whose move to STARTING fails", () => {
+    it("wedges nothing: the run, the rest of its thread and of its pass all start", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, wrap: failingClaimOnce() });
+      const a = await organization();
+      const threadId = (await r.runs.createThread({ name: "claims" }, a.headers)).thread!.threadId;
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `in thread ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `alone ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      r.worker.start();
+      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it("whose write landed but whose answer was lost: the run is executed, not lost with its lease", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, leaseMs: 60_000, wrap: failingClaimOnce({ landed: true }) });
+      const a = await organization();
+      const ids: string[] = [];
+      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      r.worker.start();
+      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it("and whose claim cannot be given back: the claim lapses after a lease and the run starts", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const r = await replica(model, { start: false, leaseMs: 300, wrap: failingClaimOnce({ releaseFails: true }) });
+      const a = await organization();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      r.worker.start();
+      expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
+    });
+  });
+
+  /**
+   * The events service as a replica reaches it, switched between reachable
+   * and not (an empty server: what a client meets while the service is
+   * restarting). `dropTerminalOnce`: the next append of a terminal event fails
+   * once, the rest pass: a one-call blip, which no real outage can aim at one
+   * chosen call (the fault suite kills the real process: faults/events-down).
+   */
+  function switchableEvents() {
+    const down = inProcessTransport([], token, logger);
+    let reachable = true;
+    let dropTerminal = false;
+    const transport: Transport = {
+      unary: (method, signal, timeoutMs, header, input, contextValues) => {
+        const terminal = method.name === "AppendEvents" && (input as { events: { type: string }[] }).events.some((e) => terminalLifecycleEvents.has(e.type));
+        if (dropTerminal && terminal) {
+          dropTerminal = false;
+          return Promise.reject(new ConnectError("connection reset", Code.Unavailable));
+        }
+        return (reachable ? peers : down).unary(method, signal, timeoutMs, header, input, contextValues);
+      },
+      stream: (method, signal, timeoutMs, header, input, contextValues) => (reachable ? peers : down).stream(method, signal, timeoutMs, header, input, contextValues),
+    };
+    return {
+      transport,
+      set: (up: boolean) => void (reachable = up),
+      dropTerminalOnce: () => void (dropTerminal = true),
+    };
+  }
+  /** Follows a run's log to its end (FollowEvents, as an SSE stream does); resolves with the types seen once the stream ends. */
+  function follow(id: string, headers: { headers: Record<string, string> }) {
+    const types: string[] = [];
+    const done = (async () => {
+      for await (const res of events().followEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, fromOffset: 0n }, headers)) {
+        if (res.kind.case === "event") types.push(res.kind.value.type);
+      }
+      return types;
+    })();
+    return { types, done };
+  }
+
+  describe("a run's terminal event that cannot be written at once", () => {
+    it("a blip: the append is retried and the log ends with the run", async () => {
+      const model = createScriptedModel();
+      model.script({ answer: () => "ok" });
+      const link = switchableEvents();
+      const r = await replica(model, { events: link.transport });
+      const a = await organization();
+      link.dropTerminalOnce();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      const stream = follow(id, a.headers);
+      expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
+      expect((await within(stream.done, 3_000, "the stream ends")).at(-1)).toBe("AssistantRunSucceeded");
+    });
+
+    it("events away for longer than the retries: the sweep writes the end once it is back, and streams end", async () => {
+      const model = createScriptedModel();
+      model.script({ hang: true });
+      const link = switchableEvents();
+      const r = await replica(model, { events: link.transport, runTimeoutMs: 300 });
+      const a = await organization();
+      const called = model.whenCalled();
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      await called;
+      const stream = follow(id, a.headers);
+      link.set(false); // the run times out while events is away: its end cannot be written
+      expect((await settled(r.runs, id, 5_000, a.headers)).statusDetail).toMatchObject({ reason: "Timeout" });
+      await new Promise((res) => setTimeout(res, 2_500)); // past the retries and a few sweeps
+      expect(stream.types.at(-1)).toBe("StartPromptEvent"); // still open: no end yet
+      link.set(true);
+      const back = Date.now();
+      expect((await within(stream.done, 5_000, "the stream ends")).at(-1)).toBe("AssistantRunErrored");
+      expect(Date.now() - back).toBeLessThan(3_500); // within the sweep's grace and interval
+    });
+
+    it("a cancel while events is away answers CANCELLED, stops the worker, and its end is written once events is back", async () => {
+      const model = createScriptedModel();
+      model.script({ hang: true });
+      const link = switchableEvents();
+      const executing = await replica(model, { events: link.transport });
+      const front = await replica(model, { start: false, events: link.transport }); // takes the cancel, sweeps nothing
+      const a = await organization();
+      const called = model.whenCalled();
+      const id = (await executing.runs.createAssistantRun({ assistantId: a.assistant, stream: true }, a.headers)).assistantRun!.assistantRunId;
+      await called;
+      const stream = follow(id, a.headers);
+      link.set(false);
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      await vi.waitFor(() => expect(executing.worker.inFlight()).toBe(0), { timeout: 5_000 });
+      link.set(true);
+      // A retried cancel converges at once; the sweep would too, a little later.
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      expect((await within(stream.done, 1_000, "the stream ends")).at(-1)).toBe("AssistantRunCancelled");
+      expect((await eventTypes(id, a.headers)).filter((t) => t === "AssistantRunCancelled")).toHaveLength(1);
+    });
+  });
+
+  it("reaps every run whose lease ran out in one sweep, however many", async () => {
+    const model = createScriptedModel();
+    const count = 120; // more than the fifty a sweep took before
+    const front = await replica(model, { start: false });
+    const a = await organization();
+    const ids: string[] = [];
+    await inBatches(count, async (i) => ids.push((await front.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId));
+    // Left RUNNING by a worker that is gone, its leases run out (as a crashed worker's do, without a live
+    // worker renewing 120 leases against a shared FerretDB while the test sets up).
+    const at = new Date();
+    await inBatches(count, async (i) => {
+      expect(await front.store.claimRun(ids[i]!, "gone", at)).toBe(true);
+      await front.store.transition(ids[i]!, { from: ["QUEUED"] }, "STARTING", { worker: "gone", leaseUntil: new Date(at.getTime() - 1) }, at);
+      expect(await front.store.transition(ids[i]!, { from: ["STARTING"], worker: "gone" }, "RUNNING", {}, at)).toMatchObject({ status: "RUNNING" });
+    });
+    // A survivor whose own lease is long: before, it swept every half lease (5 minutes here), fifty runs a sweep.
+    const survivor = await replica(model, { leaseMs: 600_000 });
+    const started = Date.now();
+    const ended = async () =>
+      (await survivor.runs.listAssistantRuns({ assistantId: a.assistant, statuses: [RunStatus.ERROR], page: { page: 1, pageSize: 1 } }, a.headers)).page!.totalCount;
+    // A reap is a few writes and an append: ~8 round trips, slow on a FerretDB shared by busy suites.
+    await vi.waitFor(async () => expect(await ended()).toBe(BigInt(count)), { timeout: kind === "mongo" ? 45_000 : 5_000, interval: 100 });
+    console.log(`reaped ${count} lost runs ${Date.now() - started} ms after the survivor started (${kind})`);
+    const runs = await Promise.all(ids.map((id) => survivor.runs.getAssistantRun({ assistantRunId: id }, a.headers)));
+    expect(runs.every((x) => (x.assistantRun!.statusDetail as { reason?: string } | undefined)?.reason === "WorkerLost")).toBe(true);
+  }, 90_000);
 
   it("a run over RUN_TIMEOUT becomes ERROR Timeout", async () => {
     const model = createScriptedModel();
@@ -335,6 +532,28 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     await r.runs.cancelAssistantRun({ assistantRunId: ids[0]! }, a.headers);
     expect((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.status).toBe(RunStatus.QUEUED);
     await cancelAll(r.runs, a.headers, ids);
+  });
+
+  it("concurrent creates never take an organization past its queued cap; the refused ones leave no run or thread", async () => {
+    const model = createScriptedModel();
+    const cap = 5;
+    // Two replicas on one store, as the gateway spreads creates over them.
+    const replicas = [await replica(model, { start: false, maxQueuedPerOrganization: cap }), await replica(model, { start: false, maxQueuedPerOrganization: cap })];
+    const a = await organization();
+    const answers = await Promise.allSettled(
+      Array.from({ length: 20 }, (_, i) => replicas[i % 2]!.runs.createAssistantRun({ assistantId: a.assistant, newThread: true, input: `run ${i}` }, a.headers)),
+    );
+    const created = answers.flatMap((x) => (x.status === "fulfilled" ? [x.value.assistantRun!.assistantRunId] : []));
+    const refused = answers.flatMap((x) => (x.status === "rejected" ? [(x.reason as ConnectError).code] : []));
+    expect(created).toHaveLength(cap);
+    expect(refused).toEqual(Array.from({ length: 20 - cap }, () => Code.ResourceExhausted));
+    expect(await queuedOf(replicas[0]!.runs, a)).toBe(BigInt(cap));
+    expect((await replicas[0]!.runs.listThreads({}, a.headers)).page!.totalCount).toBe(BigInt(cap));
+    // A place frees when a run leaves the queue.
+    await replicas[0]!.runs.cancelAssistantRun({ assistantRunId: created[0]! }, a.headers);
+    const next = (await replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+    await expect(replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    await cancelAll(replicas[0]!.runs, a.headers, [...created, next]);
   });
 
   it("with the events service down, a create answers UNAVAILABLE and leaves no run", async () => {

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/kit/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openRunsStore } from "../src/wiring.ts";
-import type { RunRecord, RunsStore, ThreadRecord } from "../src/store/port.ts";
+import { QueueFull, type RunRecord, type RunsStore, type ThreadRecord } from "../src/store/port.ts";
 
 describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
   let store: RunsStore;
@@ -227,5 +227,46 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     await store.releaseClaim(id);
     expect(await store.claimRun(id, "b", tick())).toBe(true);
     expect(await store.claimRun(id, "c", tick())).toBe(false);
+  });
+
+  it("grants a claim left standing past `staleBefore` again, once, however many ask at once", async () => {
+    const id = newId();
+    const first = tick();
+    expect(await store.claimRun(id, "a", first)).toBe(true);
+    expect(await store.claimRun(id, "b", tick(), first)).toBe(false); // not older than staleBefore: still a's
+    const later = tick();
+    const answers = await Promise.all(["c", "d", "e", "f"].map((w) => store.claimRun(id, w, later, new Date(first.getTime() + 1))));
+    expect(answers.filter(Boolean)).toHaveLength(1);
+    expect(await store.claimRun(id, "g", tick(), new Date(first.getTime() + 1))).toBe(false); // the new claim is fresh
+  });
+
+  it("marks every move to a terminal status as an unlogged end, until its event is logged", async () => {
+    const done = newRun();
+    const active = newRun();
+    for (const r of [done, active]) await store.insertRun(r);
+    await store.transition(done.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    expect(await store.transition(active.id, { from: ["RUNNING"] }, "ERROR", {}, tick())).toBeUndefined(); // guard fails: no end
+    const endedAt = tick();
+    await store.transition(done.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: endedAt, leaseUntil: undefined }, endedAt);
+    const ids = async (before: Date) => (await store.unloggedEnds(before, 1000)).map((r) => r.id);
+    expect(await ids(endedAt)).not.toContain(done.id); // marked at its end, not before
+    expect(await ids(tick())).toContain(done.id);
+    expect((await store.unloggedEnds(tick(), 1000)).find((r) => r.id === done.id)).toMatchObject({ status: "SUCCEEDED" });
+    expect(await ids(tick())).not.toContain(active.id);
+    await store.endLogged(done.id);
+    expect(await ids(tick())).not.toContain(done.id);
+  });
+
+  it("refuses a queued run past `maxQueued` with the write, and frees a place when a run leaves the queue", async () => {
+    const organizationId = newId();
+    const queued = [newRun({ organizationId }), newRun({ organizationId })];
+    for (const r of queued) expect(await store.insertRun(r, 2)).toBe(true);
+    const third = newRun({ organizationId });
+    await expect(store.insertRun(third, 2)).rejects.toBeInstanceOf(QueueFull);
+    expect(await store.getRun(organizationId, third.id)).toBeUndefined();
+    expect(await store.insertRun(queued[0]!, 2)).toBe(false); // the same run again: stored already, not refused
+    await store.transition(queued[0]!.id, { from: ["QUEUED"] }, "CANCELLED", { completedAt: tick() }, tick());
+    expect(await store.insertRun(third, 2)).toBe(true);
+    expect(await store.countQueued(organizationId)).toBe(2);
   });
 });

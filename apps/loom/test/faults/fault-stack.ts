@@ -22,10 +22,11 @@ export const faultLeaseMs = 2_000;
 
 /**
  * The split deployment (six Node processes) on NATS and FerretDB of its
- * own, with a fake OpenAI-compatible model the test controls. Process logs
+ * own, with a fake OpenAI-compatible model the test controls (`runs`: more
+ * settings of the runs process). Process logs
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */
-export async function startFaultStack(): Promise<FaultStack> {
+export async function startFaultStack(options: { runs?: Record<string, string> } = {}): Promise<FaultStack> {
   const key = `loom_fault-${randomBytes(24).toString("base64url")}`;
   const started: Array<{ close(): Promise<void> }> = [];
   try {
@@ -44,6 +45,7 @@ export async function startFaultStack(): Promise<FaultStack> {
           OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
           RUN_LEASE_MS: String(faultLeaseMs),
           RUN_POLL_MS: "100",
+          ...options.runs,
         },
       },
       { stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore" },

@@ -1,6 +1,6 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
-import { idempotencyWindowMs, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
 
@@ -24,6 +24,12 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
   const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
+  /** Stale claims taken over, one document per stale claim (`runId:its time`): rare, left by a claimer that failed. */
+  /** Each organization's queue slots (`org:n`, n below RUN_MAX_QUEUED_PER_ORGANIZATION), one per queued run: `reserveQueueSlot`. */
+  const slots: Collection<{ _id: string; organizationId: string; runId: string; at: Date }> = db.collection("run_queue_slots");
+  /** Ended runs whose terminal event is still to be written: a small collection, as the leases (the sweep reads it). */
+  const unloggedEnds: Collection<{ _id: string; at: Date }> = db.collection("run_unlogged_ends");
+  const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> = db.collection("run_leases");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
@@ -39,6 +45,37 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     return (unset.length ? { $set, $unset: Object.fromEntries(unset.map((k) => [k, ""])) } : { $set }) as UpdateFilter<Doc<RunRecord>>;
   };
 
+  /**
+   * One of the organization's `maxQueued` queue slots for the run: a unique
+   * insert of `org:n`, so two creates on any replicas never share a slot and
+   * the organization never has more queued runs than slots. A slot is held
+   * while its run is queued (freed with its queue entry). Slots left by a
+   * create that died are freed once they are a minute old without a queue
+   * entry, when the organization finds none free.
+   */
+  async function reserveQueueSlot(r: RunRecord, maxQueued: number): Promise<boolean> {
+    for (let round = 0; round < 2; round++) {
+      const held = await slots.find({ organizationId: r.organizationId }, { projection: { runId: 1, at: 1 } }).toArray();
+      if (held.some((slot) => slot.runId === r.id)) return true; // this run's already (a create taken over)
+      const taken = new Set(held.map((slot) => slot._id));
+      const free = Array.from({ length: maxQueued }, (_, n) => `${r.organizationId}:${n}`).filter((id) => !taken.has(id));
+      // From a random free slot on: creates at once mostly try different ones.
+      const from = Math.floor(Math.random() * free.length);
+      for (const id of [...free.slice(from), ...free.slice(0, from)]) {
+        if (await ignoringDuplicate(slots.insertOne({ _id: id, organizationId: r.organizationId, runId: r.id, at: r.createdAt }))) return true;
+      }
+      const old = held.filter((slot) => slot.at.getTime() < r.createdAt.getTime() - orphanSlotMs);
+      if (old.length === 0) return false;
+      const queued = new Set((await queue.find({ _id: { $in: old.map((slot) => slot.runId) } }, { projection: { _id: 1 } }).toArray()).map((e) => e._id));
+      const orphans = old.filter((slot) => !queued.has(slot.runId));
+      if (orphans.length === 0) return false;
+      await slots.deleteMany({ _id: { $in: orphans.map((slot) => slot._id) }, runId: { $in: orphans.map((slot) => slot.runId) } });
+    }
+    return false;
+  }
+  /** A run left the queue: its slot is free. */
+  const freeQueueSlot = async (runId: string) => void (await slots.deleteOne({ runId }));
+
   return {
     sharedByProcesses: true,
     durable: async () => {},
@@ -48,6 +85,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
       await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await leases.createIndex({ until: 1 });
+      await unloggedEnds.createIndex({ at: 1 });
+      await slots.createIndex({ organizationId: 1 });
+      await slots.createIndex({ runId: 1 });
       await queue.createIndex({ createdAt: 1, _id: 1 });
       await queue.createIndex({ organizationId: 1 });
       // Records expire after the window: a TTL index (MongoDB's TTL monitor runs every 60 s; reads
@@ -66,7 +106,11 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     ready: ping,
     close,
 
-    async insertRun(r) {
+    async insertRun(r, maxQueued) {
+      if (r.status === "QUEUED" && maxQueued !== undefined && !(await reserveQueueSlot(r, maxQueued))) {
+        if (await runs.findOne({ _id: r.id }, { projection: { _id: 1 } })) return false; // stored already (a keyed create taken over)
+        throw new QueueFull(maxQueued);
+      }
       // The queue entry first: a run is never QUEUED without one. An entry
       // whose run never follows (the creator died) is dropped by the worker.
       if (r.status === "QUEUED") await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: r.createdAt, ...(r.threadId ? { threadId: r.threadId } : {}) }));
@@ -91,8 +135,11 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
       const { leaseUntil, ...rest } = changes;
+      // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
+      const marked = isTerminal(to) && (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
       const changed = run(await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), { returnDocument: "after" }));
-      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED")) await queue.deleteOne({ _id: id });
+      if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
+      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED")) await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
         await leases.deleteOne({ _id: id });
@@ -102,7 +149,16 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await leases.updateOne({ _id: id }, { $set: holds }, { upsert: true });
       return { ...changed, leaseUntil };
     },
-    claimRun: (id, worker, at) => ignoringDuplicate(claims.insertOne({ _id: id, worker, at })),
+    async claimRun(id, worker, at, staleBefore) {
+      if (await ignoringDuplicate(claims.insertOne({ _id: id, worker, at }))) return true;
+      if (!staleBefore) return false;
+      const standing = await claims.findOne({ _id: id });
+      if (!standing || standing.at >= staleBefore) return false; // fresh, or given back meanwhile (the next pass claims it)
+      // One taker per stale claim: a unique insert naming it (FerretDB does not isolate guarded updates of one document).
+      if (!(await ignoringDuplicate(claimTakeovers.insertOne({ _id: `${id}:${standing.at.getTime()}`, at })))) return false;
+      await claims.replaceOne({ _id: id }, { worker, at }, { upsert: true });
+      return true;
+    },
     async renewLease(id, worker, leaseUntil) {
       // Reads the run, writes only the lease: still ours while STARTING or RUNNING and held by this worker.
       const held = await runs.findOne({ _id: id }, { projection: { worker: 1, status: 1 } }); // `_id` alone, as getRun
@@ -116,7 +172,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       return (await queue.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map(({ _id, ...entry }) => ({ runId: _id, ...entry }));
     },
     async dropQueueEntry(runId) {
-      await queue.deleteOne({ _id: runId });
+      await Promise.all([queue.deleteOne({ _id: runId }), freeQueueSlot(runId)]);
     },
     async releaseClaim(runId) {
       await claims.deleteOne({ _id: runId });
@@ -138,6 +194,20 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const until = new Map(expired.map((l) => [l._id, l.until]));
       const held = await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray();
       return held.map((d) => ({ ...run(d)!, leaseUntil: until.get(d._id) }));
+    },
+    async endLogged(id) {
+      await unloggedEnds.deleteOne({ _id: id });
+    },
+    async unloggedEnds(before, limit) {
+      const marks = await unloggedEnds.find({ at: { $lt: before } }).sort({ at: 1 }).limit(limit).toArray();
+      if (marks.length === 0) return [];
+      const found = new Map((await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]));
+      // A mark whose run has not ended is skipped, not dropped: its move is on its way, or a crash came between the
+      // two and the run ends later (every run does: the reaper), keeping the mark then.
+      return marks.flatMap((m) => {
+        const ended = found.get(m._id);
+        return ended && isTerminal(ended.status) ? [ended] : [];
+      });
     },
     threadHistory: async (threadId, before) =>
       (await runs.find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } }).sort({ createdAt: 1, _id: 1 }).toArray()).map((d) => run(d)!),
@@ -195,6 +265,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
   };
 }
+
+/** A queue slot this old whose run has no queue entry was left by a create that died between the two. */
+const orphanSlotMs = 60_000;
 
 /** The server's answer to an index option it lacks (FerretDB 1.24 and `expireAfterSeconds`). */
 const notImplemented = 238;

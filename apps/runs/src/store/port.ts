@@ -9,6 +9,15 @@ export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 // The statuses are named once, in the kit (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
 
+/** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
+export class QueueFull extends Error {
+  readonly maxQueued: number;
+  constructor(maxQueued: number) {
+    super(`the organization has ${maxQueued} runs queued`);
+    this.maxQueued = maxQueued;
+  }
+}
+
 export interface StatusDetail {
   reason: string;
   message?: string;
@@ -110,8 +119,14 @@ export interface RunsStore extends StoreLifecycle {
    * by the server already.
    */
   durable(): Promise<void>;
-  /** Stores a run (and, if QUEUED, its queue entry first); false when a run with its id exists. */
-  insertRun(run: RunRecord): Promise<boolean>;
+  /**
+   * Stores a run (and, if QUEUED, its queue entry first); false when a run
+   * with its id exists. With `maxQueued`, a QUEUED run whose organization has
+   * that many queued already is refused with `QueueFull` and nothing is
+   * stored: checked with the write, so concurrent creates (on any replica)
+   * never take the organization past it.
+   */
+  insertRun(run: RunRecord, maxQueued?: number): Promise<boolean>;
   getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;
   /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
   getRunById(id: string): Promise<RunRecord | undefined>;
@@ -120,17 +135,26 @@ export interface RunsStore extends StoreLifecycle {
   /**
    * The one way a run changes state: atomically, only if the guard holds.
    * Undefined when it did not, so a late writer can never leave a terminal state.
+   * A move to a terminal status also marks the run's end as not logged yet
+   * (its terminal event is still to be written): on SQLite in the same
+   * transaction, on MongoDB just before, so no crash loses the mark.
    */
   transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
+  /** The run's terminal event is written: its end leaves `unloggedEnds`. */
+  endLogged(id: string): Promise<void>;
+  /** Ended runs whose terminal event is still to be written, marked before `before`, oldest first. */
+  unloggedEnds(before: Date, limit: number): Promise<RunRecord[]>;
   /**
    * The right to start a run, given once per run: an insert on a unique key,
    * which holds even on stores that do not isolate concurrent updates of one
    * document (FerretDB). The claimer then moves the run to STARTING. A store
    * may forget the claim of a finished run (the SQLite one does): a finished
    * run has no queue entry to be claimed through, and its guarded move to
-   * STARTING would fail.
+   * STARTING would fail. A claim granted before `staleBefore` and still
+   * standing was left by a claimer that failed before it could give it back
+   * (`releaseClaim`): it is granted again, once, so no claim is permanent.
    */
-  claimRun(id: string, worker: string, at: Date): Promise<boolean>;
+  claimRun(id: string, worker: string, at: Date, staleBefore?: Date): Promise<boolean>;
   /** Extends a lease, only while the worker still holds the run. */
   renewLease(id: string, worker: string, leaseUntil: Date): Promise<boolean>;
   /**

@@ -1,7 +1,7 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
 import type { IdArray } from "@loom/kit/id-arrays";
 import { InFlight } from "./in-flight.ts";
-import { idempotencyWindowMs, isTerminal, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
@@ -52,6 +52,8 @@ export const runsMigrations = [
    INSERT INTO runs_leases_v5 SELECT run_id, worker, until, organization_id, thread_id FROM runs_leases;
    DROP TABLE runs_leases; ALTER TABLE runs_leases_v5 RENAME TO runs_leases;
    DROP TABLE runs_claims;`,
+  // 6: ended runs whose terminal event is still to be written (the sweep writes it; docs/decisions.md, "Runs").
+  `CREATE TABLE runs_unlogged_ends (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
 ];
 
 /** The IdArray fields and their columns (JSON arrays of ids). */
@@ -181,8 +183,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   /** Finished runs, oldest first: terminal, so never written again. */
   const finished = new Map<string, RunRecord>();
   let inFlight: InFlight | undefined;
-  /** Runs claimed and not finished (nor their claim given back). */
-  const claims = new Set<string>();
+  /** Runs claimed and not finished (nor their claim given back), and when each claim was granted. */
+  const claims = new Map<string, number>();
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
   handle.afterRollback(() => {
     held.clear();
@@ -218,7 +220,13 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     durable: () => handle.durable(),
     ...sqliteLifecycle(handle, "runs", runsMigrations),
 
-    async insertRun(run) {
+    async insertRun(run, maxQueued) {
+      const full = maxQueued !== undefined && run.status === "QUEUED" && inFlightNow().countQueued(run.organizationId) >= maxQueued;
+      // One process writes this store and the check and the insert share a turn: no create slips in between.
+      if (full) {
+        if (runById(run.id)) return false; // stored already (a keyed create taken over): not a new queued run
+        throw new QueueFull(maxQueued);
+      }
       return handle.transaction(() => {
         const inserted = prepare(
           `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
@@ -306,7 +314,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
         }
-        if (isTerminal(to)) claims.delete(id);
+        if (isTerminal(to)) {
+          claims.delete(id);
+          prepare("INSERT INTO runs_unlogged_ends (run_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(id, at.getTime());
+        }
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) {
             prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
@@ -323,9 +334,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         return copyOfRun(next);
       });
     },
-    async claimRun(id) {
-      if (claims.has(id)) return false;
-      claims.add(id);
+    async claimRun(id, _worker, at, staleBefore) {
+      const standing = claims.get(id);
+      if (standing !== undefined && !(staleBefore && standing < staleBefore.getTime())) return false;
+      claims.set(id, at.getTime());
       return true;
     },
     async renewLease(id, worker, leaseUntil) {
@@ -358,6 +370,17 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       ).all(now.getTime(), limit);
       return rows.map((row) => runOf(row)!);
     },
+    async endLogged(id) {
+      prepare("DELETE FROM runs_unlogged_ends WHERE run_id = ?").run(id);
+    },
+    unloggedEnds: async (before, limit) =>
+      // CROSS JOIN keeps the marks (a few at most) the outer loop, as for the leases.
+      prepare(
+        `SELECT r.*, NULL AS lease_until FROM runs_unlogged_ends u CROSS JOIN runs_runs r ON r.id = u.run_id
+         WHERE u.at < ? ORDER BY u.at LIMIT ?`,
+      )
+        .all(before.getTime(), limit)
+        .map((row) => runOf(row)!),
     threadHistory: async (threadId, before) =>
       prepare(`${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`)
         .all(threadId, before.getTime())
