@@ -77,8 +77,13 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, rev
 export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operations: Operation[]; feeds: EventFeeds } {
   // Deleted keys, heard from the bus and from this replica's own DELETEs: they drop cached answers and end open streams.
   const revocations = createRevocations();
-  const principals = deps.bus ? createPrincipalCache() : undefined;
-  if (principals) revocations.onRevoke((apiKeyId) => principals.revokeApiKey(apiKeyId));
+  const bus = deps.bus;
+  // Cached only while the bus can bring revocations; what was cached before an outage is dropped when it ends (revocations sent meanwhile were lost).
+  const principals = bus ? createPrincipalCache({ trusted: () => bus.connection() !== "disconnected" }) : undefined;
+  if (bus && principals) {
+    revocations.onRevoke((apiKeyId) => principals.revokeApiKey(apiKeyId));
+    bus.onReconnect(() => principals.clear());
+  }
   deps.bus?.subscribe(subjects.revokedApiKeys, (data) => revocations.revoke(new TextDecoder().decode(data)));
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
   const operations = publicOperations(deps.clients, feeds, revocations);

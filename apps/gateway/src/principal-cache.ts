@@ -20,14 +20,19 @@ export const credentialKey = (credential: string) => hash("sha256", credential, 
  * `credentialKey` (hashed once per request, by the caller), so no secret is
  * held as a map key. Revocations arrive through `revokeApiKey` (see
  * revocations.ts: from the bus, and from the gateway that served the DELETE).
+ * `trusted` says whether revocations can reach it now (the bus is connected):
+ * while not, nothing is served from it or added to it.
  */
-export function createPrincipalCache(options: { maxEntries?: number; now?: () => number } = {}) {
+export function createPrincipalCache(options: { maxEntries?: number; now?: () => number; trusted?: () => boolean } = {}) {
   const maxEntries = options.maxEntries ?? 10_000;
   const now = options.now ?? Date.now;
+  const trusted = options.trusted ?? (() => true);
   const entries = new Map<string, Entry>();
 
   return {
     get(key: string): Authenticated | undefined {
+      // Not while revocations may be missed (the bus is down): every request then asks identity.
+      if (!trusted()) return undefined;
       const entry = entries.get(key);
       if (!entry) return undefined;
       if (entry.until <= now()) {
@@ -37,7 +42,7 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
       return entry;
     },
     put(key: string, principal: Principal, apiKeyId: string, until: Date): void {
-      if (until.getTime() <= now()) return;
+      if (!trusted() || until.getTime() <= now()) return;
       // Oldest first out: Map iterates in insertion order.
       if (entries.size >= maxEntries) entries.delete(entries.keys().next().value!);
       entries.set(key, { principal, apiKeyId, until: until.getTime() });
@@ -45,6 +50,8 @@ export function createPrincipalCache(options: { maxEntries?: number; now?: () =>
     revokeApiKey(apiKeyId: string): void {
       for (const [key, entry] of entries) if (entry.apiKeyId === apiKeyId) entries.delete(key);
     },
+    /** Forgets every answer: after the bus was lost, revocations sent meanwhile were missed. */
+    clear: () => entries.clear(),
     size: () => entries.size,
   };
 }

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { subjects } from "@loom/kit/subjects";
 import { apiClient, type ApiClient } from "@loom/testing/http";
+import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { testServers } from "@loom/testing/servers";
 import { openSse } from "@loom/testing/sse";
@@ -117,5 +118,57 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
     expect(untouched.events.length).toBeGreaterThan(before);
     untouched.close();
     await admin.post(`/assistant-runs/${runId}/cancel`);
+  });
+});
+
+/**
+ * Issue 31 item 4, while a replica's NATS connection is lost: it cannot hear
+ * revocations, so it serves no credential from its cache (and caches none),
+ * and forgets what it cached before once the connection is back.
+ */
+describe.skipIf(!needsOwnServers("revocation while a gateway's NATS is lost", "nats"))("revocation while a gateway replica's NATS is lost", () => {
+  let stack: TestStack;
+  let admin: ApiClient;
+  let userId: string;
+  let nats: OwnServer | undefined;
+  beforeAll(async () => {
+    stack = await startStack("sqlite");
+    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    userId = (await admin.get("/users")).body.users[0].user_id;
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await nats?.close();
+  });
+
+  it("refuses a key deleted during the outage at once, and one deleted before the bus came back after it", { timeout: 30_000 }, async () => {
+    // The replica's bus is on a NATS of its own, which the test stops: the replica alone loses it.
+    nats = await startOwnNats();
+    const replica = await stack.addGateway({ natsUrl: nats.url });
+    const busOf = async () => (await apiClient(replica).get("/readyz")).body.bus as string;
+    const waitForBus = async (state: string) => {
+      const deadline = Date.now() + 15_000;
+      while ((await busOf()) !== state) {
+        if (Date.now() > deadline) throw new Error(`the replica's bus never became ${state}`);
+        await sleep(50);
+      }
+    };
+    const newKey = async (name: string) => (await admin.post(`/users/${userId}/api-keys`, { name })).body as { api_key_id: string; value: string };
+    const [during, beforeReturn] = [await newKey("deleted during the outage"), await newKey("deleted before the bus is back")];
+    for (const key of [during, beforeReturn]) expect((await apiClient(replica, key.value).get("/users")).status).toBe(200); // cached on the replica
+    expect(await busOf()).toBe("connected");
+
+    await nats.stop("SIGKILL");
+    await waitForBus("disconnected");
+    expect((await admin.delete(`/api-keys/${during.api_key_id}`)).status).toBe(204);
+    expect((await apiClient(replica, during.value).get("/users")).status).toBe(401);
+    // Deleted while the replica could not hear it, and not used there until the bus is back.
+    expect((await admin.delete(`/api-keys/${beforeReturn.api_key_id}`)).status).toBe(204);
+
+    await nats.start();
+    await waitForBus("connected");
+    expect((await apiClient(replica, beforeReturn.value).get("/users")).status).toBe(401);
+    // A live key still works, and is cached again.
+    expect((await apiClient(replica, stack.bootstrapKey).get("/users")).status).toBe(200);
   });
 });

@@ -6,7 +6,7 @@ import { blobPathPrefix } from "@loom/kit/blob-exchange";
 import { blobHttpHandler, remoteBlobs } from "@loom/kit/blob-http";
 import { createHttpServer } from "@loom/kit/http-server";
 import { openBus } from "@loom/kit/bus-open";
-import type { Bus } from "@loom/kit/bus";
+import { busReadiness, type Bus } from "@loom/kit/bus";
 import { createLogger } from "@loom/kit/logger";
 import { listen, startRpcServer, type RunningServer } from "@loom/kit/rpc-server";
 import { httpTransport } from "@loom/kit/transports";
@@ -32,8 +32,12 @@ export interface TestStack {
   worker: RunWorker;
   /** The bus the services share (the in-process one when `memoryBus`). */
   bus: Bus;
-  /** Starts another gateway replica on the same identity service and bus; `identityUrl`: reach identity there instead (a proxy in between). */
-  addGateway(options?: { identityUrl?: string }): Promise<string>;
+  /**
+   * Starts another gateway replica on the same identity service and bus;
+   * `identityUrl`: reach identity there instead (a proxy in between);
+   * `natsUrl`: its bus on that NATS server instead (one the test can stop).
+   */
+  addGateway(options?: { identityUrl?: string; natsUrl?: string }): Promise<string>;
   identityUrl: string;
   bootstrapKey: string;
   /** Stops the identity service and starts it again on the same port and store. */
@@ -132,9 +136,9 @@ export async function startStack(
     logger,
   });
   const gateways: RunningServer[] = [];
-  const startGateway = async (identityUrl?: string) => {
+  const startGateway = async (identityUrl?: string, natsUrl = options.memoryBus ? undefined : testServers.natsUrl) => {
     // Each replica its own bus connection, as separate processes would have.
-    const replicaBus = testServers.natsUrl && !options.memoryBus ? await openBus(testServers.natsUrl, "test-gateway") : bus;
+    const replicaBus = natsUrl ? await openBus(natsUrl, "test-gateway") : bus;
     const clients = serviceClients({
       identity: httpTransport(identityUrl ?? identity.url, serviceToken),
       assistants: httpTransport(assistants.url, serviceToken),
@@ -143,7 +147,7 @@ export async function startStack(
       storage: httpTransport(storage.url, serviceToken),
     });
     const blobs = remoteBlobs(storage.url, serviceToken);
-    const { app } = buildApp({ clients, blobs, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url, storage: storage.url }) }) });
+    const { app } = buildApp({ clients, blobs, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, ...busReadiness(replicaBus), services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url, storage: storage.url }) }) });
     const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });
@@ -158,7 +162,7 @@ export async function startStack(
     gatewayUrl: gateway.url,
     worker: runsWiring.worker,
     bus,
-    addGateway: async (gatewayOptions) => (await startGateway(gatewayOptions?.identityUrl)).url,
+    addGateway: async (gatewayOptions) => (await startGateway(gatewayOptions?.identityUrl, gatewayOptions?.natsUrl)).url,
     identityUrl: identity.url,
     bootstrapKey,
     blobDir,

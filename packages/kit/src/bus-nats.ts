@@ -39,7 +39,7 @@ export async function createNatsBus(url: string, name: string, logger?: Logger):
         gauge.set(0);
         logger?.warn(
           { server: status.server },
-          "lost the NATS server: key revocations reach other replicas only when their cache expires (≤ 30 s), a cancel only at the worker's next lease renewal, live events at keep-alive intervals; reconnecting every 2 s",
+          "lost the NATS server: gateways ask identity on every request until it is back (no cached credentials), a cancel reaches another replica's worker only at its next lease renewal, live events at keep-alive intervals; reconnecting every 2 s",
         );
         continue;
       }
