@@ -14,6 +14,7 @@ import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { RunsService, RunStatus } from "@loom/proto/runs/v1/runs_pb";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { within } from "@loom/testing/within";
 import { executeRun } from "../src/executor.ts";
 import { createRunLog } from "../src/run-log.ts";
 import { createRunsService } from "../src/service.ts";
@@ -23,16 +24,6 @@ import { createRunWorker, type RunWorker } from "../src/worker.ts";
 
 const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
 
-/** `promise`, or a failure naming `what` once `ms` pass. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`not within ${ms} ms: ${what}`)), ms)));
-  try {
-    return await Promise.race([promise, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 const token = "engine-test-token-0123456789";
 const principal = { userId: newId(), organizationId: newId() };
 const call = { headers: headersFor(principal) };
@@ -272,7 +263,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
       const stream = follow(id, a.headers);
       expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
-      expect((await within(stream.done, 3_000, "the stream ends")).at(-1)).toBe("AssistantRunSucceeded");
+      expect((await within("the stream ends", 3_000, stream.done)).at(-1)).toBe("AssistantRunSucceeded");
     });
 
     it("events away for longer than the retries: the sweep writes the end once it is back, and streams end", async () => {
@@ -291,7 +282,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       expect(stream.types.at(-1)).toBe("StartPromptEvent"); // still open: no end yet
       link.set(true);
       const back = Date.now();
-      expect((await within(stream.done, 5_000, "the stream ends")).at(-1)).toBe("AssistantRunErrored");
+      expect((await within("the stream ends", 5_000, stream.done)).at(-1)).toBe("AssistantRunErrored");
       expect(Date.now() - back).toBeLessThan(3_500); // within the sweep's grace and interval
     });
 
@@ -312,7 +303,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       link.set(true);
       // A retried cancel converges at once; the sweep would too, a little later.
       expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
-      expect((await within(stream.done, 1_000, "the stream ends")).at(-1)).toBe("AssistantRunCancelled");
+      expect((await within("the stream ends", 1_000, stream.done)).at(-1)).toBe("AssistantRunCancelled");
       expect((await eventTypes(id, a.headers)).filter((t) => t === "AssistantRunCancelled")).toHaveLength(1);
     });
   });

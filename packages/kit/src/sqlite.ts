@@ -276,31 +276,21 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
       begin(group);
       group.wrote = true;
     };
+    /** A statement call that first marks the group written, and fails the database when SQLite undid the group with it. */
+    const guarded =
+      <A extends unknown[], R>(call: (...params: A) => R) =>
+      (...params: A): R => {
+        wrote();
+        try {
+          return call(...params);
+        } catch (error) {
+          throw statementError(error);
+        }
+      };
     return {
-      run: (...params: Parameters<StatementSync["run"]>) => {
-        wrote();
-        try {
-          return statement.run(...params);
-        } catch (error) {
-          throw statementError(error);
-        }
-      },
-      get: (...params: Parameters<StatementSync["get"]>) => {
-        wrote();
-        try {
-          return statement.get(...params);
-        } catch (error) {
-          throw statementError(error);
-        }
-      },
-      all: (...params: Parameters<StatementSync["all"]>) => {
-        wrote();
-        try {
-          return statement.all(...params);
-        } catch (error) {
-          throw statementError(error);
-        }
-      },
+      run: guarded((...params: Parameters<StatementSync["run"]>) => statement.run(...params)),
+      get: guarded((...params: Parameters<StatementSync["get"]>) => statement.get(...params)),
+      all: guarded((...params: Parameters<StatementSync["all"]>) => statement.all(...params)),
     } as StatementSync;
   };
   /** What a caller waits for to know every write so far is on disk. */
