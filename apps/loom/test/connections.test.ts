@@ -37,6 +37,21 @@ function rawConnection(url: string): { socket: Socket; received: () => string; c
 const within = <T>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<"still open">((r) => setTimeout(() => r("still open"), ms))]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * A process under `maxDescriptors` with one asset, `kept.txt`, and a client
+ * connection kept alive to it, made before any crowd arrives.
+ */
+async function startWithKeptAsset(settings: Record<string, string>, maxDescriptors: number) {
+  const loom = await startAllInOne({ PORT: "0", ...settings }, { maxDescriptors });
+  const key = (await loom.bootstrapKey())!;
+  const api = apiClient(loom.url, key);
+  const url = await uploadUrl(api, "kept.txt");
+  expect((await api.put(new URL(url).pathname, "kept bytes", { "content-type": "text/plain" })).status).toBe(200);
+  const bucket = (await api.get("/buckets")).body.buckets[0].bucket_id as string;
+  const kept = new Agent({ keepAlive: true, maxSockets: 1 });
+  return { loom, url, bucket, kept, auth: { authorization: `Bearer ${key}` } };
+}
+
 async function uploadUrl(api: ReturnType<typeof apiClient>, name: string): Promise<string> {
   const bucket = (await api.post("/buckets", { name: "files" })).body.bucket_id as string;
   expect((await api.put(`/buckets/${bucket}/assets`, { name })).status).toBe(201);
@@ -56,16 +71,11 @@ describe("connections to the all-in-one process", () => {
     { timeout: 60_000 },
     async () => {
       const maxDescriptors = 256;
-      loom = await startAllInOne({ PORT: "0" }, { maxDescriptors });
-      const key = (await loom.bootstrapKey())!;
-      const api = apiClient(loom.url, key);
-      const url = await uploadUrl(api, "kept.txt");
-      expect((await api.put(new URL(url).pathname, "kept bytes", { "content-type": "text/plain" })).status).toBe(200);
-      const bucket = (await api.get("/buckets")).body.buckets[0].bucket_id as string;
+      const started = await startWithKeptAsset({}, maxDescriptors);
+      loom = started.loom;
+      const { bucket, kept, auth } = started;
 
       // One connection of a client already served, kept alive through the crowd.
-      const kept = new Agent({ keepAlive: true, maxSockets: 1 });
-      const auth = { authorization: `Bearer ${key}` };
       expect((await call(`${loom.url}/users`, { agent: kept, headers: auth })).status).toBe(200);
 
       // More idle connections than the process has descriptors: none sends a byte.
@@ -102,14 +112,9 @@ describe("connections to the all-in-one process", () => {
     async () => {
       const maxDescriptors = 256;
       // A cap above the limit: the crowd takes every descriptor, as several listeners or a lower system limit would.
-      loom = await startAllInOne({ PORT: "0", HTTP_MAX_CONNECTIONS: "100000" }, { maxDescriptors });
-      const key = (await loom.bootstrapKey())!;
-      const api = apiClient(loom.url, key);
-      const url = await uploadUrl(api, "kept.txt");
-      expect((await api.put(new URL(url).pathname, "kept bytes", { "content-type": "text/plain" })).status).toBe(200);
-      const bucket = (await api.get("/buckets")).body.buckets[0].bucket_id as string;
-      const kept = new Agent({ keepAlive: true, maxSockets: 1 });
-      const auth = { authorization: `Bearer ${key}` };
+      const started = await startWithKeptAsset({ HTTP_MAX_CONNECTIONS: "100000" }, maxDescriptors);
+      loom = started.loom;
+      const { url, bucket, kept, auth } = started;
       const contents = () => call(`${loom!.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, { agent: kept, headers: auth });
       const blob = () => call(url, { agent: kept });
       expect((await contents()).status).toBe(200);
