@@ -38,11 +38,10 @@ try {
   const readiness = async () => ({ ready: true, services: await servicesStatus(services), ...busReadiness(bus) });
   const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
   const server = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST);
-  logger.info({ url: server.url }, "gateway listening");
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);
-  logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
   const memory = releaseMemoryWhenQuiet();
+  // Before the lines that say it is up: a SIGTERM sent on reading them must find the graceful shutdown in place.
   onShutdown(logger, async () => {
     memory.stop();
     await server.close();
@@ -50,6 +49,8 @@ try {
     await metrics.close();
     await tracing().shutdown();
   });
+  logger.info({ url: server.url }, "gateway listening");
+  logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
 } catch (error) {
   failStartup(logger, error);
 }

@@ -17,6 +17,14 @@ try {
   const metrics = config.METRICS_PORT === undefined ? undefined : await serveMetrics(config.METRICS_PORT, config.HOST);
   // Last: nothing after it can fail the start, so the key it prints once is never lost with a failed one.
   const bootstrapKey = await finishStart();
+  const memory = releaseMemoryWhenQuiet();
+  // Before the line that says Loom is up: a SIGTERM sent on reading it must find the graceful shutdown in place.
+  onShutdown(logger, async () => {
+    memory.stop();
+    await server.close();
+    await metrics?.close();
+    await tracing().shutdown();
+  });
   logger.info(
     { data_dir: dataDir.path, state: dataDir.state },
     config.MONGODB_URL
@@ -25,17 +33,10 @@ try {
   );
   if (metrics) logger.info({ url: `${metrics.url}/metrics` }, `metrics at ${metrics.url}/metrics`);
   logger.info({ url: server.url }, `Loom is listening on ${server.url}`);
-  const memory = releaseMemoryWhenQuiet();
   if (bootstrapKey) {
     logger.info(`bootstrap API key (shown once): ${bootstrapKey}`);
     logger.info(`try: curl -H "Authorization: Bearer ${bootstrapKey}" ${server.url}/users`);
   }
-  onShutdown(logger, async () => {
-    memory.stop();
-    await server.close();
-    await metrics?.close();
-    await tracing().shutdown();
-  });
 } catch (error) {
   failStartup(logger, error);
 }

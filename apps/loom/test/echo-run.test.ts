@@ -14,6 +14,7 @@ describe("a loom:echo run on the embedded process", () => {
     const key = "loom_echo-test-0123456789abcdefghijklmnopqrstuvwxyz";
     const config = loadConfig(loomConfigSchema, { PORT: "0", LOOM_DATA_DIR: freshDataDir(), BOOTSTRAP_API_KEY: key });
     loom = await startEmbedded(config, createLogger("test", "silent"));
+    await loom.finishStart(); // requests wait for the end of the start (the bootstrap), as in main.ts
     api = apiClient(loom.server.url, key);
   });
   afterAll(() => loom?.server.close());

@@ -14,6 +14,7 @@ describe("the all-in-one process's limit settings", () => {
   beforeAll(async () => {
     const config = loadConfig(loomConfigSchema, { PORT: "0", LOOM_DATA_DIR: freshDataDir(), BOOTSTRAP_API_KEY: key, RATE_LIMIT_REQUESTS: "4", RATE_LIMIT_WINDOW_SECONDS: "60", STREAMS_PER_CREDENTIAL: "1" });
     loom = await startEmbedded(config, createLogger("test", "silent"));
+    await loom.finishStart(); // requests wait for the end of the start (the bootstrap), as in main.ts
   });
   afterAll(() => loom?.server.close());
 

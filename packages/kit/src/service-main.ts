@@ -56,12 +56,11 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
     // Listening first, so a taken port fails the start before `started` runs; requests wait for its end.
     const started = Promise.withResolvers<void>();
     const server = await startRpcServer({ services: [service], bus, serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST, connections: connectionLimitsFrom(common), started: started.promise });
-    logger.info({ url: server.url }, `${name} service listening`);
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
-    logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
     await service.started?.();
     started.resolve();
     const memory = releaseMemoryWhenQuiet();
+    // Before the lines that say it is up: a SIGTERM sent on reading them must find the graceful shutdown in place.
     onShutdown(logger, async () => {
       memory.stop();
       await server.close();
@@ -69,6 +68,8 @@ export async function runService<S extends z.ZodObject>(name: string, schema: S,
       await metrics.close();
       await tracing().shutdown();
     });
+    logger.info({ url: server.url }, `${name} service listening`);
+    logger.info({ url: `${metrics.url}/metrics` }, "metrics listening");
   } catch (error) {
     failStartup(logger, error);
   }
