@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "@loom/testing/http";
+import { testServers } from "@loom/testing/servers";
 import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
 
@@ -21,6 +22,8 @@ describe("readiness when a backing service is down", () => {
     expect((await anonymous.get("/readyz")).body).toEqual({
       status: "ready",
       services: { identity: "ready", assistants: "ready", runs: "ready", events: "ready", storage: "ready" },
+      // The replica's own NATS connection, when it has one.
+      ...(testServers.natsUrl ? { bus: "connected" } : {}),
     });
 
     await stack.stopAssistants();
