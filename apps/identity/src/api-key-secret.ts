@@ -1,4 +1,6 @@
 import { createHash, randomBytes } from "node:crypto";
+import { newId } from "@loom/kit/ids";
+import type { ApiKeyRecord } from "./store/port.ts";
 
 /** API key secrets: `loom_` + 32 random bytes, base64url (semantics.md §3). */
 export const apiKeyPrefix = "loom_";
@@ -17,4 +19,18 @@ export function hashApiKeySecret(secret: string): string {
 
 export function looksLikeApiKey(credential: string): boolean {
   return credential.startsWith(apiKeyPrefix) && credential.length >= apiKeyPrefix.length + 32;
+}
+
+/**
+ * A new key's record and its secret (to show once): what CreateApiKey, the
+ * bootstrap and the operator's `pnpm loom keys create` store alike. `value`:
+ * a seeded secret (BOOTSTRAP_API_KEY); unset, a new one.
+ */
+export function newApiKey(
+  fields: Pick<ApiKeyRecord, "organizationId" | "userId" | "name" | "createdBy">,
+  at: Date,
+  value: string = newApiKeySecret(),
+): { record: ApiKeyRecord; value: string } {
+  const record: ApiKeyRecord = { id: newId(), ...fields, secretHash: hashApiKeySecret(value), createdAt: at, updatedAt: at, lastUsed: at };
+  return { record, value };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from "@loom/kit/logger";
 import { newId } from "@loom/kit/ids";
 import type { IdentityStore } from "./store/port.ts";
-import { hashApiKeySecret, newApiKeySecret } from "./api-key-secret.ts";
+import { newApiKey } from "./api-key-secret.ts";
 
 export interface BootstrapOptions {
   email: string;
@@ -21,19 +21,10 @@ export async function bootstrapIdentity(store: IdentityStore, options: Bootstrap
   if (!(await store.claimBootstrap(now))) return undefined;
   const organizationId = newId();
   const userId = newId();
-  const value = options.apiKey ?? newApiKeySecret();
   await store.insertOrganization({ id: organizationId, name: "Default organization", createdAt: now });
   await store.insertUser({ id: userId, subject: `local:${userId}`, email: options.email, organizations: [organizationId], createdAt: now, updatedAt: now });
-  await store.insertApiKey({
-    id: newId(),
-    organizationId,
-    name: "bootstrap",
-    secretHash: hashApiKeySecret(value),
-    createdBy: userId,
-    createdAt: now,
-    updatedAt: now,
-    lastUsed: now,
-  });
+  const { record, value } = newApiKey({ organizationId, name: "bootstrap", createdBy: userId }, now, options.apiKey);
+  await store.insertApiKey(record);
   logger.info({ email: options.email, organization_id: organizationId, user_id: userId }, "bootstrapped the first user, organization and API key");
   return options.apiKey ? undefined : value;
 }

@@ -1,8 +1,7 @@
 import type { Logger } from "@loom/kit/logger";
-import { newId } from "@loom/kit/ids";
 import { StartupRefused } from "@loom/kit/shutdown";
 import { nameProblem } from "@loom/kit/text";
-import { hashApiKeySecret, newApiKeySecret } from "./api-key-secret.ts";
+import { newApiKey } from "./api-key-secret.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { apiKeyNameMax } from "./service.ts";
 import type { IdentityStore, OrganizationRecord } from "./store/port.ts";
@@ -41,10 +40,8 @@ export async function createOperatorKey(store: IdentityStore, options: OperatorK
   // A key records who made it: the organization's first member stands for the operator.
   const creator = (await store.listUsersOf(organization.id)).at(-1);
   if (!creator) throw new StartupRefused(`organization ${organization.id} has no members`);
-  const value = newApiKeySecret();
-  const at = new Date();
-  const id = newId();
-  await store.insertApiKey({ id, organizationId: organization.id, name: options.name, secretHash: hashApiKeySecret(value), createdBy: creator.id, createdAt: at, updatedAt: at, lastUsed: at });
-  logger.info({ api_key_id: id, organization_id: organization.id, name: options.name }, "created an organization API key on the host");
+  const { record, value } = newApiKey({ organizationId: organization.id, name: options.name, createdBy: creator.id }, new Date());
+  await store.insertApiKey(record);
+  logger.info({ api_key_id: record.id, organization_id: organization.id, name: options.name }, "created an organization API key on the host");
   return { value, organization, bootstrapped: false };
 }

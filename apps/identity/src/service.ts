@@ -11,7 +11,7 @@ import { requirePrincipal, type Principal } from "@loom/kit/principal";
 import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
 import { nameProblem } from "@loom/kit/text";
 import type { AccessTokenVerifier, TokenClaims } from "./access-tokens.ts";
-import { hashApiKeySecret, looksLikeApiKey, newApiKeySecret } from "./api-key-secret.ts";
+import { hashApiKeySecret, looksLikeApiKey, newApiKey } from "./api-key-secret.ts";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, UserRecord } from "./store/port.ts";
 
 export interface IdentityDeps {
@@ -186,18 +186,7 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
       const owner = ownedKeys(principal, req.owner);
       checkName(req.name);
       const at = now();
-      const value = newApiKeySecret();
-      const key: ApiKeyRecord = {
-        id: newId(),
-        organizationId: principal.organizationId,
-        userId: owner.userId,
-        name: req.name,
-        secretHash: hashApiKeySecret(value),
-        createdBy: principal.userId,
-        createdAt: at,
-        updatedAt: at,
-        lastUsed: at,
-      };
+      const { record: key, value } = newApiKey({ organizationId: principal.organizationId, userId: owner.userId, name: req.name, createdBy: principal.userId }, at);
       await store.insertApiKey(key);
       await undoIfOverCap(key);
       return { apiKey: apiKeyMessage(key), value };
