@@ -10,7 +10,7 @@ import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
 import { lengthProblem, nameProblem } from "@loom/contracts/text";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 
-/** Most ids one array may hold (public-api.md is silent; see docs/decisions.md). */
+/** Most ids one array may hold (docs/api.md §8; why: docs/decisions.md). */
 export const maxIdsPerArray = 100;
 
 type Violation = { path: string; message: string };

@@ -7,12 +7,12 @@ import type { Logger } from "@loom/telemetry/logger";
 import { subjects } from "@loom/contracts/subjects";
 import { traceparentOf } from "@loom/telemetry/tracing";
 import { eventMessage } from "./event-message.ts";
-// An assistant run's terminal lifecycle event closes its log (semantics.md §6): once one is
+// An assistant run's terminal lifecycle event closes its log (docs/behaviour.md §6): once one is
 // stored, nothing more is appended, so a stream that ends after it has seen everything.
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import type { EventsStore, LogKind, LogRef } from "./store/port.ts";
 
-/** The event types after which a structure-run stream ends (semantics.md §6). */
+/** The event types after which a structure-run stream ends (docs/behaviour.md §6). */
 export const structureRunEndEvents: ReadonlySet<string> = new Set(["StructureRunCompleted", "StructureRunError"]);
 
 /** True for the event that ends a stream of a log of this kind: nothing is sent after it. */

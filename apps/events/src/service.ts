@@ -20,10 +20,10 @@ import { eventsAppended } from "./metrics.ts";
 
 export { eventMessage };
 
-/** Bounds of semantics.md §4 and §6. */
+/** Bounds of docs/behaviour.md §4 and §6. */
 export const eventBounds = { maxBatch: 1000, maxTypeLength: 200, defaultLimit: 100, maxLimit: 1000 } as const;
 
-/** FollowEvents keep-alive interval: the default (semantics.md §6) and the accepted range. */
+/** FollowEvents keep-alive interval: the default (docs/behaviour.md §6) and the accepted range. */
 export const keepAliveBounds = { defaultMs: 15_000, minMs: 10, maxMs: 3_600_000 } as const;
 
 export const origins = ["SYSTEM", "ASSISTANT", "USER"] as const;
@@ -42,7 +42,7 @@ export interface EventsDeps {
   /** FollowEvents knobs (tests shorten the hole grace). */
   follow?: Partial<FollowTiming>;
   /**
-   * Assistant-run logs are written by the runs service alone (semantics.md
+   * Assistant-run logs are written by the runs service alone (docs/behaviour.md
    * §6). When its answers wait for the durability of this same database (the
    * all-in-one: one SQLite file, one WAL, written in order), an append to
    * one is answered once written, and its events are published once on

@@ -100,7 +100,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   app.use(observeRequests(router));
   app.use(requestId);
   app.use(errorHandler(deps.logger));
-  // The compat alias (semantics.md §1): /api/x is /x.
+  // The compat alias (docs/behaviour.md §1): /api/x is /x.
   app.use(async (ctx, next) => {
     if (ctx.path === "/api" || ctx.path.startsWith("/api/")) ctx.path = ctx.path.slice(4) || "/";
     await next();

@@ -9,7 +9,7 @@ const allowed = "GET, HEAD, PUT";
 
 /**
  * Signed blob URLs (`/blobs/<token>`, and under `/api`): the data plane of
- * semantics.md §7. Mounted ahead of authentication — the token is the
+ * docs/behaviour.md §7. Mounted ahead of authentication — the token is the
  * credential, the storage service checks it — and ahead of the JSON body
  * reader: the request's bytes stream into `serve` and its answer's bytes
  * stream back, with backpressure, whatever their size. A refusal is a

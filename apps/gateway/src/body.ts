@@ -3,7 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { invalidArgument } from "@loom/contracts/errors";
 import type { Context } from "koa";
 
-/** Request body limits of semantics.md §9. */
+/** Request body limits of docs/behaviour.md §9. */
 export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as const;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
@@ -59,7 +59,7 @@ export async function readRawBody(ctx: Context, limit: number = bodyLimits.defau
  * `undefined`; whitespace alone is not JSON, so it is malformed; over the
  * limit is 413; bytes that are not UTF-8, a `\u` escape of a lone UTF-16
  * surrogate (not Unicode text either) and malformed JSON are 400. `null`
- * fields at the top level mean "absent" (semantics.md §1), so they are
+ * fields at the top level mean "absent" (docs/behaviour.md §1), so they are
  * dropped here once for every route.
  */
 export async function readJsonBody(ctx: Context, limit: number = bodyLimits.default): Promise<unknown> {

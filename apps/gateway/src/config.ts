@@ -2,7 +2,7 @@ import { z } from "zod";
 import { env, serviceSettings } from "@loom/runtime/config";
 
 /**
- * Per-credential and per-organization limits at the edge (semantics.md §9;
+ * Per-credential and per-organization limits at the edge (docs/behaviour.md §9;
  * docs/decisions.md, "Limits per credential and per organization"); the
  * all-in-one process reuses them as they are. Each gateway replica counts on
  * its own (see README).

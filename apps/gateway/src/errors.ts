@@ -5,7 +5,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import type { Context, Next } from "koa";
 
 /**
- * The one table from error codes to HTTP (semantics.md §2). Services and the
+ * The one table from error codes to HTTP (docs/behaviour.md §2). Services and the
  * gateway raise ConnectErrors; only this file knows status codes.
  * OUT_OF_RANGE is raised only by the gateway's body reader, for bodies over the limit.
  * `retryAfter` is the default wait; an error that knows its real wait carries

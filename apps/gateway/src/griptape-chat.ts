@@ -97,7 +97,7 @@ const driverConfigurationSchema = z.object({
 });
 
 /**
- * The request body (public-api.md, Chat messages). `output_schema` may be
+ * The request body (docs/api.md §4, Chat messages). `output_schema` may be
  * absent or null: griptape's driver leaves it out when there is none, and the
  * body reader treats a top-level null as absent (docs/decisions.md); the
  * other three are required. The configuration's fields may be null.

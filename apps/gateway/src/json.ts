@@ -2,7 +2,7 @@ import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
 import type { PageInfo } from "@loom/proto/common/v1/common_pb";
 
 /**
- * RFC 3339, UTC, milliseconds (semantics.md §1). A required time missing from
+ * RFC 3339, UTC, milliseconds (docs/behaviour.md §1). A required time missing from
  * a service's answer is a bug to report (500), never a made-up 1970 date.
  */
 export function isoTime(ts: Timestamp | undefined): string {

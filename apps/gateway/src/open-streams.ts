@@ -34,7 +34,7 @@ function createCounts() {
  * before streaming).
  *
  * A stream opened with an API key stops as soon as the key is deleted
- * (semantics.md §3: at once), on every replica that hears the revocation:
+ * (docs/behaviour.md §3: at once), on every replica that hears the revocation:
  * its `ctx.state.streamStop` aborts, which the operation joins to its calls'
  * signal. An event stream then ends as a finished response (the client sees
  * it close; its reconnection gets the 401); one not yet answered is a 401.

@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { Operation } from "./operation.ts";
 import { errorBodySchema } from "./schemas.ts";
 
-/** Every operation may answer these (semantics.md §2), always with the error body. */
+/** Every operation may answer these (docs/behaviour.md §2), always with the error body. */
 const errorResponses = {
   "400": "ValidationError: malformed JSON, wrong type or a bound violated",
   "401": "Unauthorized: missing, malformed, unknown, expired or revoked credential",
@@ -33,7 +33,7 @@ function jsonSchema(schema: z.ZodType, io: "input" | "output"): JsonSchemaObject
   return json as JsonSchemaObject;
 }
 
-/** The body reader drops top-level `null`s (semantics.md §1): every optional field of a body also takes null. */
+/** The body reader drops top-level `null`s (docs/behaviour.md §1): every optional field of a body also takes null. */
 function nullableOptionals(schema: JsonSchemaObject): JsonSchemaObject {
   const properties = schema.properties as Record<string, JsonSchemaObject> | undefined;
   if (schema.type !== "object" || !properties) return schema;

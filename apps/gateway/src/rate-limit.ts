@@ -14,7 +14,7 @@ interface Quota {
 }
 
 /**
- * Rate limits (semantics.md §9): per credential (`perCredential`, counted by
+ * Rate limits (docs/behaviour.md §9): per credential (`perCredential`, counted by
  * the credential's hash) and per organization (`perOrganization`, counted by
  * its id, over all its credentials), each per fixed window of `windowSeconds`
  * in this replica's memory; either may be off. Every answer it lets through,

@@ -3,7 +3,7 @@ import { producedUuidPatternSource } from "@loom/contracts/ids";
 import { runStatuses } from "@loom/contracts/run-lifecycle";
 
 /**
- * Response shapes of public-api.md, as zod schemas: documented in
+ * Response shapes of docs/api.md §2, as zod schemas: documented in
  * /openapi.json and checked against real responses in the tests.
  */
 export const timestamp = z.iso.datetime({ offset: false, precision: 3 });
@@ -168,7 +168,7 @@ export const assetUrlSchema = z.strictObject({
   expires_at: timestamp,
 });
 
-/** The URL is Stripe's, passed on as it comes (public-api.md: a string; stripe-mock's fixtures are not even valid URIs). */
+/** The URL is Stripe's, passed on as it comes (docs/api.md §4: a string; stripe-mock's fixtures are not even valid URIs). */
 export const checkoutSessionSchema = z.strictObject({ redirect_url: z.string().min(1) });
 
 export const billingManagementUrlSchema = z.strictObject({ billing_management_url: z.string().min(1) });

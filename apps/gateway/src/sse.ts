@@ -1,5 +1,5 @@
 /**
- * Server-sent events framing of semantics.md §6: one frame per event,
+ * Server-sent events framing of docs/behaviour.md §6: one frame per event,
  * `id: <offset>` and `data: <event JSON>` and a blank line, with no `event:`
  * field (so a browser EventSource gets every event through onmessage); a
  * keep-alive is a comment line.

@@ -20,7 +20,7 @@ function publicPath(part: string, path: PropertyKey[]): string {
   return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
 }
 
-/** Text bounded in characters (code points), per semantics.md §9; the checks are custom, so /openapi.json gets them as metadata. */
+/** Text bounded in characters (code points), per docs/behaviour.md §9; the checks are custom, so /openapi.json gets them as metadata. */
 function boundedString(max: number, problemOf: (value: string, min: number, max: number) => string | undefined, meta: Record<string, unknown> = {}) {
   return z
     .string()
@@ -90,7 +90,7 @@ export function integerParam(min: number, max: number, fallback: number) {
     .transform((v) => v ?? fallback);
 }
 
-/** `page` and `page_size` of every page-numbered list (semantics.md §4). */
+/** `page` and `page_size` of every page-numbered list (docs/behaviour.md §4). */
 export const pageQuery = z.object({
   page: integerParam(1, Number.MAX_SAFE_INTEGER, pageBounds.defaultPage),
   page_size: integerParam(1, pageBounds.maxPageSize, pageBounds.defaultPageSize),

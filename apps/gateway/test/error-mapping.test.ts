@@ -11,7 +11,7 @@ import { oneTransport, serviceClients } from "../src/clients.ts";
 import { expectError } from "./expect-error.ts";
 
 /** The gateway's one mapping table, driven by an identity double that fails on demand. */
-describe("RPC errors become the HTTP errors of semantics.md §2", () => {
+describe("RPC errors become the HTTP errors of docs/behaviour.md §2", () => {
   let gateway: RunningServer;
   beforeAll(async () => {
     const identity = createRouterTransport((router) =>

@@ -2,7 +2,7 @@ import { expect } from "vitest";
 import { errorBodySchema } from "../src/schemas.ts";
 
 /**
- * Asserts the error shape of semantics.md §2 — status, type, request id
+ * Asserts the error shape of docs/behaviour.md §2 — status, type, request id
  * echoed, nothing internal leaked — and returns the body.
  */
 export function expectError(res: { status: number; body: unknown; headers?: Headers }, status: number, type: string) {

@@ -29,7 +29,7 @@ describe("/openapi.json", () => {
     expect([...mounted].sort()).toEqual([...documented].sort());
   });
 
-  it("has the operations of public-api.md built so far, with their success codes", () => {
+  it("has the operations of docs/api.md, with their success codes", () => {
     const byId = Object.fromEntries(
       Object.values(document.paths).flatMap((methods) => Object.values(methods).map((op) => [op.operationId, op])),
     ) as unknown as Record<string, { responses: Record<string, unknown> }>;

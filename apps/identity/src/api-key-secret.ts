@@ -2,7 +2,7 @@ import { createHash, randomBytes } from "node:crypto";
 import { newId } from "@loom/contracts/ids";
 import type { ApiKeyRecord } from "./store/port.ts";
 
-/** API key secrets: `loom_` + 32 random bytes, base64url (semantics.md §3). */
+/** API key secrets: `loom_` + 32 random bytes, base64url (docs/behaviour.md §3). */
 export const apiKeyPrefix = "loom_";
 
 export function newApiKeySecret(): string {

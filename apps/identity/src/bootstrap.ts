@@ -11,7 +11,7 @@ export interface BootstrapOptions {
 
 /**
  * With an empty store, creates the first user, organization and organization
- * API key (semantics.md §3). The store's bootstrap claim makes concurrent
+ * API key (docs/behaviour.md §3). The store's bootstrap claim makes concurrent
  * first starts of several replicas create them once. Returns the generated
  * key value when one was generated, so the caller can print it once.
  */

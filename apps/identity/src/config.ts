@@ -22,7 +22,7 @@ export const identitySettings = {
   OIDC_AUDIENCE: z.string().optional(),
   /** How far ahead an access token's `exp` may be; a token must have one (docs/decisions.md, "Access token lifetime"). */
   ACCESS_TOKEN_MAX_LIFETIME_SECONDS: z.coerce.number().int().min(60).default(defaultMaxTokenLifetimeSeconds),
-  /** Billing (semantics.md §8): without a key, the billing operations answer 503. */
+  /** Billing (docs/behaviour.md §8): without a key, the billing operations answer 503. */
   STRIPE_SECRET_KEY: z.string().min(1).optional(),
   /** Verifies webhook deliveries; without it, the webhook answers 503. */
   STRIPE_WEBHOOK_SECRET: z.string().min(1).optional(),

@@ -42,7 +42,7 @@ interface Authenticated {
   cacheableUntil: Date;
 }
 
-/** After its first use, a key's `last_used` is written at most this often (semantics.md §3). */
+/** After its first use, a key's `last_used` is written at most this often (docs/behaviour.md §3). */
 const lastUsedResolutionMs = 60_000;
 export const apiKeyNameMax = 200;
 /** The `Retry-After` of a refusal past an API key cap: the cap lifts only when a key is deleted. */

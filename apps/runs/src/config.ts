@@ -5,7 +5,7 @@ import { modelSettings } from "./models/resolve.ts";
 /** The run engine's settings; the all-in-one process reuses them as they are. */
 export const runSettings = {
   ...modelSettings,
-  /** A run still going after this long becomes ERROR, reason Timeout (semantics.md §5). */
+  /** A run still going after this long becomes ERROR, reason Timeout (docs/behaviour.md §5). */
   RUN_TIMEOUT_MS: env.duration(10 * 60 * 1000),
   /** A claimed run whose worker stops renewing for this long becomes ERROR, reason WorkerLost. */
   RUN_LEASE_MS: env.duration(15_000),

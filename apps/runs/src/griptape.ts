@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 
 /**
  * The griptape framework's serialization of artifacts, messages and events
- * (semantics.md §6). The griptape drivers rebuild each payload with
+ * (docs/behaviour.md §6). The griptape drivers rebuild each payload with
  * `from_dict`, which rejects any extra or missing key, so these builders are
  * the only place payloads are made, and a test pins every key set.
  *

@@ -1,7 +1,7 @@
 import type { IdArray } from "@loom/contracts/id-arrays";
 
 /**
- * The user message of a run (semantics.md §5): the run's `input`, else the
+ * The user message of a run (docs/behaviour.md §5): the run's `input`, else the
  * assistant's, as a template where `{{ args[N] }}` is the N-th arg and
  * `{{ args }}` all args joined by a space; with neither, the args joined.
  * An `args[N]` past the end renders as nothing.
@@ -17,7 +17,7 @@ export function renderInput(runInput: string | undefined, assistantInput: string
 /**
  * A run's effective ids: its own array if given (replacing the assistant's),
  * else the assistant's; then the `additional_*` ids appended, without
- * duplicates (semantics.md §5).
+ * duplicates (docs/behaviour.md §5).
  */
 export function effectiveIds(
   assistant: Record<IdArray, string[]>,

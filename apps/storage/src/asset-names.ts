@@ -1,7 +1,7 @@
 import { nameProblem } from "@loom/contracts/text";
 
 /**
- * Asset names (semantics.md §7): 1..256 characters, `/` allowed (folders by
+ * Asset names (docs/behaviour.md §7): 1..256 characters, `/` allowed (folders by
  * convention), never a backslash, a control character, a leading `/`, or a
  * segment that is `..`, `.` or empty (`a//b`, a trailing `/`). Clients and
  * proxies rewrite such paths (dot segments removed, slashes merged), so a name

@@ -15,7 +15,7 @@ import { blobPathPrefix } from "@loom/blob-plane/exchange";
 import type { BlobOperation, BlobTokens } from "./signed-urls.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
 
-/** include_contents answers at most this many bytes (semantics.md §7); larger assets are read through a GET URL. */
+/** include_contents answers at most this many bytes (docs/behaviour.md §7); larger assets are read through a GET URL. */
 export const maxInlineContentsBytes = 1024 * 1024;
 
 /** S3's own limit on one PUT: a presigned PUT URL cannot let through more than this, whatever Loom's limit says. */

@@ -1,6 +1,6 @@
 /**
- * Publish/subscribe between replicas (semantics.md §6, architecture.md "Events
- * and the bus"). Subjects are dot-separated; a subscription may use `*` for one
+ * Publish/subscribe between replicas (docs/behaviour.md §6, ARCHITECTURE.md "An event's
+ * path"). Subjects are dot-separated; a subscription may use `*` for one
  * token and a trailing `>` for the rest, as NATS does. Delivery is at most
  * once: the database is the record, the bus only says "look now".
  */

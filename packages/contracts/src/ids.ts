@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 
-/** Public identifiers: random v4 UUIDs, lower case (semantics.md §1). */
+/** Public identifiers: random v4 UUIDs, lower case (docs/behaviour.md §1). */
 export const newId = (): string => randomUUID();
 
 /** The public API's uuid shape as a regular expression: either letter case, version 4, RFC variant (also for /openapi.json). */

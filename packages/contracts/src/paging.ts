@@ -1,6 +1,6 @@
 import { invalidArgument } from "./errors.ts";
 
-/** Page bounds of semantics.md §4, shared by every page-numbered list. */
+/** Page bounds of docs/behaviour.md §4, shared by every page-numbered list. */
 export const pageBounds = { defaultPage: 1, defaultPageSize: 20, maxPageSize: 100 } as const;
 
 export interface PageWindow {

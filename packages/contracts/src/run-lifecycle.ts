@@ -1,5 +1,5 @@
 /**
- * A run's statuses and their lifecycle events (semantics.md §5, §6), named in
+ * A run's statuses and their lifecycle events (docs/behaviour.md §5, §6), named in
  * one place: the runs service writes them, the events service closes a log
  * at a terminal one, the gateway validates and documents them. Like the bus
  * subjects, part of the contract between services; the statuses are the

@@ -1,6 +1,6 @@
 /**
  * Length in characters (Unicode code points), as the public API counts name
- * bounds (semantics.md §9), not UTF-16 code units as String#length does.
+ * bounds (docs/behaviour.md §9), not UTF-16 code units as String#length does.
  */
 export function charLength(value: string): number {
   let count = 0;
@@ -37,7 +37,7 @@ const segmentStart = `[^./\\\\${controlCharacters}]`;
 const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.${segmentStart}${segmentCharacter}*|\\.\\.${segmentCharacter}+)`;
 
 /**
- * The asset name rules of semantics.md §7 but the length (no `.`, `..` or
+ * The asset name rules of docs/behaviour.md §7 but the length (no `.`, `..` or
  * empty segment, backslash, control character or leading `/`) as a JSON
  * Schema pattern, for /openapi.json only: the storage service checks names
  * (asset-names.ts), and a gateway test holds this pattern to that check.

@@ -1,6 +1,6 @@
 import { Code, ConnectError, createContextKey, type HandlerContext } from "@connectrpc/connect";
 
-/** Who is acting, and for which organization (semantics.md §3). */
+/** Who is acting, and for which organization (docs/behaviour.md §3). */
 export interface Principal {
   userId: string;
   organizationId: string;

@@ -82,5 +82,5 @@ export function fromDoc<T extends { id: string }>(doc: Doc<T> | null): T | undef
   return { id: _id, ...rest } as unknown as T;
 }
 
-/** The list order of semantics.md §4 as a MongoDB sort: newest first, ties by id. */
+/** The list order of docs/behaviour.md §4 as a MongoDB sort: newest first, ties by id. */
 export const newestFirstSort = { createdAt: -1, _id: -1 } as const;

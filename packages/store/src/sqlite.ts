@@ -437,7 +437,7 @@ export function isUniqueViolation(error: unknown): boolean {
   return code === 1555 || code === 2067;
 }
 
-/** The list order of semantics.md §4 as SQL, for tables with `created_at` (ms) and `id`: newest first, ties by id. */
+/** The list order of docs/behaviour.md §4 as SQL, for tables with `created_at` (ms) and `id`: newest first, ties by id. */
 export const newestFirstOrder = "created_at DESC, id DESC";
 
 /** A row as `node:sqlite` returns it. */

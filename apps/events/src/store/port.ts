@@ -1,6 +1,6 @@
 import type { StoreLifecycle } from "@loom/store/open";
 
-/** The two kinds of event log (semantics.md §6), named as in bus subjects. */
+/** The two kinds of event log (docs/behaviour.md §6), named as in bus subjects. */
 export type LogKind = "assistant-run" | "structure-run";
 
 /** One run's log. `runId` is a lower-case uuid. */
@@ -69,6 +69,6 @@ export interface EventsStore extends StoreLifecycle {
    * belongs to another organization.
    */
   list(log: LogRef, organizationId: string, offset: number, limit: number): Promise<LogWindow | undefined>;
-  /** One structure-run event of the organization; assistant-run events are never found here (semantics.md §6). */
+  /** One structure-run event of the organization; assistant-run events are never found here (docs/behaviour.md §6). */
   get(organizationId: string, eventId: string): Promise<EventRecord | undefined>;
 }

@@ -17,7 +17,7 @@ import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
  * event dirtied a page of its own there, written to the WAL at commit: a
  * third of the WAL's writes and of an append's CPU (docs/benchmarks.md,
  * issue 15, session 11). Only structure-run events are read by id
- * (semantics.md §6), so only they are indexed by it, in `events_by_id`;
+ * (docs/behaviour.md §6), so only they are indexed by it, in `events_by_id`;
  * ids are made by the service (`newId`), unique without an index.
  */
 export const eventsMigrations = [

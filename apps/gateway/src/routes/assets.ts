@@ -8,7 +8,7 @@ import { assetListSchema, assetSchema, assetUrlSchema } from "../schemas.ts";
 import { booleanParam, pageQuery, uuid } from "../validation.ts";
 
 /**
- * An asset name. Its rules (semantics.md §7) are the storage service's to
+ * An asset name. Its rules (docs/behaviour.md §7) are the storage service's to
  * check, in one place: it answers INVALID_ARGUMENT at `path.name` or
  * `body.name`. Here they are only documented (so a schema fuzzer knows
  * which names are good).
@@ -23,7 +23,7 @@ const assetName = z.string().meta({
 // ignoreBOM: a leading byte-order mark is part of the bytes, kept in the string.
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 
-/** Stored bytes in JSON (semantics.md §7): valid UTF-8 as a string, anything else in base64. */
+/** Stored bytes in JSON (docs/behaviour.md §7): valid UTF-8 as a string, anything else in base64. */
 export function contentsJson(bytes: Uint8Array): string | { encoding: "base64"; data: string } {
   try {
     return utf8.decode(bytes);
@@ -49,7 +49,7 @@ export function assetJson(a: Asset | undefined) {
 const urlOperations = { PUT: AssetUrlOperation.PUT, GET: AssetUrlOperation.GET } as const;
 
 /**
- * Assets of a bucket and signed URLs for their bytes (semantics.md §7).
+ * Assets of a bucket and signed URLs for their bytes (docs/behaviour.md §7).
  * Names contain `/`: the routes with a name take the rest of the path as it.
  */
 export function assetOperations({ storage }: ServiceClients) {

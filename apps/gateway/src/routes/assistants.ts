@@ -17,7 +17,7 @@ const createBody = z.object({
   tool_ids: idArray.optional(),
 });
 
-// public-api.md: the update body has no retriever_ids; sent anyway, it is ignored like any unknown field.
+// docs/api.md §4: the update body has no retriever_ids; sent anyway, it is ignored like any unknown field.
 const updateBody = createBody.omit({ retriever_ids: true }).partial();
 
 const list = (values: string[] | undefined) => (values === undefined ? undefined : { values });

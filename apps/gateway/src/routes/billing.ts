@@ -4,7 +4,7 @@ import { defineOperation } from "../operation.ts";
 import { billingManagementUrlSchema, checkoutSessionSchema } from "../schemas.ts";
 import { boundedName } from "../validation.ts";
 
-/** Billing through Stripe (semantics.md §8); the webhook Stripe calls is stripe-webhook.ts. */
+/** Billing through Stripe (docs/behaviour.md §8); the webhook Stripe calls is stripe-webhook.ts. */
 export function billingOperations({ billing }: ServiceClients) {
   return [
     defineOperation({

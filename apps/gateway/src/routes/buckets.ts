@@ -18,7 +18,7 @@ export function bucketJson(b: Bucket | undefined) {
   };
 }
 
-/** Buckets of named assets (semantics.md §7). */
+/** Buckets of named assets (docs/behaviour.md §7). */
 export function bucketOperations({ storage }: ServiceClients) {
   const bucketPath = z.object({ bucket_id: uuid });
   const bucketName = boundedName(256);

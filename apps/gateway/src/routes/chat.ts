@@ -7,7 +7,7 @@ import { chatMessageResponseSchema, chatRequest, chatRequestSchema, deltaMessage
 import { defineOperation } from "../operation.ts";
 
 /**
- * Chat messages (semantics.md §8), in griptape's serialization: what
+ * Chat messages (docs/behaviour.md §8), in griptape's serialization: what
  * griptape's GriptapeCloudPromptDriver posts and rebuilds.
  */
 /** A frame of the chat stream: a DeltaMessage, or the error that ended it. */

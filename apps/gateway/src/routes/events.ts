@@ -7,7 +7,7 @@ import { defineOperation } from "../operation.ts";
 import { assistantEventListSchema } from "../schemas.ts";
 import { integerParam, uuid } from "../validation.ts";
 
-/** `offset` ≥ 0 (default 0) and `limit` 1..1000 (default 100), sent as strings (semantics.md §4). */
+/** `offset` ≥ 0 (default 0) and `limit` 1..1000 (default 100), sent as strings (docs/behaviour.md §4). */
 export const eventPageQuery = z.object({
   offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0),
   limit: integerParam(1, 1000, 100),
@@ -25,7 +25,7 @@ export function eventJson(event: Event, runField: "assistant_run_id" | "structur
   };
 }
 
-/** The EventList shape of public-api.md, from one page of a log. */
+/** The EventList shape of docs/api.md §4, from one page of a log. */
 export function eventList(events: Event[], totalCount: bigint, offset: number, limit: number, runField: "assistant_run_id" | "structure_run_id") {
   return {
     events: events.map((e) => eventJson(e, runField)),

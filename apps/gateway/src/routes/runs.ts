@@ -31,7 +31,7 @@ const createBody = z.object({
 });
 
 /**
- * `status=A,B` and `status=A&status=B` alike (semantics.md §4); documented
+ * `status=A,B` and `status=A&status=B` alike (docs/behaviour.md §4); documented
  * as the repeated form. Given, it must name at least one status (`status=`
  * alone is a mistake, not "every status").
  */

@@ -15,7 +15,7 @@ const eventArray = z.array(newEvent).min(1, "must hold at least one event").max(
 
 /**
  * CreateEvents takes `{"events": [...]}`, a bare array, or one bare event
- * (semantics.md §6, compat). Each form is validated whole, with paths as
+ * (docs/behaviour.md §6, compat). Each form is validated whole, with paths as
  * sent (`body.events[3].type`, `body[3].type`, `body.type`).
  */
 function eventsOf(body: unknown) {

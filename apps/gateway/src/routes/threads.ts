@@ -19,7 +19,7 @@ export function threadJson(t: Thread | undefined) {
   };
 }
 
-/** Threads (semantics.md §5): the griptape assistant driver creates one before every run. */
+/** Threads (docs/behaviour.md §5): the griptape assistant driver creates one before every run. */
 export function threadOperations({ runs }: ServiceClients) {
   const threadPath = z.object({ thread_id: uuid });
   return [

@@ -32,7 +32,7 @@ const inGoodStanding = new Set(["active", "trialing"]);
 const lookupKeyPath = "body.price_lookup_key";
 const signaturePath = "headers.stripe-signature";
 
-/** Billing through Stripe (semantics.md §8, docs/decisions.md "Billing"). */
+/** Billing through Stripe (docs/behaviour.md §8, docs/decisions.md "Billing"). */
 export function createBillingService(deps: BillingDeps): ServiceImpl<typeof BillingService> {
   const { store, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());

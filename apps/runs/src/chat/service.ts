@@ -22,7 +22,7 @@ type ChatRequest = Omit<CreateChatMessageRequest, "$typeName">;
 const roles = ["user", "assistant", "system"];
 
 /**
- * CreateChatMessage and StreamChatMessage (semantics.md §8): a request picks
+ * CreateChatMessage and StreamChatMessage (docs/behaviour.md §8): a request picks
  * one of `backends` by `driver_configuration.model` (absent: the first, which
  * is DEFAULT_MODEL).
  */

@@ -31,7 +31,7 @@ export interface Model {
 /**
  * `failed`: the provider refused the request (bad request, refusal) → the run
  * is FAILED. `error`: the platform could not get an answer (unreachable, 5xx,
- * rate limit or timeout after retries) → the run is ERROR (semantics.md §5).
+ * rate limit or timeout after retries) → the run is ERROR (docs/behaviour.md §5).
  */
 export type ModelFailureKind = "failed" | "error";
 

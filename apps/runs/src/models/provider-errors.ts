@@ -2,7 +2,7 @@ import { AISDKError, APICallError, RetryError, StreamProviderError } from "ai";
 import { ModelFailure } from "./port.ts";
 
 /**
- * Turns what the AI SDK threw into FAILED or ERROR (semantics.md §5). Only a
+ * Turns what the AI SDK threw into FAILED or ERROR (docs/behaviour.md §5). Only a
  * provider that understood the request and refused it is FAILED; anything that
  * says "try again later" (408, 429, 5xx, no connection) is the platform's ERROR,
  * reached only after the SDK's bounded retries.

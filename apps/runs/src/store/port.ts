@@ -3,7 +3,7 @@ import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
 import type { StoreLifecycle } from "@loom/store/open";
 
-/** How long an Idempotency-Key keeps answering with its run (semantics.md §5). */
+/** How long an Idempotency-Key keeps answering with its run (docs/behaviour.md §5). */
 export const idempotencyWindowMs = 24 * 60 * 60 * 1000;
 
 // The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
@@ -31,7 +31,7 @@ export interface RunRecord extends Record<IdArray, string[]> {
   args: string[];
   /** The run's own `input`, as given. */
   input?: string;
-  /** The user message the model receives: the rendered input (semantics.md §5). */
+  /** The user message the model receives: the rendered input (docs/behaviour.md §5). */
   message: string;
   stream: boolean;
   status: RunStatus;

@@ -15,7 +15,7 @@ function prefixEnd(prefix: string): string | undefined {
 }
 
 /**
- * ListAssets' `prefix` / `postfix` filter (semantics.md §7) as SQL on `name`,
+ * ListAssets' `prefix` / `postfix` filter (docs/behaviour.md §7) as SQL on `name`,
  * every character taken literally (no LIKE: its wildcards and case folding).
  * The prefix is a range on the (bucket_id, name) index; the postfix compares
  * the name's last characters. Empty parts add nothing, so the SQL text takes
