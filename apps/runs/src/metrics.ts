@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/kit/metrics";
+import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/telemetry/metrics";
 import type { RunStatus, RunsStore } from "./store/port.ts";
 
 /** The runs service's series (infra/README.md, "Metrics and alerts"), in the process's one registry. */

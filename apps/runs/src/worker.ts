@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
-import type { Bus, Subscription } from "@loom/kit/bus";
-import type { Logger } from "@loom/kit/logger";
-import { contextOf, inSpan, SpanKind } from "@loom/kit/tracing";
+import type { Bus, Subscription } from "@loom/bus/bus";
+import type { Logger } from "@loom/telemetry/logger";
+import { contextOf, inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { executeRun, type StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";

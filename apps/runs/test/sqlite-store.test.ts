@@ -2,8 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
-import { migrate, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import { newId } from "@loom/contracts/ids";
+import { migrate, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import { idempotencyWindowMs, type RunRecord } from "../src/store/port.ts";
 import { createSqliteRunsStore, runsMigrations } from "../src/store/sqlite.ts";
 

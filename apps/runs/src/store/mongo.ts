@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
 import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };

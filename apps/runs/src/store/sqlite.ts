@@ -1,5 +1,5 @@
-import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
-import type { IdArray } from "@loom/kit/id-arrays";
+import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
+import type { IdArray } from "@loom/contracts/id-arrays";
 import { InFlight } from "./in-flight.ts";
 import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
 
