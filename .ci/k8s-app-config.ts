@@ -1,4 +1,4 @@
-import { loadConfig } from "@loom/kit/config";
+import { loadConfig } from "@loom/runtime/config";
 import { appConfigSchemas as schemas } from "./k8s-app-schemas.ts";
 import { readRendered, type Resource } from "./k8s-rendered.ts";
 

@@ -21,7 +21,7 @@ import { workloadKinds } from "./k8s-selectors.ts";
 
 /** Kinds whose containers run until stopped, so need probes (a Job's run to completion). */
 const longRunningKinds = new Set(["Deployment", "StatefulSet", "DaemonSet"]);
-/** Where Loom's processes answer (packages/kit/src/rpc-server.ts, apps/gateway/src/app.ts). */
+/** Where Loom's processes answer (packages/server/src/rpc-server.ts, apps/gateway/src/app.ts). */
 const loomProbePaths = { startupProbe: "/healthz", livenessProbe: "/healthz", readinessProbe: "/readyz" } as const;
 /** Where every Loom process serves /metrics (METRICS_PORT's default). */
 const metricsPort = 9464;

@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
 import Koa from "koa";
-import { createHttpServer } from "@loom/kit/http-server";
+import { createHttpServer } from "@loom/server/turn-batched-response";
 
 /**
  * The baseline: a bare Koa handler answering with the same JSON a GetApiKey

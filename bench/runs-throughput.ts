@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { isTerminal } from "@loom/kit/run-lifecycle";
+import { isTerminal } from "@loom/contracts/run-lifecycle";
 import { apiClient, type ApiClient } from "@loom/testing/http";
-import { connectMongo } from "@loom/kit/mongo";
+import { connectMongo } from "@loom/store/mongo";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";

@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { createParser } from "eventsource-parser";
-import { lifecycleEventType, terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
+import { lifecycleEventType, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { pieces, startFakeOpenAI, trickle } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";

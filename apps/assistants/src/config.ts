@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { mongoSettings, serviceSettings } from "@loom/kit/config";
+import { mongoSettings, serviceSettings } from "@loom/runtime/config";
 
 /** The assistants service run on its own (one Deployment in production). */
 export const assistantsConfigSchema = z.object({

@@ -1,5 +1,5 @@
 import "./tracing.ts";
-import { runService } from "@loom/kit/service-main";
+import { runService } from "@loom/server/run-service";
 import { assistantsConfigSchema } from "./config.ts";
 import { openAssistantsStore, wireAssistants } from "./wiring.ts";
 

@@ -2,12 +2,12 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
-import { invalidArgument, notFound } from "@loom/kit/errors";
-import { isUuid, newId } from "@loom/kit/ids";
-import { pageInfo, pageWindow } from "@loom/kit/paging";
-import { requirePrincipal } from "@loom/kit/principal";
-import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
-import { lengthProblem, nameProblem } from "@loom/kit/text";
+import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { isUuid, newId } from "@loom/contracts/ids";
+import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { requirePrincipal } from "@loom/server/principal";
+import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
+import { lengthProblem, nameProblem } from "@loom/contracts/text";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 
 /** Most ids one array may hold (public-api.md is silent; see docs/decisions.md). */

@@ -1,5 +1,5 @@
-import { openStore, type StoreSettings } from "@loom/kit/store-open";
-import type { RpcService } from "@loom/kit/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { RpcService } from "@loom/server/rpc-service";
 import { createAssistantsService } from "./service.ts";
 import { createMongoAssistantsStore } from "./store/mongo.ts";
 import { createSqliteAssistantsStore } from "./store/sqlite.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
-import { openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import { newId } from "@loom/contracts/ids";
+import { openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import type { AssistantRecord } from "../src/store/port.ts";
 import { createSqliteAssistantsStore } from "../src/store/sqlite.ts";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openAssistantsStore } from "../src/wiring.ts";
 import type { AssistantRecord, AssistantsStore } from "../src/store/port.ts";

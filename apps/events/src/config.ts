@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
 
 /** The events service run on its own (one Deployment in production). */
 export const eventsConfigSchema = z.object({

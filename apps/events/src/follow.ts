@@ -1,15 +1,15 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
 import { EventSchema, FollowEventsResponseSchema, type Event, type FollowEventsResponse } from "@loom/proto/events/v1/events_pb";
-import type { Bus } from "@loom/kit/bus";
-import { notFound } from "@loom/kit/errors";
-import type { Logger } from "@loom/kit/logger";
-import { subjects } from "@loom/kit/subjects";
-import { traceparentOf } from "@loom/kit/tracing";
+import type { Bus } from "@loom/bus/bus";
+import { notFound } from "@loom/contracts/errors";
+import type { Logger } from "@loom/telemetry/logger";
+import { subjects } from "@loom/contracts/subjects";
+import { traceparentOf } from "@loom/telemetry/tracing";
 import { eventMessage } from "./event-message.ts";
 // An assistant run's terminal lifecycle event closes its log (semantics.md §6): once one is
 // stored, nothing more is appended, so a stream that ends after it has seen everything.
-import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
+import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import type { EventsStore, LogKind, LogRef } from "./store/port.ts";
 
 /** The event types after which a structure-run stream ends (semantics.md §6). */

@@ -1,5 +1,5 @@
 import "./tracing.ts";
-import { runService } from "@loom/kit/service-main";
+import { runService } from "@loom/server/run-service";
 import { eventsConfigSchema } from "./config.ts";
 import { openEventsStore, wireEvents } from "./wiring.ts";
 

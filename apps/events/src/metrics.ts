@@ -1,4 +1,4 @@
-import { Counter, metricsRegistry } from "@loom/kit/metrics";
+import { Counter, metricsRegistry } from "@loom/telemetry/metrics";
 
 /** The events service's series (infra/README.md, "Metrics and alerts"), in the process's one registry. */
 export const eventsAppended = new Counter({

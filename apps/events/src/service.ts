@@ -2,18 +2,19 @@ import { toBinary, toJson } from "@bufbuild/protobuf";
 import { durationMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { EventSchema, EventsService, RunKind, type Event, type FollowEventsRequest, type NewEvent } from "@loom/proto/events/v1/events_pb";
-import type { Bus } from "@loom/kit/bus";
-import { createMemoryBus } from "@loom/kit/bus-memory";
-import { invalidArgument, isDependencyDown, notFound } from "@loom/kit/errors";
-import { isUuid, newId } from "@loom/kit/ids";
-import type { Logger } from "@loom/kit/logger";
-import { requirePrincipal } from "@loom/kit/principal";
-import type { RpcService } from "@loom/kit/rpc-service";
-import { subjects } from "@loom/kit/subjects";
-import { nameProblem } from "@loom/kit/text";
+import type { Bus } from "@loom/bus/bus";
+import { createMemoryBus } from "@loom/bus/memory";
+import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { isDependencyDown } from "@loom/runtime/dependency-down";
+import { isUuid, newId } from "@loom/contracts/ids";
+import type { Logger } from "@loom/telemetry/logger";
+import { requirePrincipal } from "@loom/server/principal";
+import type { RpcService } from "@loom/server/rpc-service";
+import { subjects } from "@loom/contracts/subjects";
+import { nameProblem } from "@loom/contracts/text";
 import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
-import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
+import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
 import { eventsAppended } from "./metrics.ts";
 
@@ -115,7 +116,7 @@ function checkKeepAlive(violations: Violation[], req: FollowEventsRequest): numb
 }
 
 /**
- * What a stream may fail with, as the kit's sanitizeErrors makes it for
+ * What a stream may fail with, as @loom/server's sanitizeErrors makes it for
  * unary calls: that interceptor only sees a stream start, not errors thrown
  * while it is read.
  */

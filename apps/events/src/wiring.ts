@@ -1,7 +1,7 @@
-import type { Bus } from "@loom/kit/bus";
-import type { Logger } from "@loom/kit/logger";
-import { openStore, type StoreSettings } from "@loom/kit/store-open";
-import type { RpcService } from "@loom/kit/rpc-service";
+import type { Bus } from "@loom/bus/bus";
+import type { Logger } from "@loom/telemetry/logger";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { RpcService } from "@loom/server/rpc-service";
 import { createEventsService, type EventsDeps } from "./service.ts";
 import { createMongoEventsStore } from "./store/mongo.ts";
 import { createSqliteEventsStore } from "./store/sqlite.ts";

@@ -3,14 +3,14 @@ import { create, fromBinary, fromJson, type JsonValue } from "@bufbuild/protobuf
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
 import { EventSchema, EventsService, NewEventSchema, RunKind, type Event, type NewEvent } from "@loom/proto/events/v1/events_pb";
-import { createMemoryBus } from "@loom/kit/bus-memory";
-import { fieldViolationsOf } from "@loom/kit/errors";
-import { newId } from "@loom/kit/ids";
-import { createLogger } from "@loom/kit/logger";
-import { headersFor, type Principal } from "@loom/kit/principal";
-import { startRpcServer, type RunningServer } from "@loom/kit/rpc-server";
-import { subjects } from "@loom/kit/subjects";
-import { httpTransport } from "@loom/kit/transports";
+import { createMemoryBus } from "@loom/bus/memory";
+import { fieldViolationsOf } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import { createLogger } from "@loom/telemetry/logger";
+import { headersFor, type Principal } from "@loom/server/principal";
+import { startRpcServer, type RunningServer } from "@loom/server/rpc-server";
+import { subjects } from "@loom/contracts/subjects";
+import { httpTransport } from "@loom/server/transports";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openEventsStore, wireEvents } from "../src/wiring.ts";
 

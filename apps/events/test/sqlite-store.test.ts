@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
-import { migrate, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import { newId } from "@loom/contracts/ids";
+import { migrate, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import { createSqliteEventsStore, eventsMigrations } from "../src/store/sqlite.ts";
 import type { EventsStore, LogRef, NewEventRecord } from "../src/store/port.ts";
 

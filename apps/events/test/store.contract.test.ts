@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openEventsStore } from "../src/wiring.ts";
 import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "../src/store/port.ts";

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { unauthenticated } from "@loom/kit/errors";
+import { unauthenticated } from "@loom/contracts/errors";
 import type { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import type { Context, Next } from "koa";
 import { callHeaders } from "./call-headers.ts";

@@ -1,9 +1,9 @@
 import { pipeline } from "node:stream/promises";
 import type { Context, Next } from "koa";
-import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "@loom/kit/blob-exchange";
-import { clientGoneSignal } from "@loom/kit/client-gone";
-import { unavailableIfDown } from "@loom/kit/errors";
-import type { Logger } from "@loom/kit/logger";
+import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "@loom/blob-plane/exchange";
+import { clientGoneSignal } from "@loom/server/client-gone";
+import { unavailableIfDown } from "@loom/runtime/dependency-down";
+import type { Logger } from "@loom/telemetry/logger";
 
 const allowed = "GET, HEAD, PUT";
 

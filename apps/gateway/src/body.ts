@@ -1,6 +1,6 @@
 import getRawBody from "raw-body";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { invalidArgument } from "@loom/kit/errors";
+import { invalidArgument } from "@loom/contracts/errors";
 import type { Context } from "koa";
 
 /** Request body limits of semantics.md §9. */

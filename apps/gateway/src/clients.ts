@@ -1,5 +1,5 @@
 import type { Client, Transport } from "@connectrpc/connect";
-import { clientFor } from "@loom/kit/transports";
+import { clientFor } from "@loom/server/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";

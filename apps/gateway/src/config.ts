@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, serviceSettings } from "@loom/kit/config";
+import { env, serviceSettings } from "@loom/runtime/config";
 
 /**
  * Per-credential and per-organization limits at the edge (semantics.md §9;

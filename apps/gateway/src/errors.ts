@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { fieldViolationsOf } from "@loom/kit/errors";
+import { fieldViolationsOf } from "@loom/contracts/errors";
 import { PaymentRequiredSchema } from "@loom/proto/common/v1/common_pb";
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import type { Context, Next } from "koa";
 
 /**

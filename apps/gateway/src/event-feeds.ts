@@ -1,7 +1,7 @@
 import { Readable } from "node:stream";
 import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
 import { eventsDelivered } from "./metrics.ts";
 import { eventFrame, keepAliveBytes, keepAliveFrame } from "./sse.ts";

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { z } from "zod";
-import { jsonToValue, valueToJson } from "@loom/kit/json-value";
+import { jsonToValue, valueToJson } from "@loom/contracts/json-value";
 import {
   ArtifactSchema,
   ImageSchema,

@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
 import type { Context, Next } from "koa";
 import type { Router } from "@koa/router";
-import { Counter, Gauge, Histogram, metricsRegistry } from "@loom/kit/metrics";
+import { Counter, Gauge, Histogram, metricsRegistry } from "@loom/telemetry/metrics";
 
 /** The gateway's series (infra/README.md, "Metrics and alerts"), in the process's one registry. */
 const httpDuration = new Histogram({

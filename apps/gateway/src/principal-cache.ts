@@ -1,5 +1,5 @@
 import { hash } from "node:crypto";
-import type { Principal } from "@loom/kit/principal";
+import type { Principal } from "@loom/server/principal";
 
 /** Who a credential is: the principal, and the API key it is ("" for an access token). */
 export interface Authenticated {

@@ -1,6 +1,6 @@
 import type { Context, Next } from "koa";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { rateLimitRefusals } from "@loom/kit/metrics";
+import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { rateLimited } from "./errors.ts";
 
 const refusals = rateLimitRefusals.labels("requests");

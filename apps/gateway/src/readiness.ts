@@ -7,7 +7,7 @@
 export interface Readiness {
   ready: boolean;
   services?: Record<string, "ready" | "unavailable">;
-  /** The NATS connection, when the process has one (kit/bus.ts `busReadiness`). */
+  /** The NATS connection, when the process has one (bus/bus.ts `busReadiness`). */
   bus?: "connected" | "disconnected";
 }
 

@@ -1,6 +1,6 @@
 import { z } from "zod";
-import { producedUuidPatternSource } from "@loom/kit/ids";
-import { runStatuses } from "@loom/kit/run-lifecycle";
+import { producedUuidPatternSource } from "@loom/contracts/ids";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
 
 /**
  * Response shapes of public-api.md, as zod schemas: documented in

@@ -1,5 +1,5 @@
 import type { Event } from "@loom/proto/events/v1/events_pb";
-import { contextOf, inSpanSync, SpanKind } from "@loom/kit/tracing";
+import { contextOf, inSpanSync, SpanKind } from "@loom/telemetry/tracing";
 
 /**
  * Hands a live event to a feed's SSE subscribers inside a span of the

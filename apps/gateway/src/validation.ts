@@ -1,8 +1,8 @@
 import { z } from "zod";
-import { invalidArgument } from "@loom/kit/errors";
-import { isUuid, uuidPatternSource } from "@loom/kit/ids";
-import { pageBounds } from "@loom/kit/paging";
-import { lengthProblem, nameProblem, namePatternSource } from "@loom/kit/text";
+import { invalidArgument } from "@loom/contracts/errors";
+import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
+import { pageBounds } from "@loom/contracts/paging";
+import { lengthProblem, nameProblem, namePatternSource } from "@loom/contracts/text";
 
 /**
  * Parses one part of a request (`path`, `query` or `body`) with a zod schema;

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@loom/kit/logger";
+import { createLogger } from "@loom/telemetry/logger";
 import { buildApp } from "../src/app.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { noBlobs } from "./no-blobs.ts";

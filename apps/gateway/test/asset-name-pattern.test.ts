@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { charLength } from "@loom/kit/text";
-import { assetNamePatternSource } from "@loom/kit/text";
+import { charLength } from "@loom/contracts/text";
+import { assetNamePatternSource } from "@loom/contracts/text";
 import { assetNameProblem } from "@loom/storage/asset-names";
 
 /** Every string of up to `length` characters over `alphabet`. */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { stripeWebhooks } from "@loom/identity/billing/stripe-client";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { startFakeStripe, type FakeStripe } from "@loom/testing/fake-stripe";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { needs, storeKinds, testServers } from "@loom/testing/servers";

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
-import { createHttpServer } from "@loom/kit/http-server";
-import { createLogger } from "@loom/kit/logger";
-import { listen, type RunningServer } from "@loom/kit/rpc-server";
+import { createHttpServer } from "@loom/server/turn-batched-response";
+import { createLogger } from "@loom/telemetry/logger";
+import { listen, type RunningServer } from "@loom/server/rpc-server";
 import { apiClient } from "@loom/testing/http";
 import { buildApp } from "../src/app.ts";
 import { noBlobs } from "./no-blobs.ts";

@@ -3,7 +3,7 @@ import type { Readable } from "node:stream";
 import { create } from "@bufbuild/protobuf";
 import type { Client } from "@connectrpc/connect";
 import { FollowEventsResponseSchema, RunKind, type EventsService, type FollowEventsResponse } from "@loom/proto/events/v1/events_pb";
-import { createLogger } from "@loom/kit/logger";
+import { createLogger } from "@loom/telemetry/logger";
 import { createEventFeeds, defaultEventFeedOptions, writeIntervalMs } from "../src/event-feeds.ts";
 
 const keepAlive = () => create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });

@@ -1,5 +1,5 @@
 import { createServer, request } from "node:http";
-import { listen, type RunningServer } from "@loom/kit/rpc-server";
+import { listen, type RunningServer } from "@loom/server/rpc-server";
 
 /**
  * A plain HTTP proxy in front of a service that, while `hold()` is on, keeps

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { metricsRegistry } from "@loom/kit/metrics";
+import { metricsRegistry } from "@loom/telemetry/metrics";
 import { apiClient, type ApiResponse } from "@loom/testing/http";
 import { openSse, type SseConnection } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@loom/kit/logger";
+import { createLogger } from "@loom/telemetry/logger";
 import { buildApp } from "../src/app.ts";
 
 import { oneTransport, serviceClients } from "../src/clients.ts";

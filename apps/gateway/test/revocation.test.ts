@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { subjects } from "@loom/kit/subjects";
+import { subjects } from "@loom/contracts/subjects";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
 import { createScriptedModel } from "@loom/testing/scripted-model";

@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { isTerminal, terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
+import { isTerminal, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { terminalLifecycleEvents } from "@loom/kit/run-lifecycle";
+import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { EventSource } from "eventsource";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";

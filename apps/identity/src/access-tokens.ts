@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
-import { unauthenticated } from "@loom/kit/errors";
+import { unauthenticated } from "@loom/contracts/errors";
 
 /** What Loom reads from a verified access token. */
 export interface TokenClaims {

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import type { ApiKeyRecord } from "./store/port.ts";
 
 /** API key secrets: `loom_` + 32 random bytes, base64url (semantics.md §3). */

@@ -1,5 +1,5 @@
-import type { Logger } from "@loom/kit/logger";
-import { newId } from "@loom/kit/ids";
+import type { Logger } from "@loom/telemetry/logger";
+import { newId } from "@loom/contracts/ids";
 import type { IdentityStore } from "./store/port.ts";
 import { newApiKey } from "./api-key-secret.ts";
 

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
 import { defaultMaxTokenLifetimeSeconds } from "./access-tokens.ts";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 

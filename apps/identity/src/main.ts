@@ -1,5 +1,5 @@
 import "./tracing.ts";
-import { runService } from "@loom/kit/service-main";
+import { runService } from "@loom/server/run-service";
 import { identityConfigSchema } from "./config.ts";
 import { openIdentityStore, wireIdentity } from "./wiring.ts";
 

@@ -1,6 +1,6 @@
-import type { Logger } from "@loom/kit/logger";
-import { StartupRefused } from "@loom/kit/shutdown";
-import { nameProblem } from "@loom/kit/text";
+import type { Logger } from "@loom/telemetry/logger";
+import { StartupRefused } from "@loom/runtime/shutdown";
+import { nameProblem } from "@loom/contracts/text";
 import { newApiKey } from "./api-key-secret.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { apiKeyNameMax } from "./service.ts";

@@ -1,7 +1,7 @@
-import { openStore, type StoreSettings } from "@loom/kit/store-open";
-import type { Bus } from "@loom/kit/bus";
-import type { Logger } from "@loom/kit/logger";
-import type { RpcService } from "@loom/kit/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Bus } from "@loom/bus/bus";
+import type { Logger } from "@loom/telemetry/logger";
+import type { RpcService } from "@loom/server/rpc-service";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
 import { createBillingService, type BillingSettings } from "./billing/service.ts";

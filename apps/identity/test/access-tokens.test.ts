@@ -1,8 +1,8 @@
 import { createServer } from "node:http";
-import { loadConfig } from "@loom/kit/config";
+import { loadConfig } from "@loom/runtime/config";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { exportJWK, generateKeyPair, SignJWT } from "jose";
-import { listen, type RunningServer } from "@loom/kit/rpc-server";
+import { listen, type RunningServer } from "@loom/server/rpc-server";
 import { createAccessTokenVerifier } from "../src/access-tokens.ts";
 import { identityConfigSchema } from "../src/config.ts";
 

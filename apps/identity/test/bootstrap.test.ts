@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createLogger } from "@loom/kit/logger";
+import { createLogger } from "@loom/telemetry/logger";
 import { bootstrapIdentity } from "../src/bootstrap.ts";
-import { openSqlite } from "@loom/kit/sqlite";
+import { openSqlite } from "@loom/store/sqlite";
 import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
 import type { IdentityStore } from "../src/store/port.ts";
 import { createIdentityService } from "../src/service.ts";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { groupCommitted, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
-import { newId } from "@loom/kit/ids";
+import { groupCommitted, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import { newId } from "@loom/contracts/ids";
 import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
 import type { ApiKeyRecord } from "../src/store/port.ts";
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { openIdentityStore } from "../src/wiring.ts";
 import type { ApiKeyRecord, IdentityStore } from "../src/store/port.ts";
 

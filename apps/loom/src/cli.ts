@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
-import { createLogger, logFormatOf } from "@loom/kit/logger";
-import { failStartup } from "@loom/kit/shutdown";
+import { createLogger, logFormatOf } from "@loom/telemetry/logger";
+import { failStartup } from "@loom/runtime/shutdown";
 import { keysCreate } from "./keys-create.ts";
 
 /** `pnpm loom …`: commands an operator runs on the host, beside the API. */

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, httpSettings } from "@loom/kit/config";
+import { env, httpSettings } from "@loom/runtime/config";
 import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
 import { runSettings } from "@loom/runs/config";

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Logger } from "@loom/kit/logger";
-import { StartupRefused } from "@loom/kit/shutdown";
-import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/kit/sqlite";
+import type { Logger } from "@loom/telemetry/logger";
+import { StartupRefused } from "@loom/runtime/shutdown";
+import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 
 /** The all-in-one process's data directory (LOOM_DATA_DIR): its database, its blobs, its signing key. */
 export interface DataDir {

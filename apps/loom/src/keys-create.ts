@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { loadConfig } from "@loom/kit/config";
-import type { Logger } from "@loom/kit/logger";
-import { StartupRefused } from "@loom/kit/shutdown";
-import { sharedSqlite } from "@loom/kit/sqlite";
+import { loadConfig } from "@loom/runtime/config";
+import type { Logger } from "@loom/telemetry/logger";
+import { StartupRefused } from "@loom/runtime/shutdown";
+import { sharedSqlite } from "@loom/store/sqlite";
 import { identitySettings } from "@loom/identity/config";
 import { createOperatorKey } from "@loom/identity/operator-key";
 import { openIdentityStore } from "@loom/identity/wiring";

@@ -1,10 +1,10 @@
 import "./tracing.ts";
-import { loadConfig } from "@loom/kit/config";
-import { createLogger } from "@loom/kit/logger";
-import { serveMetrics } from "@loom/kit/metrics-server";
-import { releaseMemoryWhenQuiet } from "@loom/kit/memory-release";
-import { failStartup, onShutdown } from "@loom/kit/shutdown";
-import { tracing } from "@loom/kit/tracing";
+import { loadConfig } from "@loom/runtime/config";
+import { createLogger } from "@loom/telemetry/logger";
+import { serveMetrics } from "@loom/server/metrics-server";
+import { releaseMemoryWhenQuiet } from "@loom/runtime/release-memory-when-quiet";
+import { failStartup, onShutdown } from "@loom/runtime/shutdown";
+import { tracing } from "@loom/telemetry/tracing";
 import { loomConfigSchema } from "./config.ts";
 import { startEmbedded } from "./embedded.ts";
 

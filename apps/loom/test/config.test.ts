@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "@loom/kit/config";
+import { loadConfig } from "@loom/runtime/config";
 import { loomConfigSchema } from "../src/config.ts";
 
 describe("the all-in-one process's configuration", () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createLogger } from "@loom/kit/logger";
-import { loadConfig } from "@loom/kit/config";
+import { createLogger } from "@loom/telemetry/logger";
+import { loadConfig } from "@loom/runtime/config";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
 import { modelSettings } from "./models/resolve.ts";
 
 /** The run engine's settings; the all-in-one process reuses them as they are. */

@@ -1,5 +1,5 @@
-import type { Logger } from "@loom/kit/logger";
-import { inSpan, SpanKind } from "@loom/kit/tracing";
+import type { Logger } from "@loom/telemetry/logger";
+import { inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { griptapeEvents, message, textArtifact, type TextArtifact } from "./griptape.ts";
 import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
 import { countTransition } from "./metrics.ts";

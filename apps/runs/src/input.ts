@@ -1,4 +1,4 @@
-import type { IdArray } from "@loom/kit/id-arrays";
+import type { IdArray } from "@loom/contracts/id-arrays";
 
 /**
  * The user message of a run (semantics.md §5): the run's `input`, else the

@@ -1,6 +1,6 @@
 import "./tracing.ts";
-import { runService } from "@loom/kit/service-main";
-import { httpTransport } from "@loom/kit/transports";
+import { runService } from "@loom/server/run-service";
+import { httpTransport } from "@loom/server/transports";
 import { runsConfigSchema } from "./config.ts";
 import { openRunsStore, wireRuns } from "./wiring.ts";
 

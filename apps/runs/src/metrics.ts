@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/kit/metrics";
+import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/telemetry/metrics";
 import type { RunQueue } from "./store/run-queue.ts";
 import type { RunStatus } from "./store/run-records.ts";
 

@@ -1,4 +1,4 @@
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import type { RunLog } from "./run-log.ts";
 import type { RunRecord, RunRecordStore } from "./store/run-records.ts";
 

@@ -1,9 +1,9 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { headersFor } from "@loom/kit/principal";
-import { jsonToValue } from "@loom/kit/json-value";
+import { headersFor } from "@loom/server/principal";
+import { jsonToValue } from "@loom/contracts/json-value";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
-import { lifecycleEventType } from "@loom/kit/run-lifecycle";
-import { traceIdOf } from "@loom/kit/tracing";
+import { lifecycleEventType } from "@loom/contracts/run-lifecycle";
+import { traceIdOf } from "@loom/telemetry/tracing";
 import type { RunRecord } from "./store/run-records.ts";
 
 /**

@@ -1,9 +1,9 @@
 import type { Transport } from "@connectrpc/connect";
-import type { Bus } from "@loom/kit/bus";
-import type { Logger } from "@loom/kit/logger";
-import { openStore, type StoreSettings } from "@loom/kit/store-open";
-import type { RpcService } from "@loom/kit/rpc-service";
-import { clientFor } from "@loom/kit/transports";
+import type { Bus } from "@loom/bus/bus";
+import type { Logger } from "@loom/telemetry/logger";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { RpcService } from "@loom/server/rpc-service";
+import { clientFor } from "@loom/server/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import type { Model } from "./models/port.ts";

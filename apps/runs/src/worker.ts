@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
-import type { Bus, Subscription } from "@loom/kit/bus";
-import type { Logger } from "@loom/kit/logger";
+import type { Bus, Subscription } from "@loom/bus/bus";
+import type { Logger } from "@loom/telemetry/logger";
 import type { StopReason } from "./executor.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";

@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { listen } from "@loom/kit/rpc-server";
+import { listen } from "@loom/server/rpc-server";
 import { createAiSdkModel } from "../src/models/ai-sdk.ts";
 import { ModelFailure, type ChatTurn, type Model } from "../src/models/port.ts";
 import { answer, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";

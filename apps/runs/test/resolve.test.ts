@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ConfigError, loadConfig } from "@loom/kit/config";
+import { ConfigError, loadConfig } from "@loom/runtime/config";
 import { modelSettings, resolveModel } from "../src/models/resolve.ts";
 import { answer, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openRunsStore } from "../src/wiring.ts";
 import type { RunsStore } from "../src/store/port.ts";

@@ -1,4 +1,4 @@
-import { nameProblem } from "@loom/kit/text";
+import { nameProblem } from "@loom/contracts/text";
 
 /**
  * Asset names (semantics.md §7): 1..256 characters, `/` allowed (folders by

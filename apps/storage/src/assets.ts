@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@loom/kit/logger";
-import { notFound } from "@loom/kit/errors";
-import { isUuid } from "@loom/kit/ids";
+import type { Logger } from "@loom/telemetry/logger";
+import { notFound } from "@loom/contracts/errors";
+import { isUuid } from "@loom/contracts/ids";
 import { blobKeyPattern, type BlobStore } from "./blobs/port.ts";
 import { maxAssetUrlTtlSeconds } from "./config.ts";
 import { urlNotValid, type BlobGrant } from "./signed-urls.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/kit/config";
+import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
 
 /** The longest a signed URL may work (S3's own presigning limit): 7 days. */
 export const maxAssetUrlTtlSeconds = 7 * 24 * 3600;

@@ -1,7 +1,7 @@
 import "./tracing.ts";
-import { blobPathPrefix } from "@loom/kit/blob-exchange";
-import { blobHttpHandler } from "@loom/kit/blob-http";
-import { runService } from "@loom/kit/service-main";
+import { blobPathPrefix } from "@loom/blob-plane/exchange";
+import { blobHttpHandler } from "@loom/blob-plane/http";
+import { runService } from "@loom/server/run-service";
 import { storageConfigSchema } from "./config.ts";
 import { openBlobStore, openStorageStore, wireStorage } from "./wiring.ts";
 

@@ -1,9 +1,9 @@
 import { pipeline } from "node:stream";
 import { Code, ConnectError } from "@connectrpc/connect";
 import fresh from "fresh";
-import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/kit/blob-exchange";
-import { notFound } from "@loom/kit/errors";
-import { countingStreamedBytes } from "@loom/kit/streamed-bytes";
+import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/blob-plane/exchange";
+import { notFound } from "@loom/contracts/errors";
+import { countingStreamedBytes } from "@loom/blob-plane/streamed-bytes";
 import { blobKey, newGeneration, type AssetAccess, type StorageLimits } from "./assets.ts";
 import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
 import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";

@@ -1,17 +1,17 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
-import { invalidArgument, notFound } from "@loom/kit/errors";
-import { newId } from "@loom/kit/ids";
-import type { Logger } from "@loom/kit/logger";
-import { pageInfo, pageWindow } from "@loom/kit/paging";
-import { requirePrincipal } from "@loom/kit/principal";
-import { storeBackedService, type RpcService } from "@loom/kit/rpc-service";
-import { nameProblem } from "@loom/kit/text";
+import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import type { Logger } from "@loom/telemetry/logger";
+import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { requirePrincipal } from "@loom/server/principal";
+import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
+import { nameProblem } from "@loom/contracts/text";
 import { assetNameProblem } from "./asset-names.ts";
 import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
 import type { BlobStore } from "./blobs/port.ts";
-import { blobPathPrefix } from "@loom/kit/blob-exchange";
+import { blobPathPrefix } from "@loom/blob-plane/exchange";
 import type { BlobOperation, BlobTokens } from "./signed-urls.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
 

@@ -1,6 +1,6 @@
 import { createSecretKey } from "node:crypto";
 import { jwtVerify, SignJWT } from "jose";
-import { permissionDenied } from "@loom/kit/errors";
+import { permissionDenied } from "@loom/contracts/errors";
 
 export type BlobOperation = "PUT" | "GET";
 

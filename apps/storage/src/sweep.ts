@@ -1,4 +1,4 @@
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import { bucketBlobPrefix } from "./assets.ts";
 import type { BlobStore } from "./blobs/port.ts";
 import type { BucketRecord, StorageStore } from "./store/port.ts";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import type { StorageLimits } from "./assets.ts";
 import type { AssetRecord, BlobRecord, StorageStore } from "./store/port.ts";
 import { updateTime } from "./update-time.ts";

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import type { ServeBlob } from "@loom/kit/blob-exchange";
-import type { Logger } from "@loom/kit/logger";
-import type { RpcService } from "@loom/kit/rpc-service";
-import { openStore, type StoreSettings } from "@loom/kit/store-open";
+import type { ServeBlob } from "@loom/blob-plane/exchange";
+import type { Logger } from "@loom/telemetry/logger";
+import type { RpcService } from "@loom/server/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
 import { createAssetAccess } from "./assets.ts";
 import { createDiskBlobStore } from "./blobs/disk.ts";
 import type { BlobStore } from "./blobs/port.ts";

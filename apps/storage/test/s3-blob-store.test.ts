@@ -11,7 +11,7 @@ import {
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isDependencyDown } from "@loom/kit/errors";
+import { isDependencyDown } from "@loom/runtime/dependency-down";
 import { freePort } from "@loom/testing/processes";
 import { freshS3Bucket, type FreshS3Bucket } from "@loom/testing/s3";
 import { needs } from "@loom/testing/servers";

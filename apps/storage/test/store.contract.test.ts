@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newId } from "@loom/kit/ids";
+import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openStorageStore } from "../src/wiring.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "../src/store/port.ts";

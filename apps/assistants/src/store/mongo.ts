@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { fromDoc, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import { fromDoc, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
 /** MongoDB adapter: one collection, scoped by organizationId in every query. */

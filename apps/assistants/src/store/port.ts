@@ -1,7 +1,7 @@
-import type { Page } from "@loom/kit/paging";
+import type { Page } from "@loom/contracts/paging";
 
-import type { IdArray } from "@loom/kit/id-arrays";
-import type { StoreLifecycle } from "@loom/kit/store-open";
+import type { IdArray } from "@loom/contracts/id-arrays";
+import type { StoreLifecycle } from "@loom/store/open";
 
 export interface AssistantRecord extends Record<IdArray, string[]> {
   id: string;

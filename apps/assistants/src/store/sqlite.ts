@@ -1,5 +1,5 @@
-import { heldRows } from "@loom/kit/held-rows";
-import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
+import { heldRows } from "@loom/store/held-rows";
+import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
 /** Schema versions of the assistants tables (kit `migrate`): append, never edit. */

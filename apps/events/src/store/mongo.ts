@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Collection, Db } from "mongodb";
-import { unavailable } from "@loom/kit/errors";
+import { unavailable } from "@loom/contracts/errors";
 import { logClosed } from "../log-closed.ts";
-import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/kit/mongo";
+import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/store/mongo";
 import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "./port.ts";
 
 /**

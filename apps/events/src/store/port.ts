@@ -1,4 +1,4 @@
-import type { StoreLifecycle } from "@loom/kit/store-open";
+import type { StoreLifecycle } from "@loom/store/open";
 
 /** The two kinds of event log (semantics.md §6), named as in bus subjects. */
 export type LogKind = "assistant-run" | "structure-run";

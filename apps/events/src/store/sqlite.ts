@@ -1,5 +1,5 @@
-import { heldRows } from "@loom/kit/held-rows";
-import { dateOf, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
+import { heldRows } from "@loom/store/held-rows";
+import { dateOf, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { logClosed } from "../log-closed.ts";
 import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
 

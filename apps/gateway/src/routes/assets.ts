@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { assetNamePatternSource } from "@loom/kit/text";
+import { assetNamePatternSource } from "@loom/contracts/text";
 import { AssetUrlOperation, type Asset } from "@loom/proto/storage/v1/storage_pb";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { valueToJson } from "@loom/kit/json-value";
+import { valueToJson } from "@loom/contracts/json-value";
 import { RunKind, type Event } from "@loom/proto/events/v1/events_pb";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime } from "../json.ts";

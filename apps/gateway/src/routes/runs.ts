@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
-import { invalidArgument } from "@loom/kit/errors";
-import { runStatuses } from "@loom/kit/run-lifecycle";
-import { valueToJson } from "@loom/kit/json-value";
+import { invalidArgument } from "@loom/contracts/errors";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
+import { valueToJson } from "@loom/contracts/json-value";
 import { RunStatus, type AssistantRun } from "@loom/proto/runs/v1/runs_pb";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { invalidArgument } from "@loom/kit/errors";
+import { invalidArgument } from "@loom/contracts/errors";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
 import type { ServiceClients } from "../clients.ts";
 import type { EventFeeds } from "../event-feeds.ts";

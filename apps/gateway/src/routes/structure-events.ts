@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { jsonToValue } from "@loom/kit/json-value";
+import { jsonToValue } from "@loom/contracts/json-value";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
 import { bodyLimits } from "../body.ts";
 import type { ServiceClients } from "../clients.ts";

@@ -4,9 +4,9 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { PaymentRequiredSchema } from "@loom/proto/common/v1/common_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
-import { invalidArgument, unavailable } from "@loom/kit/errors";
-import type { Logger } from "@loom/kit/logger";
-import { requirePrincipal } from "@loom/kit/principal";
+import { invalidArgument, unavailable } from "@loom/contracts/errors";
+import type { Logger } from "@loom/telemetry/logger";
+import { requirePrincipal } from "@loom/server/principal";
 import type { IdentityStore } from "../store/port.ts";
 import { callStripe, createStripeClient, stripeWebhooks } from "./stripe-client.ts";
 

@@ -1,5 +1,5 @@
 import Stripe from "stripe";
-import { DependencyDown } from "@loom/kit/errors";
+import { DependencyDown } from "@loom/runtime/dependency-down";
 
 /**
  * The official SDK, pointed at `apiBase` when given (stripe-mock, a test's

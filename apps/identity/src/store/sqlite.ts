@@ -1,5 +1,5 @@
-import { heldRows } from "@loom/kit/held-rows";
-import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
+import { heldRows } from "@loom/store/held-rows";
+import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
 
 /** Schema versions of the identity tables (kit `migrate`): append, never edit. */

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isTerminal } from "@loom/kit/run-lifecycle";
+import { isTerminal } from "@loom/contracts/run-lifecycle";
 import { answer, trickle } from "@loom/testing/fake-openai";
 import { scrapeMetrics } from "@loom/testing/metrics";
 import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";

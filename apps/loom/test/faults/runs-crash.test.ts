@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { isTerminal } from "@loom/kit/run-lifecycle";
+import { isTerminal } from "@loom/contracts/run-lifecycle";
 import { hang } from "@loom/testing/fake-openai";
 import { needsOwnServers } from "@loom/testing/own-servers";
 import { faultLeaseMs, startFaultStack, waitUntil, type FaultStack } from "./fault-stack.ts";

@@ -1,4 +1,4 @@
-import { valueToJson } from "@loom/kit/json-value";
+import { valueToJson } from "@loom/contracts/json-value";
 import { jsonSchema, tool, type ModelMessage, type SystemModelMessage, type ToolSet, type ToolResultPart, type UserContent, type AssistantContent } from "ai";
 import type { Artifact, ChatMessage, MessageContent, Tool } from "@loom/proto/runs/v1/chat_pb";
 import { nativeToolName, structuredOutputTool } from "./tool-names.ts";

@@ -1,7 +1,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { invalidArgument } from "@loom/kit/errors";
-import { requirePrincipal } from "@loom/kit/principal";
+import { invalidArgument } from "@loom/contracts/errors";
+import { requirePrincipal } from "@loom/server/principal";
 import {
   ArtifactSchema,
   ChatMessageSchema,

@@ -3,7 +3,7 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import type { LanguageModel } from "ai";
-import { ConfigError, env } from "@loom/kit/config";
+import { ConfigError, env } from "@loom/runtime/config";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import { createEchoModel, echoModelId } from "./echo.ts";
 import type { Model } from "./port.ts";

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
-import { notFound } from "@loom/kit/errors";
-import { headersFor, type Principal } from "@loom/kit/principal";
+import { notFound } from "@loom/contracts/errors";
+import { headersFor, type Principal } from "@loom/server/principal";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 
 /** The assistant, read as the caller (the assistants service checks its organization); NOT_FOUND when it has none. */

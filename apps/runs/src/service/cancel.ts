@@ -1,6 +1,6 @@
-import type { Bus } from "@loom/kit/bus";
-import { notFound } from "@loom/kit/errors";
-import type { Logger } from "@loom/kit/logger";
+import type { Bus } from "@loom/bus/bus";
+import { notFound } from "@loom/contracts/errors";
+import type { Logger } from "@loom/telemetry/logger";
 import { countTransition } from "../metrics.ts";
 import { logEnd } from "../run-end.ts";
 import type { RunLog } from "../run-log.ts";

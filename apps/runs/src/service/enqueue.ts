@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import type { Bus } from "@loom/kit/bus";
+import type { Bus } from "@loom/bus/bus";
 import { countTransition } from "../metrics.ts";
 import type { RunLog } from "../run-log.ts";
 import { QueueFull, type RunRecord, type RunRecordStore } from "../store/run-records.ts";

@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { invalidArgument } from "@loom/kit/errors";
-import { newId } from "@loom/kit/ids";
-import type { Principal } from "@loom/kit/principal";
+import { invalidArgument } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import type { Principal } from "@loom/server/principal";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
 import { idempotencyWindowMs, type IdempotencyRecord, type IdempotencyStore } from "../store/idempotency.ts";
 import type { RunRecord, RunRecordStore } from "../store/run-records.ts";

@@ -1,8 +1,8 @@
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { notFound } from "@loom/kit/errors";
-import { isUuid, newId } from "@loom/kit/ids";
-import { rateLimitRefusals } from "@loom/kit/metrics";
-import type { Principal } from "@loom/kit/principal";
+import { notFound } from "@loom/contracts/errors";
+import { isUuid, newId } from "@loom/contracts/ids";
+import { rateLimitRefusals } from "@loom/telemetry/metrics";
+import type { Principal } from "@loom/server/principal";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";

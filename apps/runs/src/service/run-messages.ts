@@ -1,6 +1,6 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import { invalidArgument } from "@loom/kit/errors";
-import { jsonToValue } from "@loom/kit/json-value";
+import { invalidArgument } from "@loom/contracts/errors";
+import { jsonToValue } from "@loom/contracts/json-value";
 import { RunStatus as RunStatusEnum } from "@loom/proto/runs/v1/runs_pb";
 import { runStatuses, type RunRecord, type RunStatus } from "../store/run-records.ts";
 import type { ThreadRecord } from "../store/threads.ts";

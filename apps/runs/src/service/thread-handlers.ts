@@ -1,9 +1,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { invalidArgument, notFound } from "@loom/kit/errors";
-import { newId } from "@loom/kit/ids";
-import { pageInfo, pageWindow } from "@loom/kit/paging";
-import { requirePrincipal } from "@loom/kit/principal";
-import { nameProblem } from "@loom/kit/text";
+import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { requirePrincipal } from "@loom/server/principal";
+import { nameProblem } from "@loom/contracts/text";
 import type { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import type { ThreadRecord, ThreadStore } from "../store/threads.ts";
 import { threadMessage } from "./run-messages.ts";

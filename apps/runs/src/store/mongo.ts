@@ -1,5 +1,5 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
 import { idempotencyWindowMs, type IdempotencyRecord } from "./idempotency.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";

@@ -1,4 +1,4 @@
-import type { StoreLifecycle } from "@loom/kit/store-open";
+import type { StoreLifecycle } from "@loom/store/open";
 import type { IdempotencyStore } from "./idempotency.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { RunRecordStore } from "./run-records.ts";

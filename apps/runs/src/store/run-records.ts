@@ -1,9 +1,9 @@
-import type { IdArray } from "@loom/kit/id-arrays";
-import type { Page } from "@loom/kit/paging";
-import type { RunStatus } from "@loom/kit/run-lifecycle";
+import type { IdArray } from "@loom/contracts/id-arrays";
+import type { Page } from "@loom/contracts/paging";
+import type { RunStatus } from "@loom/contracts/run-lifecycle";
 
-// The statuses are named once, in the kit (the events service and the gateway know them too).
-export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/kit/run-lifecycle";
+// The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
+export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/contracts/run-lifecycle";
 
 /** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
 export class QueueFull extends Error {

@@ -1,5 +1,5 @@
-import { dateOf, type Row } from "@loom/kit/sqlite";
-import type { IdArray } from "@loom/kit/id-arrays";
+import { dateOf, type Row } from "@loom/store/sqlite";
+import type { IdArray } from "@loom/contracts/id-arrays";
 import type { IdempotencyRecord } from "./idempotency.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import type { RunChanges, RunRecord, StatusDetail } from "./run-records.ts";

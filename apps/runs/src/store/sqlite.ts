@@ -1,4 +1,4 @@
-import { newestFirstOrder, optional, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
+import { newestFirstOrder, optional, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { InFlight } from "./in-flight.ts";
 import { idempotencyWindowMs } from "./idempotency.ts";
 import type { RunsStore } from "./port.ts";

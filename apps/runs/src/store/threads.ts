@@ -1,4 +1,4 @@
-import type { Page } from "@loom/kit/paging";
+import type { Page } from "@loom/contracts/paging";
 
 export interface ThreadRecord {
   id: string;

@@ -1,4 +1,4 @@
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import { countTransition, queueWait } from "../metrics.ts";
 import type { QueueEntry, RunQueue } from "../store/run-queue.ts";
 import { isTerminal, type RunRecord, type RunRecordStore } from "../store/run-records.ts";

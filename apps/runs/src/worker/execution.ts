@@ -1,5 +1,5 @@
-import type { Logger } from "@loom/kit/logger";
-import { contextOf, inSpan, SpanKind } from "@loom/kit/tracing";
+import type { Logger } from "@loom/telemetry/logger";
+import { contextOf, inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { executeRun, type StopReason } from "../executor.ts";
 import { trackExecuting } from "../metrics.ts";
 import type { Model } from "../models/port.ts";

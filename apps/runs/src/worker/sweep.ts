@@ -1,4 +1,4 @@
-import type { Logger } from "@loom/kit/logger";
+import type { Logger } from "@loom/telemetry/logger";
 import { countTransition } from "../metrics.ts";
 import { logEnd } from "../run-end.ts";
 import type { RunLog } from "../run-log.ts";

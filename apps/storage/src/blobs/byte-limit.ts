@@ -1,5 +1,5 @@
 import { Transform } from "node:stream";
-import { streamedBytes } from "@loom/kit/streamed-bytes";
+import { streamedBytes } from "@loom/blob-plane/streamed-bytes";
 import { BlobTooLarge } from "./port.ts";
 
 /**

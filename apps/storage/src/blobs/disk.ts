@@ -4,7 +4,7 @@ import { mkdir, open, readdir, rename, rm, stat, writeFile, type FileHandle } fr
 import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import { StartupRefused } from "@loom/kit/shutdown";
+import { StartupRefused } from "@loom/runtime/shutdown";
 import { blobKeyPattern, type BlobInfo, type BlobStore, type StoredBlob } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
 

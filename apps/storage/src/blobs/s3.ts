@@ -16,8 +16,8 @@ import {
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
-import { DependencyDown } from "@loom/kit/errors";
-import { StartupRefused } from "@loom/kit/shutdown";
+import { DependencyDown } from "@loom/runtime/dependency-down";
+import { StartupRefused } from "@loom/runtime/shutdown";
 import type { StorageSettings } from "../config.ts";
 import { BlobTooLarge, blobKeyPattern, type BlobInfo, type BlobStore } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
@@ -48,7 +48,7 @@ function s3Failure(error: unknown): unknown {
 
 /**
  * Why the bucket could not be used at start, as one sentence naming the
- * variable to fix (a refused start prints no stack: kit/shutdown.ts).
+ * variable to fix (a refused start prints no stack: runtime/shutdown.ts).
  */
 function startRefusal(error: unknown, settings: S3BlobSettings): Error {
   const bucket = JSON.stringify(settings.S3_BUCKET);

@@ -1,5 +1,5 @@
 import type { Collection, Db } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/kit/mongo";
+import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
 import type { AssetRecord, BlobRecord, BucketRecord, ByteReservation, StorageStore } from "./port.ts";
 import { nameFilterQuery } from "./name-filter.ts";
 

@@ -1,4 +1,4 @@
-import { charLength } from "@loom/kit/text";
+import { charLength } from "@loom/contracts/text";
 import type { AssetFilter } from "./port.ts";
 
 /**

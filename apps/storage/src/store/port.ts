@@ -1,5 +1,5 @@
-import type { Page } from "@loom/kit/paging";
-import type { StoreLifecycle } from "@loom/kit/store-open";
+import type { Page } from "@loom/contracts/paging";
+import type { StoreLifecycle } from "@loom/store/open";
 
 export interface BucketRecord {
   id: string;

@@ -1,5 +1,5 @@
 import { setImmediate } from "node:timers/promises";
-import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/kit/sqlite";
+import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
 import { nameFilterSql } from "./name-filter.ts";
 

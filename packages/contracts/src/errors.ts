@@ -1,0 +1,32 @@
+import { Code, ConnectError } from "@connectrpc/connect";
+import { FieldViolationsSchema, type FieldViolation } from "@loom/proto/common/v1/common_pb";
+import { create } from "@bufbuild/protobuf";
+
+/** INVALID_ARGUMENT with one detail entry per problem, as the gateway reports them. */
+export function invalidArgument(violations: Array<Pick<FieldViolation, "path" | "message">>): ConnectError {
+  const summary = violations.map((v) => `${v.path}: ${v.message}`).join("; ");
+  return new ConnectError(summary || "invalid argument", Code.InvalidArgument, undefined, [
+    { desc: FieldViolationsSchema, value: create(FieldViolationsSchema, { violations }) },
+  ]);
+}
+
+export function notFound(what: string): ConnectError {
+  return new ConnectError(`${what} not found`, Code.NotFound);
+}
+
+export function permissionDenied(message: string): ConnectError {
+  return new ConnectError(message, Code.PermissionDenied);
+}
+
+export function unauthenticated(message = "missing or invalid credential"): ConnectError {
+  return new ConnectError(message, Code.Unauthenticated);
+}
+
+export function unavailable(message: string): ConnectError {
+  return new ConnectError(message, Code.Unavailable);
+}
+
+/** The field problems carried by an INVALID_ARGUMENT error, if any. */
+export function fieldViolationsOf(error: ConnectError): FieldViolation[] {
+  return error.findDetails(FieldViolationsSchema).flatMap((d) => d.violations);
+}
