@@ -34,6 +34,12 @@ export const gatewayConfigSchema = z.object({
   EVENTS_URL: env.url(),
   /** The storage service: its RPCs, and the blob paths (`/blobs/...`) the gateway forwards to it. */
   STORAGE_URL: env.url(),
+  /**
+   * Identity's setting, read here too (one ConfigMap serves both): on, runs
+   * and chat calls ask identity for the organization's billing standing; off,
+   * they do not (docs/decisions.md, "Billing standing: asked only when required").
+   */
+  BILLING_REQUIRED: env.flag().default(false),
   /** Key revocations arrive here; with it the gateway caches who a credential is (see README). */
   NATS_URL: env.url().optional(),
 });

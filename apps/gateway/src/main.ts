@@ -36,7 +36,7 @@ try {
   const services = { identity: config.IDENTITY_URL, assistants: config.ASSISTANTS_URL, runs: config.RUNS_URL, events: config.EVENTS_URL, storage: config.STORAGE_URL };
   // A service that is down makes its own requests 503, and a lost NATS delays revocations; neither takes the gateway replicas out of rotation.
   const readiness = async () => ({ ready: true, services: await servicesStatus(services), ...busReadiness(bus) });
-  const { app } = buildApp({ clients, blobs, logger, bus, limits: config, readiness });
+  const { app } = buildApp({ clients, blobs, logger, bus, limits: config, billingRequired: config.BILLING_REQUIRED, readiness });
   const server = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST);
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);

@@ -4,6 +4,7 @@ import { newId } from "@loom/contracts/ids";
 import { startFakeStripe, type FakeStripe } from "@loom/testing/fake-stripe";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { needs, storeKinds, testServers } from "@loom/testing/servers";
+import { metricsRegistry } from "@loom/telemetry/metrics";
 import { billingManagementUrlSchema, checkoutSessionSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "./stack.ts";
@@ -27,6 +28,14 @@ function eventPayload(type: string, object: Record<string, unknown>, id = `evt_$
   return JSON.stringify({ id, object: "event", type, created: 1_700_000_000, livemode: false, data: { object } }, null, 2);
 }
 const sign = (payload: string, secret = webhookSecret) => stripeWebhooks.generateTestHeaderString({ payload, secret });
+
+/** CheckBillingStanding calls identity has served in this process so far (its RPC metrics count every call). */
+async function standingChecks(): Promise<number> {
+  const { values } = await metricsRegistry.getSingleMetric("loom_rpc_server_duration_seconds")!.get();
+  return values
+    .filter((v) => "metricName" in v && v.metricName === "loom_rpc_server_duration_seconds_count" && v.labels.method === "loom.identity.v1.BillingService/CheckBillingStanding")
+    .reduce((sum, v) => sum + v.value, 0);
+}
 
 describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) => {
   let fake: FakeStripe;
@@ -80,9 +89,11 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     }
   });
 
-  it("runs need no subscription unless BILLING_REQUIRED is on", async () => {
+  it("runs need no subscription unless BILLING_REQUIRED is on, and nobody asks identity for one", async () => {
     const assistantId = (await admin.post("/assistants", { name: "free" })).body.assistant_id as string;
+    const before = await standingChecks();
     expect((await admin.post(`/assistants/${assistantId}/runs`, {})).status).toBe(201);
+    expect(await standingChecks()).toBe(before);
   });
 
   it("the webhook accepts event types it does not use", async () => {
@@ -127,7 +138,9 @@ describe("BILLING_REQUIRED=true", () => {
       return deliver(stack.gatewayUrl, payload, sign(payload));
     };
 
+    const checksBefore = await standingChecks();
     const unpaid = await createRun();
+    expect(await standingChecks()).toBe(checksBefore + 1); // billing on: identity is asked, once a create
     expect(expectError(unpaid, 402, "PaymentRequired").errors[0]!.message).toMatch(/no active subscription .*https:\/\/billing\.stripe\.test\/p\/session\//);
     expect((await subscriptionEvent("active", 1_700_000_100)).status).toBe(200);
     expect((await createRun()).status).toBe(201);

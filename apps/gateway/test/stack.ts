@@ -147,7 +147,7 @@ export async function startStack(
       storage: httpTransport(storage.url, serviceToken),
     });
     const blobs = remoteBlobs(storage.url, serviceToken);
-    const { app } = buildApp({ clients, blobs, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, readiness: async () => ({ ready: true, ...busReadiness(replicaBus), services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url, storage: storage.url }) }) });
+    const { app } = buildApp({ clients, blobs, logger, bus: replicaBus, limits: { ...defaultLimits, ...options.limits }, billingRequired: options.billing?.BILLING_REQUIRED === true, readiness: async () => ({ ready: true, ...busReadiness(replicaBus), services: await servicesStatus({ identity: identity.url, assistants: assistants.url, runs: runs.url, events: events.url, storage: storage.url }) }) });
     const gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();
     });

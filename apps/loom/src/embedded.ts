@@ -82,7 +82,7 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
   const services = [identity.service, assistants, events, runs.service, storage.service];
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
+  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, billingRequired: config.BILLING_REQUIRED, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
   const started = Promise.withResolvers<void>();
   const server = (listening = await listen(createHttpServer(heldUntil(started.promise, app.callback()), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));
