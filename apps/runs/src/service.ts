@@ -42,9 +42,8 @@ const defaultIdempotencyStallMs = 10_000;
  * worker (`createRunWorker`) executes them. Threads are its plain records.
  */
 export function createRunsService(deps: RunsDeps): RpcService {
-  const { store } = deps;
+  const { store, maxQueuedPerOrganization } = deps;
   const now = deps.now ?? (() => new Date());
-  const { maxQueuedPerOrganization } = deps;
   // A create's two steps: its checks and its run, then storing the run.
   const prepareRun: KeyedCreateDeps["newRun"] = (...args) => newRun({ assistants: deps.assistants, store, maxQueuedPerOrganization }, ...args);
   const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) => enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
