@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { duplicateKeys } from "@loom/testing/json-keys";
-import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 interface LogLine {
   service: string;
