@@ -1,4 +1,4 @@
-import type { ProcessDeps, ServiceProcess } from "@loom/server/run-service";
+import type { ServiceProcess } from "@loom/server/run-service";
 import type { RpcService } from "@loom/server/rpc-service";
 import { httpTransport } from "@loom/server/transports";
 import { services } from "@loom/services/registry";
@@ -18,7 +18,7 @@ export const serviceProcess: ServiceProcess<typeof runsConfigSchema, { model?: M
   name: "runs",
   schema: runsConfigSchema,
   notes: services.runs,
-  wire: async (config, { logger, bus, model }: ProcessDeps & { model?: Model }): Promise<WiredRunsService> => {
+  wire: async (config, { logger, bus, model }): Promise<WiredRunsService> => {
     const assistants = httpTransport(config.ASSISTANTS_URL, config.SERVICE_TOKEN);
     const events = httpTransport(config.EVENTS_URL, config.SERVICE_TOKEN);
     const { service, worker } = await wireRuns(await openRunsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, { assistants, events, bus, logger, model });
