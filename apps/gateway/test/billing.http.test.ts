@@ -7,7 +7,7 @@ import { needs, storeKinds, testServers } from "@loom/testing/servers";
 import { metricsRegistry } from "@loom/telemetry/metrics";
 import { billingManagementUrlSchema, checkoutSessionSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const webhookSecret = "whsec_test_gateway_0123456789";
 const billingUrls = { BILLING_RETURN_URL: "https://app.example/billing" };
@@ -46,7 +46,7 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     fake = await startFakeStripe({ prices: { pro: { id: "price_pro", recurring: true } } });
     stack = await startStack(kind, {
       memoryBus: true,
-      billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, ...billingUrls },
+      identity: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, ...billingUrls },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
@@ -120,7 +120,9 @@ describe("BILLING_REQUIRED=true", () => {
     fake = await startFakeStripe({ prices: {} });
     stack = await startStack("sqlite", {
       memoryBus: true,
-      billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
+      identity: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
+      // Read by both, as one ConfigMap gives it to both in Kubernetes.
+      gateway: { BILLING_REQUIRED: true },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
@@ -177,7 +179,7 @@ describe.skipIf(!needs("STRIPE_MOCK_URL", "billing against stripe-mock"))("billi
   let stack: TestStack;
   let admin: ApiClient;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, billing: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
+    stack = await startStack("sqlite", { memoryBus: true, identity: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
   afterAll(() => stack?.close());
