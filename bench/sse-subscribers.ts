@@ -69,7 +69,7 @@ interface RawResponse {
  * ASCII): at twenty thousand reads a second, node:http's parser and streams
  * and a fresh 64 KiB buffer per read (each one external memory that brings a
  * mark-compact closer) were most of this thread's time (measured:
- * docs/benchmarks.md). Understands just what the gateway answers: a status
+ * docs/benchmarks.md, "Method"). Understands just what the gateway answers: a status
  * line, headers, and a chunked body (a stream) or one of a Content-Length
  * (a whole finished log at once).
  */

@@ -116,7 +116,7 @@ export async function benchTracing(options: { seconds: number; connections: numb
 /**
  * Each process is driven this long before its row is measured: a fresh
  * process took ~6 s of load to reach its steady throughput, a traced one
- * longer (docs/benchmarks.md, "Tracing overhead, session 10"), and a 1 s
+ * longer (docs/benchmarks.md, "Method"), and a 1 s
  * warm-up measured the traced modes mid-way there. Every mode gets the same.
  */
 const warmUpSeconds = Number(process.env.BENCH_TRACING_WARM_UP ?? 8);

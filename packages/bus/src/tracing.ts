@@ -12,7 +12,8 @@ const headersOfSpan = new WeakMap<Span, MsgHdrs>();
  * the publisher's span (an append, a create), when it is inside a trace.
  * Undefined otherwise (tracing off, or background work): no header bytes.
  * No span of its own: a fan-out publishes an event at a time, and a span
- * each would double what tracing costs it (docs/benchmarks.md, tracing).
+ * each would double what tracing costs it (docs/benchmarks.md, "Traces:
+ * no PRODUCER span per NATS publish").
  */
 export function publishHeaders(): MsgHdrs | undefined {
   if (!tracing().enabled) return undefined;

@@ -52,7 +52,7 @@ export function directTransport(services: RpcService[], serviceToken: string, in
    * (or, without one, a fresh one that is never aborted) is the call's, and
    * nothing is left to clean up after it. createHandlerContext would link
    * three AbortControllers and abort one on every finish (docs/benchmarks.md,
-   * GetApiKey).
+   * "Calls inside one process").
    */
   const unaryContext = (method: DescMethod, signal: AbortSignal | undefined, header: HeaderInit | undefined): HandlerContextController => ({
     ...contextInit(method),

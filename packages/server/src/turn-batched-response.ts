@@ -12,8 +12,9 @@ import type { Logger } from "@loom/telemetry/logger";
  * asleep pays for waking it inside the server's `write` — measured on a
  * 2-core VM, that wake-up was the largest single cost of a GetApiKey, and
  * batching the ends of a turn doubled the all-in-one's throughput
- * (docs/benchmarks.md). The wait lasts until the turn's I/O callbacks have
- * run, never a timer: an idle server answers as soon as before.
+ * (docs/benchmarks.md, "Turn-batched responses"). The wait lasts until
+ * the turn's I/O callbacks have run, never a timer: an idle server answers
+ * as soon as before.
  */
 class TurnBatchedResponse<Request extends IncomingMessage = IncomingMessage> extends ServerResponse<Request> {
   override end(...args: unknown[]): this {

@@ -8,7 +8,7 @@ import type { IdGenerator, Sampler } from "@opentelemetry/sdk-trace";
  * the SDK is asked for one: a trace that is not sampled (90% of requests at
  * a 10% ratio) gets its ids and nothing else, where the SDK's `startSpan`
  * cost ~5 µs of a ~60 µs request for a span that records nothing
- * (docs/benchmarks.md, "Tracing overhead, session 16").
+ * (docs/benchmarks.md, "Traces: a root the sampler drops is made without the SDK").
  */
 export interface TraceRoots {
   sampler: Sampler;

@@ -158,8 +158,8 @@ function copyOfRun(run: RunRecord): RunRecord {
  * write to a run or its lease passes here, so the held record is the row.
  * Reads of them (the worker's, every poll's) skip the row mapping, and a
  * transition is a guarded UPDATE without RETURNING whose record is built
- * from the held one: ~12% of a run's CPU (docs/benchmarks.md, issue 15,
- * session 10). The database stays the judge of every guard; a run leaves
+ * from the held one: ~12% of a run's CPU (docs/benchmarks.md, "the runs
+ * in flight held in memory"). The database stays the judge of every guard; a run leaves
  * the runs in flight when it finishes, and stays among the last
  * `recentlyFinishedLimit` finished ones (a client polls until it sees the
  * end, and that read is the run's last), so memory follows the runs in
