@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { startSplitStack } from "@loom/testing/split-stack";
+import { serviceNames, type ServiceName } from "@loom/services/registry";
+import { startSplitStack } from "@loom/test-stacks/split-stack";
 import type { BaselineRevision } from "./baseline-revision.ts";
 
 /** A Loom deployment the event benches drive through its gateway. */
@@ -31,16 +32,17 @@ async function allInOne(key: string, main: string, name: string): Promise<Deploy
   return { name, gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
 }
 
+/** Each service's own fresh database (`<db>_<service>`), by the service registry. */
+export const benchDatabases = (db: string) => Object.fromEntries(serviceNames.map((name) => [name, { MONGODB_DB: `${db}_${name}` }])) as Record<ServiceName, { MONGODB_DB: string }>;
+
 /** Five processes on MongoDB and NATS, fresh databases; `env` goes to every process (the tracing bench's OTEL_*). */
 export async function split(key: string, mongoUrl: string, natsUrl: string, env: Record<string, string> = {}): Promise<Deployment> {
   const db = `loom_bench_${randomBytes(4).toString("hex")}`;
   const stack = await startSplitStack(
     { MONGODB_URL: mongoUrl, NATS_URL: natsUrl, ...env },
     {
-      identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
-      assistants: { MONGODB_DB: `${db}_assistants` },
-      events: { MONGODB_DB: `${db}_events` },
-      runs: { MONGODB_DB: `${db}_runs` },
+      ...benchDatabases(db),
+      identity: { ...benchDatabases(db).identity, BOOTSTRAP_API_KEY: key },
       gateway: streamCap,
     },
   );

@@ -3,7 +3,7 @@ import { apiClient, type ApiClient } from "@loom/testing/http";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { load, printTable, type LoadResult } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { startSplitStack } from "@loom/testing/split-stack";
+import { startSplitStack } from "@loom/test-stacks/split-stack";
 
 /** The id of the bootstrap key the client authenticates with: its organization's only key. */
 export async function bootstrapKeyId(client: ApiClient): Promise<string> {

@@ -1,5 +1,6 @@
 import { loadavg } from "node:os";
 import { benchGetApiKey } from "./get-api-key.ts";
+import { benchInProcessTransport } from "./in-process-transport.ts";
 import { benchMemory } from "./memory.ts";
 import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
@@ -23,13 +24,14 @@ console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" 
 process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "runs", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
   if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
   else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
 }
+if (!only || only === "transport") await benchInProcessTransport({ calls: Number(process.env.BENCH_TRANSPORT_CALLS ?? 100_000), rounds: Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 5) });
 if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3), mongoUrl, natsUrl });
 if (!only || only === "memory") await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });
 if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });

@@ -5,8 +5,9 @@ import { connectMongo } from "@loom/store/mongo";
 import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { startSplitStack } from "@loom/testing/split-stack";
+import { startSplitStack } from "@loom/test-stacks/split-stack";
 import { baselineRevision } from "./baseline-revision.ts";
+import { benchDatabases } from "./deployments.ts";
 
 const pollMs = 20;
 // Caps high enough that the figure measures the engine, not the limits.
@@ -285,35 +286,27 @@ export async function benchRunsThroughput(options: { seconds: number; rounds: nu
 
   if (options.mongoUrl && options.natsUrl && only !== "ladder") {
     const db = freshDatabaseName("loom_bench");
-    const perService: Record<string, Record<string, string>> = {
-      identity: { MONGODB_DB: `${db}_identity`, BOOTSTRAP_API_KEY: key },
-      assistants: { MONGODB_DB: `${db}_assistants` },
-      events: { MONGODB_DB: `${db}_events` },
-      runs: { MONGODB_DB: `${db}_runs`, ...runEnv },
-    };
+    const databases = benchDatabases(db);
+    const perService = { ...databases, identity: { ...databases.identity, BOOTSTRAP_API_KEY: key }, runs: { ...databases.runs, ...runEnv } };
     if (only === undefined) {
       const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, perService);
       rows.push(...(await measure("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds)));
       await stack.stop();
-      for (const s of ["identity", "assistants", "events", "runs"]) await dropDatabase(options.mongoUrl, `${db}_${s}`);
+      for (const { MONGODB_DB } of Object.values(databases)) await dropDatabase(options.mongoUrl, MONGODB_DB);
     }
     const historyDb = freshDatabaseName("loom_bench");
-    const defaults: Record<string, Record<string, string>> = {
-      identity: { MONGODB_DB: `${historyDb}_identity`, BOOTSTRAP_API_KEY: key },
-      assistants: { MONGODB_DB: `${historyDb}_assistants` },
-      events: { MONGODB_DB: `${historyDb}_events` },
-      runs: { MONGODB_DB: `${historyDb}_runs` },
-    };
+    const historyDatabases = benchDatabases(historyDb);
+    const defaults = { ...historyDatabases, identity: { ...historyDatabases.identity, BOOTSTRAP_API_KEY: key } };
     const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, defaults);
     const mongoUrl = options.mongoUrl;
     history.push(
       ...historyRows(
-        await measureHistory("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds, (api, id) => seedRunDocuments(api, id, mongoUrl, `${historyDb}_runs`, historyRuns)),
+        await measureHistory("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds, (api, id) => seedRunDocuments(api, id, mongoUrl, historyDatabases.runs.MONGODB_DB, historyRuns)),
         options.seconds,
       ),
     );
     await stack.stop();
-    for (const s of ["identity", "assistants", "events", "runs"]) await dropDatabase(options.mongoUrl, `${historyDb}_${s}`);
+    for (const { MONGODB_DB } of Object.values(historyDatabases)) await dropDatabase(options.mongoUrl, MONGODB_DB);
   } else {
     console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
   }

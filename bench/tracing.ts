@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { apiClient } from "@loom/testing/http";
 import { needsJaeger, startJaeger } from "@loom/testing/jaeger";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { startSplitStack } from "@loom/testing/split-stack";
+import { startSplitStack } from "@loom/test-stacks/split-stack";
 import { split } from "./deployments.ts";
 import { fanOut } from "./events.ts";
 import { bootstrapKeyId } from "./get-api-key.ts";

@@ -1,8 +1,7 @@
 import { z } from "zod";
-import { mongoSettings, serviceSettings } from "@loom/runtime/config";
+import { standaloneSettings } from "@loom/services/settings";
 
 /** The assistants service run on its own (one Deployment in production). */
 export const assistantsConfigSchema = z.object({
-  ...serviceSettings(8082),
-  ...mongoSettings("loom_assistants"),
+  ...standaloneSettings("assistants"),
 });

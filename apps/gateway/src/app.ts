@@ -10,6 +10,7 @@ import { createPrincipalCache } from "./principal-cache.ts";
 import { createRevocations, type Revocations } from "./revocations.ts";
 import { apiDocs } from "./api-docs.ts";
 import { authenticate } from "./auth.ts";
+import { billingStanding, type BillingStanding } from "./billing-standing.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
@@ -54,21 +55,27 @@ export interface GatewayDeps {
   bus?: Bus;
   /** Per-credential and per-organization limits; unset: the defaults (config.ts). */
   limits?: LimitSettings;
+  /**
+   * Whether billing is required (`BILLING_REQUIRED`, the setting identity
+   * reads): only then is identity asked before a run or a chat call
+   * (`billingStanding`). Unset: asked (identity decides).
+   */
+  billingRequired?: boolean;
 }
 
-export function publicOperations(clients: ServiceClients, feeds: EventFeeds, revocations?: Revocations): Operation[] {
+export function publicOperations(clients: ServiceClients, feeds: EventFeeds, standing: BillingStanding, revocations?: Revocations): Operation[] {
   return [
     ...userOperations(clients),
     ...apiKeyOperations(clients, revocations),
     ...assistantOperations(clients),
-    ...runOperations(clients),
+    ...runOperations(clients, standing),
     ...threadOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...streamOperations(clients, feeds),
     ...bucketOperations(clients),
     ...assetOperations(clients),
-    ...chatOperations(clients),
+    ...chatOperations(clients, standing),
     ...billingOperations(clients),
   ];
 }
@@ -86,7 +93,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   }
   deps.bus?.subscribe(subjects.revokedApiKeys, (data) => revocations.revoke(new TextDecoder().decode(data)));
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
-  const operations = publicOperations(deps.clients, feeds, revocations);
+  const operations = publicOperations(deps.clients, feeds, billingStanding(deps.clients.billing, deps.billingRequired ?? true), revocations);
   const openapi = openApiDocument(operations);
   const limits = deps.limits ?? defaultLimits;
   const router = new Router();

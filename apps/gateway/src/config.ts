@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { env, serviceSettings } from "@loom/runtime/config";
+import { gateway, serviceNames } from "@loom/services/registry";
+import { serviceUrlSettings } from "@loom/services/settings";
 
 /**
  * Per-credential and per-organization limits at the edge (semantics.md §9;
@@ -26,14 +28,17 @@ export type LimitSettings = z.infer<z.ZodObject<typeof limitSettings>>;
 export const defaultLimits: LimitSettings = z.object(limitSettings).parse({});
 
 export const gatewayConfigSchema = z.object({
-  ...serviceSettings(8080),
+  ...serviceSettings(gateway.port),
   ...limitSettings,
-  IDENTITY_URL: env.url(),
-  ASSISTANTS_URL: env.url(),
-  RUNS_URL: env.url(),
-  EVENTS_URL: env.url(),
-  /** The storage service: its RPCs, and the blob paths (`/blobs/...`) the gateway forwards to it. */
-  STORAGE_URL: env.url(),
+  // Every service's URL variable (IDENTITY_URL, ...: the service registry); the one that serves blobs
+  // (STORAGE_URL) also gets the blob paths (`/blobs/...`) the gateway forwards.
+  ...serviceUrlSettings(serviceNames),
+  /**
+   * Identity's setting, read here too (one ConfigMap serves both): on, runs
+   * and chat calls ask identity for the organization's billing standing; off,
+   * they do not (docs/decisions.md, "Billing standing: asked only when required").
+   */
+  BILLING_REQUIRED: env.flag().default(false),
   /** Key revocations arrive here; with it the gateway caches who a credential is (see README). */
   NATS_URL: env.url().optional(),
 });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** Minting keys is bounded: per user and per organization, checked by identity on its real store. */
 describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s store)", (store) => {
@@ -13,7 +13,7 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
   let userId: string;
   let orgId: string;
   beforeAll(async () => {
-    stack = await startStack(store, { apiKeyCaps: { API_KEYS_PER_USER: perUser, API_KEYS_PER_ORGANIZATION: perOrganization } });
+    stack = await startStack(store, { identity: { API_KEYS_PER_USER: perUser, API_KEYS_PER_ORGANIZATION: perOrganization } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     const user = (await admin.get("/users")).body.users[0];
     userId = user.user_id;

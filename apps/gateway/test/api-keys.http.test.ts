@@ -5,7 +5,7 @@ import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, userSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 
 describe.each(storeKinds("users and API keys over HTTP"))("users and API keys over HTTP (%s store)", (store) => {

@@ -5,7 +5,7 @@ import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { assistantListSchema, assistantSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
 

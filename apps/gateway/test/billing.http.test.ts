@@ -4,9 +4,10 @@ import { newId } from "@loom/contracts/ids";
 import { startFakeStripe, type FakeStripe } from "@loom/testing/fake-stripe";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { needs, storeKinds, testServers } from "@loom/testing/servers";
+import { metricsRegistry } from "@loom/telemetry/metrics";
 import { billingManagementUrlSchema, checkoutSessionSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const webhookSecret = "whsec_test_gateway_0123456789";
 const billingUrls = { BILLING_RETURN_URL: "https://app.example/billing" };
@@ -28,6 +29,14 @@ function eventPayload(type: string, object: Record<string, unknown>, id = `evt_$
 }
 const sign = (payload: string, secret = webhookSecret) => stripeWebhooks.generateTestHeaderString({ payload, secret });
 
+/** CheckBillingStanding calls identity has served in this process so far (its RPC metrics count every call). */
+async function standingChecks(): Promise<number> {
+  const { values } = await metricsRegistry.getSingleMetric("loom_rpc_server_duration_seconds")!.get();
+  return values
+    .filter((v) => "metricName" in v && v.metricName === "loom_rpc_server_duration_seconds_count" && v.labels.method === "loom.identity.v1.BillingService/CheckBillingStanding")
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
 describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) => {
   let fake: FakeStripe;
   let stack: TestStack;
@@ -37,7 +46,7 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     fake = await startFakeStripe({ prices: { pro: { id: "price_pro", recurring: true } } });
     stack = await startStack(kind, {
       memoryBus: true,
-      billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, ...billingUrls },
+      identity: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, ...billingUrls },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
@@ -80,9 +89,11 @@ describe.each(storeKinds("billing over HTTP"))("billing over HTTP (%s)", (kind) 
     }
   });
 
-  it("runs need no subscription unless BILLING_REQUIRED is on", async () => {
+  it("runs need no subscription unless BILLING_REQUIRED is on, and nobody asks identity for one", async () => {
     const assistantId = (await admin.post("/assistants", { name: "free" })).body.assistant_id as string;
+    const before = await standingChecks();
     expect((await admin.post(`/assistants/${assistantId}/runs`, {})).status).toBe(201);
+    expect(await standingChecks()).toBe(before);
   });
 
   it("the webhook accepts event types it does not use", async () => {
@@ -109,7 +120,9 @@ describe("BILLING_REQUIRED=true", () => {
     fake = await startFakeStripe({ prices: {} });
     stack = await startStack("sqlite", {
       memoryBus: true,
-      billing: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
+      identity: { STRIPE_SECRET_KEY: "sk_test_fake", STRIPE_API_BASE: fake.url, STRIPE_WEBHOOK_SECRET: webhookSecret, BILLING_REQUIRED: true, ...billingUrls },
+      // Read by both, as one ConfigMap gives it to both in Kubernetes.
+      gateway: { BILLING_REQUIRED: true },
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
@@ -127,7 +140,9 @@ describe("BILLING_REQUIRED=true", () => {
       return deliver(stack.gatewayUrl, payload, sign(payload));
     };
 
+    const checksBefore = await standingChecks();
     const unpaid = await createRun();
+    expect(await standingChecks()).toBe(checksBefore + 1); // billing on: identity is asked, once a create
     expect(expectError(unpaid, 402, "PaymentRequired").errors[0]!.message).toMatch(/no active subscription .*https:\/\/billing\.stripe\.test\/p\/session\//);
     expect((await subscriptionEvent("active", 1_700_000_100)).status).toBe(200);
     expect((await createRun()).status).toBe(201);
@@ -164,7 +179,7 @@ describe.skipIf(!needs("STRIPE_MOCK_URL", "billing against stripe-mock"))("billi
   let stack: TestStack;
   let admin: ApiClient;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, billing: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
+    stack = await startStack("sqlite", { memoryBus: true, identity: { STRIPE_SECRET_KEY: "sk_test_123", STRIPE_API_BASE: testServers.stripeMockUrl, ...billingUrls } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
   afterAll(() => stack?.close());

@@ -3,7 +3,8 @@ import { answer, callTools, cutAfter, failWith, hang, startFakeOpenAI, type Fake
 import { anthropicAnswer, anthropicError, anthropicToolUse } from "@loom/testing/fake-anthropic";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
-import { startStack, type TestStack } from "./stack.ts";
+import { within } from "@loom/testing/within";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /**
  * Key sets of griptape 1.13's serialization (griptape/common/prompt_stack,
@@ -354,7 +355,7 @@ describe("chat messages over HTTP", () => {
       const request = await arrived;
       await sse.waitFor(1);
       sse.close();
-      await request.closedEarly;
+      expect(await within("the provider request aborted after the client hung up", 5_000, request.closedEarly.then(() => "aborted"))).toBe("aborted");
     });
 
     it("deleting the stream's API key ends it at once, saying so, and aborts the provider request", async () => {

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { maxJsonDepth } from "../src/validation.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** JSON nested `depth` levels: objects and arrays in turn around a number. */
 function nested(depth: number): unknown {

@@ -4,7 +4,7 @@ import { apiClient, type ApiResponse } from "@loom/testing/http";
 import { openSse, type SseConnection } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";
 import { errorBodySchema } from "../src/schemas.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** A credential of its own (a fresh user), so no test shares a counter with another. */
 const freshCredential = () => signAccessToken({ sub: `limits-${crypto.randomUUID()}` });
@@ -42,7 +42,7 @@ describe("rate limits are off by default", () => {
 
 describe("rate limits per credential, when on", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 } })));
+  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 } })));
   afterAll(() => stack?.close());
 
   it("every answer carries the draft-06 RateLimit headers, Remaining counting down", async () => {
@@ -105,7 +105,7 @@ describe("rate limits per credential, when on", () => {
 
 describe("a rate-limited credential", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 } })));
+  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 } })));
   afterAll(() => stack?.close());
 
   it("is served again once the window has passed, no later than Retry-After said", async () => {
@@ -130,7 +130,7 @@ describe("concurrent event streams per credential", () => {
   let auth: Record<string, string>;
   const cap = 3;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, limits: { STREAMS_PER_CREDENTIAL: cap } });
+    stack = await startStack("sqlite", { memoryBus: true, gateway: { STREAMS_PER_CREDENTIAL: cap } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     auth = { authorization: `Bearer ${stack.bootstrapKey}` };
   });
@@ -213,7 +213,7 @@ describe("limits per organization, over all its credentials", () => {
   let admin: ReturnType<typeof apiClient>;
   let userId: string;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, limits: { RATE_LIMIT_ORGANIZATION_REQUESTS: 7, RATE_LIMIT_WINDOW_SECONDS: 60 } });
+    stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_ORGANIZATION_REQUESTS: 7, RATE_LIMIT_WINDOW_SECONDS: 60 } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     userId = (await admin.get("/users")).body.users[0].user_id;
   });
@@ -243,7 +243,7 @@ describe("event streams per organization, over all its credentials", () => {
   let stack: TestStack;
   let admin: ReturnType<typeof apiClient>;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, limits: { STREAMS_PER_ORGANIZATION: 2 } });
+    stack = await startStack("sqlite", { memoryBus: true, gateway: { STREAMS_PER_ORGANIZATION: 2 } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
   });
   afterAll(() => stack?.close());

@@ -1,8 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "@loom/testing/http";
+import { serviceNames } from "@loom/services/registry";
 import { testServers } from "@loom/testing/servers";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /**
  * One backing service down must not take the gateway out of rotation (every
@@ -21,16 +22,16 @@ describe("readiness when a backing service is down", () => {
     const admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     expect((await anonymous.get("/readyz")).body).toEqual({
       status: "ready",
-      services: { identity: "ready", assistants: "ready", runs: "ready", events: "ready", storage: "ready" },
+      services: Object.fromEntries(serviceNames.map((name) => [name, "ready"])),
       // The replica's own NATS connection, when it has one.
       ...(testServers.natsUrl ? { bus: "connected" } : {}),
     });
 
-    await stack.stopAssistants();
+    await stack.stopService("assistants");
 
     const readyz = await anonymous.get("/readyz");
     expect(readyz.status).toBe(200);
-    expect(readyz.body.services).toEqual({ identity: "ready", assistants: "unavailable", runs: "ready", events: "ready", storage: "ready" });
+    expect(readyz.body.services).toEqual(Object.fromEntries(serviceNames.map((name) => [name, name === "assistants" ? "unavailable" : "ready"])));
     const down = await admin.get("/assistants");
     expectError(down, 503, "Unavailable");
     expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);

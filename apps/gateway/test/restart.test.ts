@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "@loom/testing/http";
 import { needs } from "@loom/testing/servers";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 describe.skipIf(!needs("MONGODB_URL", "identity survives a restart"))("identity on MongoDB survives a restart", () => {
   let stack: TestStack;
@@ -20,7 +20,7 @@ describe.skipIf(!needs("MONGODB_URL", "identity survives a restart"))("identity 
     await admin.delete(`/api-keys/${deleted.api_key_id}`);
     const before = (await admin.get(`/users/${userId}/api-keys`)).body;
 
-    await stack.restartIdentity();
+    await stack.restartService("identity");
 
     expect((await admin.get("/users")).body.users.map((u: { user_id: string }) => u.user_id)).toEqual([userId]);
     expect((await admin.get(`/users/${userId}/api-keys`)).body).toEqual(before);

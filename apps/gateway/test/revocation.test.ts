@@ -6,7 +6,7 @@ import { createScriptedModel } from "@loom/testing/scripted-model";
 import { testServers } from "@loom/testing/servers";
 import { openSse } from "@loom/testing/sse";
 import { startHoldingProxy } from "./holding-proxy.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -22,7 +22,7 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
   let userId: string;
   const model = createScriptedModel();
   beforeAll(async () => {
-    stack = await startStack("sqlite", { model });
+    stack = await startStack("sqlite", { inject: { runs: { model } } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     userId = (await admin.get("/users")).body.users[0].user_id;
   });
@@ -62,9 +62,9 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
 
   it("neither trusts nor caches an answer that was on its way while the key was deleted", async () => {
     // The replica reaches identity through a proxy that can hold Authenticate's answers.
-    const proxy = await startHoldingProxy(stack.identityUrl, "Authenticate");
+    const proxy = await startHoldingProxy(stack.urls.identity, "Authenticate");
     try {
-      const replica = await stack.addGateway({ identityUrl: proxy.url });
+      const replica = await stack.addGateway({ urls: { identity: proxy.url } });
       const [key, kept] = [await newKey(), await newKey()];
       const heard = revocationHeard(key.api_key_id);
       proxy.hold();

@@ -5,11 +5,14 @@ import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { ModelFailure } from "@loom/runs/models/port";
+import type { WiredRunsService } from "@loom/runs/process";
 import { assistantEventListSchema, assistantRunListSchema, assistantRunSchema, textArtifactSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
+/** The run worker of the stack's runs service. */
+const runWorker = (stack: TestStack) => (stack.wired("runs") as WiredRunsService).worker;
 
 
 describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP (%s store)", (store) => {
@@ -19,7 +22,7 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
   const model = createScriptedModel();
 
   beforeAll(async () => {
-    stack = await startStack(store, { model });
+    stack = await startStack(store, { inject: { runs: { model } } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `runs-stranger-${store}` }));
   });
@@ -238,9 +241,9 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
 
   describe("queued cap", () => {
     it("a create past RUN_MAX_QUEUED_PER_ORGANIZATION is 429 RateLimited with Retry-After, and writes nothing", async () => {
-      const capped = await startStack(store, { model, runs: { RUN_MAX_QUEUED_PER_ORGANIZATION: 2 } });
+      const capped = await startStack(store, { inject: { runs: { model } }, runs: { RUN_MAX_QUEUED_PER_ORGANIZATION: 2 } });
       try {
-        await capped.worker.stop(); // nothing leaves the queue while the test fills it
+        await runWorker(capped).stop(); // nothing leaves the queue while the test fills it
         const api = apiClient(capped.gatewayUrl, capped.bootstrapKey);
         const id = (await api.post("/assistants", { name: "capped" })).body.assistant_id;
         for (let i = 0; i < 2; i++) expect((await api.post(`/assistants/${id}/runs`, {})).status).toBe(201);
@@ -269,7 +272,7 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       await new Promise((resolve) => setTimeout(resolve, 200));
       const later = (await admin.get(`/assistant-runs/${r.assistant_run_id}`)).body;
       expect(later).toEqual(cancelled.body);
-      expect(stack.worker.inFlight()).toBe(0);
+      expect(runWorker(stack).inFlight()).toBe(0);
     });
 
     it("cancels a queued run, and cancelling a terminal run returns it unchanged", async () => {

@@ -7,7 +7,7 @@ import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { assetListSchema, assetSchema, assetUrlSchema, bucketListSchema, bucketSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** The largest asset the test stacks store: just over include_contents' 1 MiB, so that limit can be reached. */
 const maxAssetBytes = 1024 * 1024 + 4096;

@@ -7,7 +7,7 @@ import { storeKinds } from "@loom/testing/servers";
 import { openSse } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";
 import { assistantEventSchema, errorBodySchema } from "../src/schemas.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
 
@@ -19,7 +19,7 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
 
   beforeAll(async () => {
     // One key opens 100 streams at once while the last 100 may still be closing: above the default cap.
-    stack = await startStack(store, { model, memoryBus: true, limits: { STREAMS_PER_CREDENTIAL: 1_000 } });
+    stack = await startStack(store, { inject: { runs: { model } }, memoryBus: true, gateway: { STREAMS_PER_CREDENTIAL: 1_000 } });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     auth = { authorization: `Bearer ${stack.bootstrapKey}` };
   });

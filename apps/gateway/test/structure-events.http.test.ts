@@ -4,7 +4,7 @@ import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { structureEventListSchema, structureEventSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "./stack.ts";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
 const event = (type: string, payload?: unknown) => ({ type, timestamp: 1795000000.125, ...(payload !== undefined ? { payload } : {}) });

@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
+import { env } from "@loom/runtime/config";
+import { standaloneSettings } from "@loom/services/settings";
 import { defaultMaxTokenLifetimeSeconds } from "./access-tokens.ts";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 
@@ -66,8 +67,7 @@ export function requireOidcClaims(config: { OIDC_JWKS_URL?: string; OIDC_ISSUER?
 
 /** The identity service run on its own (one Deployment in production). */
 export const identityConfigSchema = z.object({
-  ...serviceSettings(8081),
-  ...mongoSettings("loom_identity"),
+  ...standaloneSettings("identity"),
   ...identitySettings,
   /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
   NATS_URL: env.url().optional(),

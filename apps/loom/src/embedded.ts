@@ -13,7 +13,9 @@ import { createHttpServer } from "@loom/server/turn-batched-response";
 import { heldUntil } from "@loom/server/held-until";
 import type { Logger } from "@loom/telemetry/logger";
 import { allReady, listen, type RunningServer } from "@loom/server/rpc-server";
+import type { RpcService } from "@loom/server/rpc-service";
 import { inProcessTransport } from "@loom/server/transports";
+import { serviceNames, type ServiceName } from "@loom/services/registry";
 import { sharedSqlite } from "@loom/store/sqlite";
 import type { LoomConfig } from "./config.ts";
 import { openDataDir, type DataDir } from "./data-dir.ts";
@@ -52,7 +54,7 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
 
 async function startServices(config: LoomConfig, logger: Logger, serviceToken: string, dataDir: DataDir): Promise<EmbeddedLoom> {
   // Every service's tables in the one file; each store's close leaves it open, the data directory closes it last.
-  const store = (service: string) => ({
+  const store = (service: ServiceName) => ({
     url: config.MONGODB_URL,
     db: `${config.MONGODB_DB_PREFIX}${service}`,
     sqlite: dataDir.sqlite && sharedSqlite(dataDir.sqlite),
@@ -79,10 +81,12 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
     logger: logger.child({ service: "storage" }),
     publicUrl: () => config.PUBLIC_URL ?? listening!.url,
   });
-  const services = [identity.service, assistants, events, runs.service, storage.service];
+  // Every service of the registry, wired: one missing here fails the typecheck.
+  const wired: Record<ServiceName, RpcService> = { identity: identity.service, assistants, runs: runs.service, events, storage: storage.service };
+  const services = serviceNames.map((name) => wired[name]);
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
+  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, billingRequired: config.BILLING_REQUIRED, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
   const started = Promise.withResolvers<void>();
   const server = (listening = await listen(createHttpServer(heldUntil(started.promise, app.callback()), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
     await Promise.all(services.map((s) => s.close()));

@@ -10,7 +10,7 @@ import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
 import { hashApiKeySecret } from "@loom/identity/api-key-secret";
 import { openIdentityStore } from "@loom/identity/wiring";
 import { dropDatabase, freshDatabaseName, needs, testServers } from "@loom/testing/servers";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { runAllInOneToExit, startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 

@@ -5,7 +5,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { answer, startFakeOpenAI, trickle, type FakeOpenAI } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 /** The answer of one request over `agent` (a kept-alive connection when the agent keeps one). */
 function call(url: string, options: { method?: string; agent?: Agent | false; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it, vi } from "vitest";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { freePort } from "@loom/testing/processes";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { runAllInOneToExit, startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 
 /** Everything a user made, as the API answers it: read back after the restart, it must be the same. */

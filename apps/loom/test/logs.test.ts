@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { duplicateKeys } from "@loom/testing/json-keys";
-import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { serviceNames } from "@loom/services/registry";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 interface LogLine {
   service: string;
@@ -38,7 +39,8 @@ describe("the all-in-one's logs", () => {
     const first = logLines(loom!.output()).filter((line) => line.msg.startsWith("migrated"));
     const migrated = first.map((line) => `${line.scope} ${line.version}`);
     expect(new Set(migrated).size).toBe(migrated.length);
-    for (const scope of ["identity", "assistants", "events", "runs", "storage"]) expect(migrated).toContain(`${scope} 1`);
+    // Every service's tables (each names its migrations by its registry name).
+    for (const scope of serviceNames) expect(migrated).toContain(`${scope} 1`);
     expect(first.every((line) => line.file === `${dataDir}/loom.db`)).toBe(true);
     expect(first[0]!.msg).toMatch(/^migrated the \w+ tables to schema version 1 of \d+$/);
 

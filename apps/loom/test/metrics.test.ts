@@ -4,9 +4,9 @@ import { answer, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-ope
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { growth, scrapeMetrics, type Scrape } from "@loom/testing/metrics";
 import { freshDatabaseName, needs, testServers } from "@loom/testing/servers";
-import { startSplitStack, splitServices, type SplitService, type SplitStack } from "@loom/testing/split-stack";
+import { startSplitStack, splitServices, type SplitService, type SplitStack } from "@loom/test-stacks/split-stack";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 /**
  * `/metrics` of every process (infra/README.md, "Metrics and alerts"): what a

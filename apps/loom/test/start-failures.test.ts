@@ -6,7 +6,7 @@ import { DatabaseSync } from "node:sqlite";
 import { describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
-import { runAllInOneToExit } from "./all-in-one.ts";
+import { runAllInOneToExit } from "@loom/test-stacks/all-in-one";
 
 /** The lines at level fatal (60) of a JSON-lines output: what a refused start says. */
 function fatalLines(output: string): string[] {

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "./all-in-one.ts";
+import { runAllInOneToExit, startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 /** What `pnpm start` runs, as a child process: it prints its URL and first key, and serves. */
 describe("the all-in-one process", () => {

@@ -6,7 +6,7 @@ import { apiClient, type ApiClient } from "@loom/testing/http";
 import { needsJaeger, startJaeger, type Jaeger, type JaegerSpan } from "@loom/testing/jaeger";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { dropDatabase, freshDatabaseName, needs, testServers } from "@loom/testing/servers";
-import { splitServices, startSplitStack, type SplitStack } from "@loom/testing/split-stack";
+import { splitServices, startSplitStack, type SplitStack } from "@loom/test-stacks/split-stack";
 import { openSse } from "@loom/testing/sse";
 
 const runsOn = needsJaeger("traces of the split deployment") && needs("MONGODB_URL", "traces of the split deployment") && needs("NATS_URL", "traces of the split deployment");

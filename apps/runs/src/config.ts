@@ -1,5 +1,7 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
+import { env } from "@loom/runtime/config";
+import { services } from "@loom/services/registry";
+import { serviceUrlSettings, standaloneSettings } from "@loom/services/settings";
 import { modelSettings } from "./models/resolve.ts";
 
 /** The run engine's settings; the all-in-one process reuses them as they are. */
@@ -22,10 +24,9 @@ export const runSettings = {
 
 /** The runs service run on its own (one Deployment in production). */
 export const runsConfigSchema = z.object({
-  ...serviceSettings(8083),
-  ...mongoSettings("loom_runs"),
+  ...standaloneSettings("runs"),
   ...runSettings,
-  ASSISTANTS_URL: env.url(),
-  EVENTS_URL: env.url(),
+  // ASSISTANTS_URL, EVENTS_URL: the services it calls (the service registry's `calls`).
+  ...serviceUrlSettings(services.runs.calls),
   NATS_URL: env.url().optional(),
 });

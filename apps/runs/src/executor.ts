@@ -5,13 +5,13 @@ import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
 import { countTransition } from "./metrics.ts";
 import type { RunLog } from "./run-log.ts";
 import { logEnd } from "./run-end.ts";
-import type { RunRecord, RunsStore, StatusDetail } from "./store/port.ts";
+import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
 
 /** Why a worker aborted a run's model call. */
 export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
 
 export interface ExecuteDeps {
-  store: RunsStore;
+  store: RunRecordStore;
   log: RunLog;
   model: Model;
   logger: Logger;
@@ -97,7 +97,7 @@ async function finish(
 }
 
 /** The thread's earlier successful runs as conversation, then this run's message. */
-async function conversation(run: RunRecord, store: RunsStore): Promise<ChatTurn[]> {
+async function conversation(run: RunRecord, store: RunRecordStore): Promise<ChatTurn[]> {
   const history = run.threadId ? await store.threadHistory(run.threadId, run.createdAt) : [];
   return [
     ...history.flatMap((earlier): ChatTurn[] => [

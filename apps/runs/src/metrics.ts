@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/telemetry/metrics";
-import type { RunStatus, RunsStore } from "./store/port.ts";
+import type { RunQueue } from "./store/run-queue.ts";
+import type { RunStatus } from "./store/run-records.ts";
 
 /** The runs service's series (infra/README.md, "Metrics and alerts"), in the process's one registry. */
 const transitions = new Counter({
@@ -45,7 +46,7 @@ export function trackExecuting(organizationId: string): () => void {
 export const queueDepthCap = 10_000;
 
 /** The queue as the store holds it (every replica reports the same one: aggregate with max, not sum). */
-let queueSource: RunsStore | undefined;
+let queueSource: RunQueue | undefined;
 let reading: Promise<{ depth: number; oldestAgeSeconds: number } | undefined> | undefined;
 
 /** One read of the queue serves both gauges of a scrape (prom-client collects them concurrently). */
@@ -83,7 +84,7 @@ new Gauge({
 });
 
 /** Makes the queue gauges read this store; the returned function lets go of it (the service's close). */
-export function measureQueue(store: RunsStore): () => void {
+export function measureQueue(store: RunQueue): () => void {
   queueSource = store;
   return () => {
     if (queueSource === store) queueSource = undefined;

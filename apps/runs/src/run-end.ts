@@ -1,6 +1,6 @@
 import type { Logger } from "@loom/telemetry/logger";
 import type { RunLog } from "./run-log.ts";
-import type { RunRecord, RunsStore } from "./store/port.ts";
+import type { RunRecord, RunRecordStore } from "./store/run-records.ts";
 
 /**
  * Waits before each retry of a terminal event, in milliseconds: about a second
@@ -10,7 +10,7 @@ import type { RunRecord, RunsStore } from "./store/port.ts";
 export const endRetryDelaysMs = [100, 300, 600] as const;
 
 export interface EndDeps {
-  store: RunsStore;
+  store: RunRecordStore;
   log: RunLog;
   logger: Logger;
 }

@@ -4,7 +4,7 @@ import { jsonToValue } from "@loom/contracts/json-value";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { lifecycleEventType } from "@loom/contracts/run-lifecycle";
 import { traceIdOf } from "@loom/telemetry/tracing";
-import type { RunRecord } from "./store/port.ts";
+import type { RunRecord } from "./store/run-records.ts";
 
 /**
  * Appends a run's events through the events service, acting as the run's

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { migrate, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
-import { idempotencyWindowMs, type RunRecord } from "../src/store/port.ts";
+import { idempotencyWindowMs } from "../src/store/idempotency.ts";
+import type { RunRecord } from "../src/store/run-records.ts";
 import { createSqliteRunsStore, runsMigrations } from "../src/store/sqlite.ts";
 
 const org = newId();

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { openRunsStore } from "../src/wiring.ts";
-import { QueueFull, type RunRecord, type RunsStore, type ThreadRecord } from "../src/store/port.ts";
+import type { RunsStore } from "../src/store/port.ts";
+import { QueueFull, type RunRecord } from "../src/store/run-records.ts";
+import type { ThreadRecord } from "../src/store/threads.ts";
 
 describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
   let store: RunsStore;

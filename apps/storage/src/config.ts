@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { env, mongoSettings, serviceSettings } from "@loom/runtime/config";
+import { env } from "@loom/runtime/config";
+import { standaloneSettings } from "@loom/services/settings";
 
 /** The longest a signed URL may work (S3's own presigning limit): 7 days. */
 export const maxAssetUrlTtlSeconds = 7 * 24 * 3600;
@@ -46,8 +47,7 @@ export type StorageSettings = z.infer<z.ZodObject<typeof storageSettings>>;
 
 /** The storage service run on its own (one Deployment in production). */
 export const storageConfigSchema = z.object({
-  ...serviceSettings(8085),
-  ...mongoSettings("loom_storage"),
+  ...standaloneSettings("storage"),
   ...storageSettings,
   /** Required here: the gateway's public address, which signed URLs point at. */
   PUBLIC_URL: env.url(),

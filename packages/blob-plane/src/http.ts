@@ -2,7 +2,7 @@ import { timingSafeEqual } from "node:crypto";
 import { Agent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
 import { pipeline } from "node:stream/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeFromHttpStatus, codeToHttpStatus, errorFromJsonBytes, errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
+import { codeOfHttpStatus, errorFromJsonBytes, errorJsonBytes, httpStatusOf } from "./connect-error-json.ts";
 import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "./exchange.ts";
 import { clientGoneSignal } from "@loom/server/client-gone";
 import { unavailableIfDown } from "@loom/runtime/dependency-down";
@@ -13,8 +13,8 @@ import { principalHeaders } from "@loom/server/principal";
  * The blob data plane over plain HTTP between the gateway and the storage
  * service: `blobHttpHandler` serves a `ServeBlob` on the storage service's
  * port, `remoteBlobs` is the gateway's `ServeBlob` that calls it. Bytes
- * stream both ways; failures travel as Connect's unary JSON error (status
- * from Connect's own code table), so the gateway gets back the very
+ * stream both ways; failures travel as Connect's unary JSON error (its status
+ * per code; `connect-error-json.ts`), so the gateway gets back the very
  * ConnectError the storage service raised and maps it with its one table.
  */
 
@@ -36,12 +36,12 @@ function endToEnd(headers: IncomingHttpHeaders): Map<string, string | string[]> 
 
 /** Connect's unary error answer: the status of the code, the error's metadata as headers, the JSON body. */
 function writeConnectError(res: ServerResponse, error: ConnectError): void {
-  const body = errorToJsonBytes(error, {});
+  const body = errorJsonBytes(error);
   const headers: OutgoingHttpHeaders = {};
   error.metadata.forEach((value, name) => {
     if (!hopByHop.has(name)) headers[name] = value;
   });
-  res.writeHead(codeToHttpStatus(error.code), { ...headers, "content-type": "application/json", "content-length": body.byteLength }).end(body);
+  res.writeHead(httpStatusOf(error.code), { ...headers, "content-type": "application/json", "content-length": body.byteLength }).end(body);
 }
 
 /**
@@ -120,12 +120,8 @@ function readSome(res: IncomingMessage, limit: number): Promise<Uint8Array> {
 function connectErrorOf(status: number, headers: IncomingHttpHeaders, bytes: Uint8Array): ConnectError {
   const metadata = new Headers();
   for (const [name, value] of endToEnd(headers)) metadata.set(name, Array.isArray(value) ? value.join(", ") : value);
-  const fallback = new ConnectError(`the storage service answered ${status}`, codeFromHttpStatus(status), metadata);
-  try {
-    return errorFromJsonBytes(bytes, metadata, fallback);
-  } catch {
-    return fallback; // errorFromJsonBytes throws the fallback when the body is not a Connect error
-  }
+  const code = codeOfHttpStatus(status);
+  return errorFromJsonBytes(bytes, metadata, code) ?? new ConnectError(`the storage service answered ${status}`, code, metadata);
 }
 
 /**

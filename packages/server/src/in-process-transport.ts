@@ -22,8 +22,10 @@ import type { RpcService } from "./rpc-service.ts";
  * directly: the same contracts, handler contexts and server interceptors as
  * over HTTP (service token, principal, error sanitizing, call log), without
  * serializing messages or running Connect's protocol machinery. Connect's own
- * router transport does both, which made an in-process call cost as much as
- * one over loopback HTTP (docs/decisions.md, "Calls inside one process").
+ * router transport does both: a unary call through it costs ~16 times as much
+ * (docs/benchmarks.md, "Calls inside one process"), which is why this keeps
+ * Connect's two internal functions below (docs/decisions.md, "Connect
+ * internals: owned, or kept where it pays").
  *
  * Messages are handed over, not copied: callers build a fresh request per call
  * and treat answers as read-only, as they would decoded ones.

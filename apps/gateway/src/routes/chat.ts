@@ -1,6 +1,7 @@
 import { Readable } from "node:stream";
 import { z } from "zod";
 import type { StreamChatMessageResponse } from "@loom/proto/runs/v1/chat_pb";
+import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { publicMessage } from "../errors.ts";
 import { chatMessageResponseSchema, chatRequest, chatRequestSchema, deltaMessageJson, deltaMessageSchema, messageJson } from "../griptape-chat.ts";
@@ -13,7 +14,7 @@ import { defineOperation } from "../operation.ts";
 /** A frame of the chat stream: a DeltaMessage, or the error that ended it. */
 const chatFrameSchema = z.union([deltaMessageSchema, z.object({ error: z.string() })]);
 
-export function chatOperations({ chat, billing }: ServiceClients) {
+export function chatOperations({ chat }: ServiceClients, billingStanding: BillingStanding) {
   return [
     defineOperation({
       id: "CreateChatMessage",
@@ -23,8 +24,8 @@ export function chatOperations({ chat, billing }: ServiceClients) {
       body: { schema: chatRequestSchema, required: true },
       response: { status: 201, description: "The model's reply, a griptape Message", schema: chatMessageResponseSchema },
       async handle({ body, call }) {
-        // 402 when billing is required and not paid (identity decides), as for runs.
-        await billing.checkBillingStanding({}, call);
+        // 402 when billing is required and not paid, as for runs.
+        await billingStanding(call);
         return messageJson((await chat.createChatMessage(chatRequest(body), call)).message);
       },
     }),
@@ -38,7 +39,7 @@ export function chatOperations({ chat, billing }: ServiceClients) {
       async handle({ body, call }) {
         // The call's signal aborts when the client goes away, which cancels the
         // RPC and, in the runs service, the provider request.
-        await billing.checkBillingStanding({}, call);
+        await billingStanding(call);
         const responses = chat.streamChatMessage(chatRequest(body), call)[Symbol.asyncIterator]();
         // Waiting for the first message lets an error before it be an ordinary JSON error.
         const first = await responses.next();

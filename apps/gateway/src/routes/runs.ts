@@ -5,6 +5,7 @@ import { invalidArgument } from "@loom/contracts/errors";
 import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { valueToJson } from "@loom/contracts/json-value";
 import { RunStatus, type AssistantRun } from "@loom/proto/runs/v1/runs_pb";
+import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -87,7 +88,7 @@ export function runJson(run: AssistantRun | undefined) {
   };
 }
 
-export function runOperations({ runs, billing }: ServiceClients) {
+export function runOperations({ runs }: ServiceClients, billingStanding: BillingStanding) {
   const runPath = z.object({ assistant_run_id: uuid });
   return [
     defineOperation({
@@ -118,8 +119,8 @@ export function runOperations({ runs, billing }: ServiceClients) {
         const key = idempotencyKey.safeParse(ctx.get("Idempotency-Key") || undefined);
         if (!key.success) throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
         const b = body ?? {};
-        // 402 when billing is required and not paid (identity decides; it answers at once when billing is not required).
-        await billing.checkBillingStanding({}, call);
+        // 402 when billing is required and not paid.
+        await billingStanding(call);
         const res = await runs.createAssistantRun(
           {
             assistantId: params.assistant_id,

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { apiClient } from "@loom/testing/http";
 import { smallDisk } from "@loom/testing/small-disk";
-import { startAllInOne, type AllInOne } from "../all-in-one.ts";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 
 /**
  * Issue 31 (3): the all-in-one's data directory on a disk that fills up, for

@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { apiClient, type ApiClient } from "@loom/testing/http";
 import { startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
 import { startOwnFerretDb, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
-import { startSplitStack, type SplitStack } from "@loom/testing/split-stack";
+import { startSplitStack, type SplitStack } from "@loom/test-stacks/split-stack";
 
 export interface FaultStack {
   /** This suite's own NATS and FerretDB: stop and start them at will. */

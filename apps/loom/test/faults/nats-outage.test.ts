@@ -4,7 +4,7 @@ import { answer, trickle } from "@loom/testing/fake-openai";
 import { scrapeMetrics } from "@loom/testing/metrics";
 import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "../all-in-one.ts";
+import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
 import { startFaultStack, waitUntil, within, type FaultStack } from "./fault-stack.ts";
 
 const pieceCount = 40;

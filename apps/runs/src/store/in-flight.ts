@@ -1,4 +1,4 @@
-import type { ExecutingLoad, QueueEntry } from "./port.ts";
+import type { ExecutingLoad, QueueEntry } from "./run-queue.ts";
 
 /** Queue order, as the SQL's `ORDER BY created_at, run_id` (ids are ASCII, so string order is byte order). */
 function before(a: QueueEntry, b: QueueEntry): boolean {

@@ -1,6 +1,10 @@
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
-import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunRecord, type RunsStore, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs, type IdempotencyRecord } from "./idempotency.ts";
+import type { RunsStore } from "./port.ts";
+import type { QueueEntry } from "./run-queue.ts";
+import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
+import type { ThreadRecord } from "./threads.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
 

@@ -1,7 +1,10 @@
-import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
-import type { IdArray } from "@loom/contracts/id-arrays";
+import { newestFirstOrder, optional, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { InFlight } from "./in-flight.ts";
-import { idempotencyWindowMs, isTerminal, QueueFull, type IdempotencyRecord, type QueueEntry, type RunChanges, type RunRecord, type RunsStore, type StatusDetail, type ThreadRecord } from "./port.ts";
+import { idempotencyWindowMs } from "./idempotency.ts";
+import type { RunsStore } from "./port.ts";
+import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
+import { copyOfRun, SqliteRunsCache } from "./sqlite-cache.ts";
+import { changeColumns, idArrays, idempotencyOf, queueEntryOf, runOf, threadOf } from "./sqlite-rows.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
@@ -56,118 +59,19 @@ export const runsMigrations = [
   `CREATE TABLE runs_unlogged_ends (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
 ];
 
-/** The IdArray fields and their columns (JSON arrays of ids). */
-const idArrayColumns: Record<IdArray, string> = {
-  knowledgeBaseIds: "knowledge_base_ids",
-  retrieverIds: "retriever_ids",
-  rulesetIds: "ruleset_ids",
-  structureIds: "structure_ids",
-  toolIds: "tool_ids",
-};
-const idArrays = Object.entries(idArrayColumns) as [IdArray, string][];
-
-/** What a transition may change on the run row, how each is stored, and how it reads back (the lease has its own table). */
-const changeColumns: Record<Exclude<keyof RunChanges, "leaseUntil">, [column: string, store: (value: never) => string | number, load: (stored: never) => unknown]> = {
-  statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
-  output: ["output", (v: unknown) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
-  completedAt: ["completed_at", (v: Date) => v.getTime(), (stored: number) => dateOf(stored)],
-  worker: ["worker", (v: string) => v, (stored: string) => stored],
-};
-
-/** A run row (with its lease's `until`, joined) as a record: NULL columns become absent fields. */
-function runOf(row: Row | undefined): RunRecord | undefined {
-  if (!row) return undefined;
-  // Built field by field (not spread): the worker and every poll read runs, and this is their cost.
-  const run = {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    assistantId: row.assistant_id as string,
-    args: JSON.parse(row.args as string) as string[],
-    message: row.message as string,
-    stream: row.stream === 1,
-    status: row.status as RunRecord["status"],
-    createdBy: row.created_by as string,
-    createdAt: dateOf(row.created_at)!,
-    updatedAt: dateOf(row.updated_at)!,
-  } as RunRecord;
-  for (const [field, column] of idArrays) run[field] = JSON.parse(row[column] as string) as string[];
-  if (row.thread_id !== null) run.threadId = row.thread_id as string;
-  if (row.input !== null) run.input = row.input as string;
-  if (row.status_detail !== null) run.statusDetail = JSON.parse(row.status_detail as string) as StatusDetail;
-  if (row.output !== null) run.output = JSON.parse(row.output as string);
-  if (row.completed_at !== null) run.completedAt = dateOf(row.completed_at)!;
-  if (row.worker !== null) run.worker = row.worker as string;
-  if (row.traceparent !== null && row.traceparent !== undefined) run.traceparent = row.traceparent as string;
-  if (row.lease_until !== null && row.lease_until !== undefined) run.leaseUntil = dateOf(row.lease_until)!;
-  return run;
-}
-
-const threadOf = (row: Row | undefined): ThreadRecord | undefined =>
-  row && {
-    id: row.id as string,
-    organizationId: row.organization_id as string,
-    name: row.name as string,
-    ...(row.alias === null ? {} : { alias: row.alias as string }),
-    createdBy: row.created_by as string,
-    createdAt: dateOf(row.created_at)!,
-    updatedAt: dateOf(row.updated_at)!,
-    ...(row.active_run_id === null ? {} : { activeRunId: row.active_run_id as string }),
-  };
-
-const idempotencyOf = (row: Row | undefined): IdempotencyRecord | undefined =>
-  row && {
-    organizationId: row.organization_id as string,
-    key: row.key as string,
-    fingerprint: row.fingerprint as string,
-    runId: row.run_id as string,
-    createdAt: dateOf(row.created_at)!,
-    attempt: Number(row.attempt),
-    attemptAt: dateOf(row.attempt_at)!,
-  };
-
-const queueEntryOf = (row: Row): QueueEntry => ({
-  runId: row.run_id as string,
-  organizationId: row.organization_id as string,
-  ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
-  createdAt: dateOf(row.created_at)!,
-});
-
 /** A run with its lease: every read of runs selects this. */
 const runWithLease = "SELECT r.*, l.until AS lease_until FROM runs_runs r LEFT JOIN runs_leases l ON l.run_id = r.id";
 const executing = "('STARTING', 'RUNNING')";
-
-/** How many finished runs the SQLite store keeps in memory (about a kilobyte each): the oldest goes first. */
-const recentlyFinishedLimit = 1_000;
-
-/** A run record no caller shares with another: its arrays and dates copied (callers get records as if read anew). */
-function copyOfRun(run: RunRecord): RunRecord {
-  const copy = { ...run, args: [...run.args], createdAt: new Date(run.createdAt.getTime()), updatedAt: new Date(run.updatedAt.getTime()) };
-  for (const [field] of idArrays) copy[field] = [...run[field]];
-  if (run.completedAt) copy.completedAt = new Date(run.completedAt.getTime());
-  if (run.leaseUntil) copy.leaseUntil = new Date(run.leaseUntil.getTime());
-  return copy;
-}
 
 /**
  * SQLite adapter (the embedded store). A state change is one guarded UPDATE
  * in a transaction with the queue and lease rows it moves, so a run is never
  * QUEUED without its queue entry nor executing without its lease on disk.
+ * A failed WAL sync fails the store for good.
  *
- * Runs that are not finished are also held in memory, written through:
- * the store is this process's alone (`sharedByProcesses` false), every
- * write to a run or its lease passes here, so the held record is the row.
- * Reads of them (the worker's, every poll's) skip the row mapping, and a
- * transition is a guarded UPDATE without RETURNING whose record is built
- * from the held one: ~12% of a run's CPU (docs/benchmarks.md, "the runs
- * in flight held in memory"). The database stays the judge of every guard; a run leaves
- * the runs in flight when it finishes, and stays among the last
- * `recentlyFinishedLimit` finished ones (a client polls until it sees the
- * end, and that read is the run's last), so memory follows the runs in
- * flight, not history. Writes undone (a failed call's savepoint, a commit
- * that failed) forget every held run (`afterRollback`): a held record never
- * outlives a write that was rolled back. A failed WAL sync fails the store
- * for good. The queue and the leases are held the same way (`InFlight`): the worker
- * reads them once a pass, and a pass per run is what low concurrency makes.
+ * Runs not finished, the queue and the leases are also held in memory,
+ * written through (`SqliteRunsCache`): every write here updates the cache in
+ * the same turn, and undone writes (`afterRollback`) empty it.
  *
  * Claims are held in memory only: one process claims, so a claim needs no
  * row to be granted once (the port's unique insert is for processes sharing
@@ -179,41 +83,25 @@ function copyOfRun(run: RunRecord): RunRecord {
  */
 export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
   const { prepare } = handle;
-  const held = new Map<string, RunRecord>();
-  /** Finished runs, oldest first: terminal, so never written again. */
-  const finished = new Map<string, RunRecord>();
-  let inFlight: InFlight | undefined;
+  const cache = new SqliteRunsCache(
+    () =>
+      new InFlight(
+        prepare("SELECT * FROM runs_queue ORDER BY created_at, run_id").all().map(queueEntryOf),
+        prepare("SELECT run_id, organization_id, thread_id FROM runs_leases").all().map((row) => ({
+          runId: row.run_id as string,
+          organizationId: row.organization_id as string,
+          ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
+        })),
+      ),
+  );
   /** Runs claimed and not finished (nor their claim given back), and when each claim was granted. */
   const claims = new Map<string, number>();
   // Undone writes may have reached a held record: forget them all (they are read again when needed).
   handle.afterRollback(() => {
-    held.clear();
-    finished.clear();
-    inFlight = undefined;
+    cache.forget();
     claims.clear();
   });
-  const inFlightNow = () =>
-    (inFlight ??= new InFlight(
-      prepare("SELECT * FROM runs_queue ORDER BY created_at, run_id").all().map(queueEntryOf),
-      prepare("SELECT run_id, organization_id, thread_id FROM runs_leases").all().map((row) => ({
-        runId: row.run_id as string,
-        organizationId: row.organization_id as string,
-        ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
-      })),
-    ));
-  const hold = (run: RunRecord) => {
-    if (!isTerminal(run.status)) return held.set(run.id, run);
-    held.delete(run.id);
-    if (finished.size >= recentlyFinishedLimit) finished.delete(finished.keys().next().value!);
-    finished.set(run.id, run);
-  };
-  const runById = (id: string) => {
-    const kept = held.get(id) ?? finished.get(id);
-    if (kept) return copyOfRun(kept);
-    const run = runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id));
-    if (run) hold(copyOfRun(run));
-    return run;
-  };
+  const runById = (id: string) => cache.run(id, (id) => runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id)));
 
   return {
     sharedByProcesses: false,
@@ -221,7 +109,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     ...sqliteLifecycle(handle, "runs", runsMigrations),
 
     async insertRun(run, maxQueued) {
-      const full = maxQueued !== undefined && run.status === "QUEUED" && inFlightNow().countQueued(run.organizationId) >= maxQueued;
+      const full = maxQueued !== undefined && run.status === "QUEUED" && cache.queueAndLeases().countQueued(run.organizationId) >= maxQueued;
       // One process writes this store and the check and the insert share a turn: no create slips in between.
       if (full) {
         if (runById(run.id)) return false; // stored already (a keyed create taken over): not a new queued run
@@ -239,16 +127,16 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           run.completedAt?.getTime() ?? null, run.worker ?? null, run.traceparent ?? null,
         ).changes === 1;
         if (!inserted) return false;
-        hold(copyOfRun(run));
+        cache.hold(copyOfRun(run));
         if (run.status === "QUEUED") {
           const queued = prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
             run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime()).changes === 1;
-          if (queued) inFlight?.enqueue({ runId: run.id, organizationId: run.organizationId, ...(run.threadId === undefined ? {} : { threadId: run.threadId }), createdAt: run.createdAt });
+          if (queued) cache.loadedQueueAndLeases()?.enqueue({ runId: run.id, organizationId: run.organizationId, ...(run.threadId === undefined ? {} : { threadId: run.threadId }), createdAt: run.createdAt });
         }
         if (run.leaseUntil) {
           const leased = prepare("INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
             run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null).changes === 1;
-          if (leased) inFlight?.lease(run.id, run.organizationId, run.threadId);
+          if (leased) cache.loadedQueueAndLeases()?.lease(run.id, run.organizationId, run.threadId);
         }
         return true;
       });
@@ -287,7 +175,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         params.push(id, guard.leaseExpiredBefore.getTime());
       }
       return handle.transaction(() => {
-        const kept = held.get(id);
+        const kept = cache.unfinishedRun(id);
         let next: RunRecord;
         if (kept) {
           // Held: the row is the record, so the record after the change is built, not read back.
@@ -310,6 +198,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           next = runOf({ ...row, lease_until: lease })!;
         }
         // Held, the queue says whether there is a row to delete: a run leaves the queue once, at its first move.
+        const inFlight = cache.loadedQueueAndLeases();
         if (to !== "QUEUED" && (!inFlight || inFlight.isQueued(id))) {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
@@ -330,7 +219,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
             inFlight?.lease(id, next.organizationId, next.threadId);
           }
         }
-        hold(next);
+        cache.hold(next);
         return copyOfRun(next);
       });
     },
@@ -347,21 +236,20 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           `UPDATE runs_leases SET until = ? WHERE run_id = ? AND worker = ?
              AND EXISTS (SELECT 1 FROM runs_runs WHERE id = ? AND worker = ? AND status IN ${executing})`,
         ).run(leaseUntil.getTime(), id, worker, id, worker).changes === 1;
-      const kept = held.get(id);
-      if (renewed && kept) kept.leaseUntil = new Date(leaseUntil.getTime());
+      if (renewed) cache.leaseRenewed(id, leaseUntil);
       return renewed;
     },
-    queueCandidates: async (skipOrganizations, skipThreads, limit) => inFlightNow().candidates(skipOrganizations, skipThreads, limit),
+    queueCandidates: async (skipOrganizations, skipThreads, limit) => cache.queueAndLeases().candidates(skipOrganizations, skipThreads, limit),
     async dropQueueEntry(runId) {
       prepare("DELETE FROM runs_queue WHERE run_id = ?").run(runId);
-      inFlight?.dequeue(runId);
+      cache.loadedQueueAndLeases()?.dequeue(runId);
       claims.delete(runId); // off the queue, nothing can claim it: its claim would only stay in memory
     },
     async releaseClaim(runId) {
       claims.delete(runId);
     },
-    countQueued: async (organizationId) => inFlightNow().countQueued(organizationId),
-    executingLoad: async () => inFlightNow().executingLoad(),
+    countQueued: async (organizationId) => cache.queueAndLeases().countQueued(organizationId),
+    executingLoad: async () => cache.queueAndLeases().executingLoad(),
     async expiredLeases(now, limit) {
       // CROSS JOIN keeps the leases (the runs in flight) the outer loop: the planner, without statistics, would rather walk every run.
       const rows = prepare(

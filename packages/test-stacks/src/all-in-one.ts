@@ -1,9 +1,9 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { freshDataDir } from "@loom/testing/data-dir";
-import { nodeFlagsFor } from "@loom/testing/processes";
+import { nodeFlagsFor, repoRoot } from "@loom/testing/processes";
 
-const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
+const main = join(repoRoot, "apps", "loom", "src", "main.ts");
 
 /** `pnpm start`'s process, as a child: what it printed, and how it ended. */
 export interface AllInOne {

@@ -3,10 +3,12 @@ import type { ChildProcess } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startProcess, stopProcess, type ProcessOptions } from "./processes.ts";
+import { blobService, callersLast, callsOf, entryOf, gateway, serviceNames, type ServiceName, type SplitApp } from "@loom/services/registry";
+import { freePort, startProcess, stopProcess, type ProcessOptions } from "@loom/testing/processes";
 
-export const splitServices = ["identity", "assistants", "events", "runs", "storage", "gateway"] as const;
-export type SplitService = (typeof splitServices)[number];
+/** Every process of the split deployment (the service registry's), each after the services it calls: the gateway last. */
+export const splitServices: readonly SplitApp[] = [...callersLast(), gateway.name];
+export type SplitService = SplitApp;
 
 export interface SplitStack {
   gatewayUrl: string;
@@ -40,17 +42,12 @@ export async function startSplitStack(
   // Every process on this one host needs a metrics port of its own (each defaults to 9464).
   const metricsPorts = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
   const metricsUrls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${metricsPorts[name]}/metrics`])) as Record<SplitService, string>;
-  const callees = { IDENTITY_URL: urls.identity, ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events, RUNS_URL: urls.runs, STORAGE_URL: urls.storage };
+  // Each process knows where the services it calls are (the registry's URL variables): the gateway, all of them.
+  const urlSettings = (names: readonly ServiceName[]) => Object.fromEntries(names.map((name) => [entryOf(name).urlVariable, urls[name]]));
+  const wiring = Object.fromEntries(splitServices.map((name) => [name, urlSettings(name === gateway.name ? serviceNames : callsOf(name))])) as Record<SplitService, Record<string, string>>;
   // Blob bytes in a directory of this stack's own; signed URLs point at the gateway, which forwards them.
   const blobDir = await mkdtemp(join(tmpdir(), "loom-split-blobs-"));
-  const wiring: Record<SplitService, Record<string, string>> = {
-    identity: {},
-    assistants: {},
-    events: {},
-    runs: { ASSISTANTS_URL: urls.assistants, EVENTS_URL: urls.events },
-    storage: { BLOB_DIR: blobDir, PUBLIC_URL: urls.gateway, BLOB_SIGNING_KEY: randomBytes(32).toString("base64url") },
-    gateway: callees,
-  };
+  Object.assign(wiring[blobService()], { BLOB_DIR: blobDir, PUBLIC_URL: urls.gateway, BLOB_SIGNING_KEY: randomBytes(32).toString("base64url") });
   const running = new Map<SplitService, ChildProcess>();
   const start = async (name: SplitService, extra: Record<string, string> = {}) => {
     if (running.has(name)) throw new Error(`${name} is already running`);

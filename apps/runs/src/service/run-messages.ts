@@ -1,0 +1,50 @@
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { invalidArgument } from "@loom/contracts/errors";
+import { jsonToValue } from "@loom/contracts/json-value";
+import { RunStatus as RunStatusEnum } from "@loom/proto/runs/v1/runs_pb";
+import { runStatuses, type RunRecord, type RunStatus } from "../store/run-records.ts";
+import type { ThreadRecord } from "../store/threads.ts";
+
+// Records as the RunsService's messages, and its status filter as statuses.
+
+/** A listed status as the store names it; an unknown one is INVALID_ARGUMENT. */
+export function statusOf(status: RunStatusEnum): RunStatus {
+  const found = runStatuses.find((s) => RunStatusEnum[s] === status);
+  if (found === undefined) throw invalidArgument([{ path: "query.status", message: `must be one of ${runStatuses.join(", ")}` }]);
+  return found;
+}
+
+export function runMessage(run: RunRecord) {
+  return {
+    assistantRunId: run.id,
+    assistantId: run.assistantId,
+    threadId: run.threadId,
+    args: run.args,
+    input: run.input,
+    output: run.output === undefined ? undefined : jsonToValue(run.output),
+    status: RunStatusEnum[run.status],
+    statusDetail: run.statusDetail,
+    stream: run.stream,
+    knowledgeBaseIds: run.knowledgeBaseIds,
+    retrieverIds: run.retrieverIds,
+    rulesetIds: run.rulesetIds,
+    structureIds: run.structureIds,
+    toolIds: run.toolIds,
+    completedAt: run.completedAt ? timestampFromDate(run.completedAt) : undefined,
+    createdAt: timestampFromDate(run.createdAt),
+    createdBy: run.createdBy,
+    updatedAt: timestampFromDate(run.updatedAt),
+  };
+}
+
+export function threadMessage(t: ThreadRecord) {
+  return {
+    threadId: t.id,
+    organizationId: t.organizationId,
+    name: t.name,
+    alias: t.alias,
+    createdAt: timestampFromDate(t.createdAt),
+    createdBy: t.createdBy,
+    updatedAt: timestampFromDate(t.updatedAt),
+  };
+}

@@ -1,0 +1,92 @@
+import type { IdArray } from "@loom/contracts/id-arrays";
+import type { Page } from "@loom/contracts/paging";
+import type { RunStatus } from "@loom/contracts/run-lifecycle";
+
+// The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
+export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/contracts/run-lifecycle";
+
+/** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
+export class QueueFull extends Error {
+  readonly maxQueued: number;
+  constructor(maxQueued: number) {
+    super(`the organization has ${maxQueued} runs queued`);
+    this.maxQueued = maxQueued;
+  }
+}
+
+export interface StatusDetail {
+  reason: string;
+  message?: string;
+}
+
+export interface RunRecord extends Record<IdArray, string[]> {
+  id: string;
+  organizationId: string;
+  assistantId: string;
+  threadId?: string;
+  args: string[];
+  /** The run's own `input`, as given. */
+  input?: string;
+  /** The user message the model receives: the rendered input (semantics.md §5). */
+  message: string;
+  stream: boolean;
+  status: RunStatus;
+  statusDetail?: StatusDetail;
+  /** The griptape TextArtifact of a successful run. */
+  output?: unknown;
+  createdBy: string;
+  createdAt: Date;
+  updatedAt: Date;
+  completedAt?: Date;
+  /**
+   * The W3C traceparent of the request that created the run, when tracing
+   * was on: the worker's execution continues that trace.
+   */
+  traceparent?: string;
+  /** Which worker holds the run, and until when, while STARTING or RUNNING. */
+  worker?: string;
+  leaseUntil?: Date;
+}
+
+/** When a transition may happen: the run's status is one of `from`, and the other fields, when given, hold too. */
+export interface RunGuard {
+  from: readonly RunStatus[];
+  /** The worker that must hold the run. */
+  worker?: string;
+  /** The run's lease must have run out before this time (the reaper's guard against a renewal in between). */
+  leaseExpiredBefore?: Date;
+}
+
+/** What a transition may set besides the status. */
+export type RunChanges = Partial<Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil">>;
+
+/** The runs themselves: stored, read, moved from status to status, and their ends logged. */
+export interface RunRecordStore {
+  /**
+   * Stores a run (and, if QUEUED, its queue entry first); false when a run
+   * with its id exists. With `maxQueued`, a QUEUED run whose organization has
+   * that many queued already is refused with `QueueFull` and nothing is
+   * stored: checked with the write, so concurrent creates (on any replica)
+   * never take the organization past it.
+   */
+  insertRun(run: RunRecord, maxQueued?: number): Promise<boolean>;
+  getRun(organizationId: string, id: string): Promise<RunRecord | undefined>;
+  /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
+  getRunById(id: string): Promise<RunRecord | undefined>;
+  /** Newest first; an empty `statuses` means every status. */
+  listRuns(organizationId: string, assistantId: string, statuses: RunStatus[], skip: number, limit: number): Promise<Page<RunRecord>>;
+  /**
+   * The one way a run changes state: atomically, only if the guard holds.
+   * Undefined when it did not, so a late writer can never leave a terminal state.
+   * A move to a terminal status also marks the run's end as not logged yet
+   * (its terminal event is still to be written): on SQLite in the same
+   * transaction, on MongoDB just before, so no crash loses the mark.
+   */
+  transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
+  /** The run's terminal event is written: its end leaves `unloggedEnds`. */
+  endLogged(id: string): Promise<void>;
+  /** Ended runs whose terminal event is still to be written, marked before `before`, oldest first. */
+  unloggedEnds(before: Date, limit: number): Promise<RunRecord[]>;
+  /** Earlier runs of a thread that succeeded, oldest first: the conversation so far. */
+  threadHistory(threadId: string, before: Date): Promise<RunRecord[]>;
+}

@@ -1,0 +1,105 @@
+import type { Logger } from "@loom/telemetry/logger";
+import { countTransition } from "../metrics.ts";
+import { logEnd } from "../run-end.ts";
+import type { RunLog } from "../run-log.ts";
+import type { RunQueue } from "../store/run-queue.ts";
+import type { RunRecord, RunRecordStore } from "../store/run-records.ts";
+import type { ThreadStore } from "../store/threads.ts";
+
+/** The sweep reads this many runs a read, and ends this many at once. */
+const sweepPage = 500;
+const sweepParallel = 16;
+/** An end younger than this is still being written by whoever ended the run (`logEnd`'s retries): the sweep leaves it. */
+const unloggedEndGraceMs = 2_000;
+
+export interface SweepDeps {
+  store: RunRecordStore & RunQueue & ThreadStore;
+  log: RunLog;
+  logger: Logger;
+  now: () => Date;
+  /** Runs were found lost: the queued runs they held back may start. */
+  lostFound(): void;
+}
+
+/**
+ * The worker's sweep: every run whose lease ran out ends ERROR WorkerLost
+ * (all of them, page by page), then every ended run whose terminal event is
+ * still unwritten gets it. Any replica's sweep ends any replica's runs.
+ */
+export function createSweep(deps: SweepDeps): () => Promise<void> {
+  const { store, logger, now } = deps;
+  /** What writing a run's terminal event needs (`logEnd`). */
+  const ends = { store, log: deps.log, logger };
+
+  /**
+   * Ends runs whose worker stopped renewing: ERROR, WorkerLost. Their
+   * statuses first, all of them, then their terminal events: the status
+   * frees the organization's place and the thread at once.
+   */
+  async function reap(): Promise<void> {
+    const at = now();
+    const seen = new Set<string>();
+    const lost: RunRecord[] = [];
+    for (;;) {
+      // A run whose reaping failed is found again: each is tried once a sweep.
+      const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
+      if (expired.length === 0) break;
+      expired.forEach((run) => seen.add(run.id));
+      for (const ended of await inBatches(expired, (run) => reapOne(run, at))) if (ended) lost.push(ended);
+    }
+    if (lost.length > 0) deps.lostFound();
+    const written = await inBatches(lost, (run) => logEnd(run, ends, [])); // once: the sweep's next step or the next sweep tries again
+    if (written.includes(false)) logger.warn({ runs: written.filter((ok) => !ok).length }, "could not write lost runs' terminal events; the sweep will");
+  }
+
+  async function reapOne(run: RunRecord, at: Date): Promise<RunRecord | undefined> {
+    try {
+      const lost = await store.transition(
+        run.id,
+        { from: ["STARTING", "RUNNING"], leaseExpiredBefore: at },
+        "ERROR",
+        { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
+        at,
+      );
+      if (!lost) return undefined;
+      countTransition(run.status, "ERROR");
+      logger.warn({ run_id: run.id, worker: run.worker }, "run's worker was lost");
+      if (lost.threadId) await store.unlockThread(lost.threadId, lost.id).catch(() => {}); // a thread whose holder ended is taken over anyway
+      return lost;
+    } catch (error) {
+      logger.warn({ err: error, run_id: run.id }, "reaping a run failed; the next sweep tries again");
+      return undefined;
+    }
+  }
+
+  /** Terminal events that were not written when their runs ended (the events service was unreachable): written now. */
+  async function logUnloggedEnds(): Promise<void> {
+    const before = new Date(now().getTime() - unloggedEndGraceMs);
+    const seen = new Set<string>();
+    for (;;) {
+      const ended = (await store.unloggedEnds(before, sweepPage)).filter((run) => !seen.has(run.id));
+      if (ended.length === 0) return;
+      ended.forEach((run) => seen.add(run.id));
+      for (let i = 0; i < ended.length; i += sweepParallel) {
+        // A batch at a time, to stop at the first that writes nothing rather than try every run against a service that is away.
+        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, ends, [])));
+        if (!written.some(Boolean)) {
+          logger.warn({ runs: ended.length - i }, "terminal events still unwritten: the events service is unreachable; the next sweep tries again");
+          return;
+        }
+      }
+    }
+  }
+
+  return async function sweep(): Promise<void> {
+    await reap();
+    await logUnloggedEnds();
+  };
+}
+
+/** `work` on every item, `sweepParallel` at a time; the results in order. */
+async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = [];
+  for (let i = 0; i < items.length; i += sweepParallel) results.push(...(await Promise.all(items.slice(i, i + sweepParallel).map(work))));
+  return results;
+}
