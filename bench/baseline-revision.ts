@@ -14,6 +14,8 @@ const defaultRevision = "e32d101";
 
 export interface BaselineRevision {
   rev: string;
+  /** How its rows are named: the default revision kept its stores in memory; another is named by its commit. */
+  label: string;
   /** Its apps/loom/src/main.ts, for startProcess. */
   main: string;
 }
@@ -34,5 +36,6 @@ export function baselineRevision(): BaselineRevision | undefined {
     if (!existsSync(dir)) execFileSync("git", ["worktree", "add", "--detach", dir, rev], { cwd: repoRoot, stdio: "ignore" });
     execFileSync("pnpm", ["install", "--offline", "--frozen-lockfile"], { cwd: dir, stdio: "ignore" });
   }
-  return { rev, main: join(dir, "apps/loom/src/main.ts") };
+  const label = wanted === defaultRevision ? `${rev}, in-memory stores` : rev;
+  return { rev, label, main: join(dir, "apps/loom/src/main.ts") };
 }

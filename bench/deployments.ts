@@ -23,7 +23,7 @@ export async function embedded(key: string): Promise<Deployment> {
 
 /** The all-in-one process of the baseline revision (bench/baseline-revision.ts): its stores in memory. */
 export async function embeddedBaseline(key: string, baseline: BaselineRevision): Promise<Deployment> {
-  return allInOne(key, baseline.main, `all-in-one, in-memory (${baseline.rev})`);
+  return allInOne(key, baseline.main, `all-in-one at ${baseline.label}`);
 }
 
 async function allInOne(key: string, main: string, name: string): Promise<Deployment> {

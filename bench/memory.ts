@@ -18,7 +18,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function benchMemory(options: { runs: number; settleSeconds: number }): Promise<void> {
   const rows: Array<Record<string, string | number>> = [];
   const baseline = baselineRevision();
-  const targets = [...(baseline ? [{ main: baseline.main, name: `all-in-one, in-memory (${baseline.rev})` }] : []), { main: "apps/loom/src/main.ts", name: "all-in-one, SQLite file" }];
+  const targets = [...(baseline ? [{ main: baseline.main, name: `all-in-one at ${baseline.label}` }] : []), { main: "apps/loom/src/main.ts", name: "all-in-one, SQLite file" }];
   for (const target of targets) {
     const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
     const port = await freePort();

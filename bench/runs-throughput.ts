@@ -273,7 +273,7 @@ export async function benchRunsThroughput(options: { seconds: number; rounds: nu
   if (only === undefined || only === "ladder") {
     // Issue 15: the durable store within 20% of the in-memory stores it replaced, in this run.
     const baseline = baselineRevision();
-    if (baseline) rows.push(...(await measureAgainst(baseline.main, `all-in-one, in-memory (${baseline.rev})`, key, options.seconds, options.rounds)));
+    if (baseline) rows.push(...(await measureAgainst(baseline.main, `all-in-one at ${baseline.label}`, key, options.seconds, options.rounds)));
     else rows.push(...(await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds)));
   }
   if (only !== "history-mongo" && only !== "ladder") {
