@@ -14,6 +14,7 @@ if (Number(running.split(".")[0]) < needed) {
 // queues what does not fit, and exit drops the queue, so the line came out
 // cut short or not at all. A synchronous write waits for room instead.
 function writeWhole(fd, text) {
+  // biome-ignore lint/style/useNodejsImportProtocol: this check must run, and print its line, on any Node.js however old.
   var fs = require("fs");
   var bytes = Buffer.from(text);
   var written = 0;

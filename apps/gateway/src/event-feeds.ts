@@ -111,7 +111,9 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
     });
     feeds.set(key, ofRun.add(feed));
     count += 1;
-    feed.run(events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }));
+    // Not awaited: the feed outlives the request that started it, and run catches the upstream's errors itself
+    // (its outcome reaches the streams through ready and their end).
+    void feed.run(events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }));
     return feed;
   }
 

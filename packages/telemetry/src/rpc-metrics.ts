@@ -1,4 +1,4 @@
-import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamResponse, type UnaryResponse } from "@connectrpc/connect";
 import { Histogram } from "prom-client";
 import { metricsRegistry } from "./metrics.ts";
 
@@ -28,7 +28,7 @@ export function observeCalls(): Interceptor {
   return (next) => async (req) => {
     const started = performance.now();
     const method = `${req.service.typeName}/${req.method.name}`;
-    let res;
+    let res: UnaryResponse | StreamResponse;
     try {
       res = await next(req);
     } catch (error) {

@@ -37,7 +37,7 @@ export function readDockerfile(path: string): Dockerfile {
     const whole = (pending + line).trim();
     pending = "";
     if (whole === "") continue;
-    const [keyword, ...rest] = whole.split(/\s+/);
+    const [keyword] = whole.split(/\s+/);
     instructions.push({ keyword: keyword!.toUpperCase(), args: whole.slice(keyword!.length).trim().replace(/\s+/g, " ") });
   }
   const args: Record<string, string> = {};

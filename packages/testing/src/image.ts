@@ -199,7 +199,7 @@ function shell(command: string): string[] {
  * ends with the process, taking its mounts along: nothing shows outside), as
  * `user` (uid:gid, no other groups), with only `env`, in `workdir`.
  */
-function inRoot(root: string, command: string[], options: { env: Record<string, string>; workdir: string; user: string }, how: "spawn" | "inherit-sync"): ChildProcess | void {
+function inRoot(root: string, command: string[], options: { env: Record<string, string>; workdir: string; user: string }, how: "spawn" | "inherit-sync"): ChildProcess | undefined {
   const node = dirname(dirname(process.execPath));
   const [uid, gid = uid] = options.user.split(":");
   const setup = [
