@@ -14,10 +14,25 @@ export default defineConfig({
     // .ci/run asks for JSON reports (a directory) to print a plain "N passed, N failed" line: one file per run, as
     // pnpm test runs each package's tests apart, named after the package the run started in.
     ...(process.env.LOOM_TEST_REPORT
-      ? { reporters: ["default", "json"], outputFile: { json: join(process.env.LOOM_TEST_REPORT, `${relative(import.meta.dirname, process.cwd()).replaceAll("/", "-") || "all"}.json`) } }
+      ? {
+          reporters: ["default", "json"],
+          outputFile: {
+            json: join(
+              process.env.LOOM_TEST_REPORT,
+              `${relative(import.meta.dirname, process.cwd()).replaceAll("/", "-") || "all"}.json`,
+            ),
+          },
+        }
       : {}),
     projects: [
-      { extends: true, test: { name: "suites", include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts", "tooling/*/test/**/*.test.ts"], exclude: [faults, large] } },
+      {
+        extends: true,
+        test: {
+          name: "suites",
+          include: ["apps/*/test/**/*.test.ts", "packages/*/test/**/*.test.ts", "tooling/*/test/**/*.test.ts"],
+          exclude: [faults, large],
+        },
+      },
       // The fault tests start 7 processes and 2 servers each and stop them on
       // purpose: they run after every other suite, so their load cannot make
       // the timing of another suite's test, nor theirs, a matter of luck.

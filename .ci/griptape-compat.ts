@@ -35,7 +35,11 @@ for (const store of stores) {
   const key = `loom_compat-${randomBytes(24).toString("base64url")}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, ...env }, `${url}/healthz`);
+  const loom = await startProcess(
+    "apps/loom/src/main.ts",
+    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...env },
+    `${url}/healthz`,
+  );
   try {
     const bucket = (await apiClient(url, key).post("/buckets", { name: "griptape" })).body.bucket_id as string;
     const scripts = [".ci/compat/file_manager.py", ...(store === stores[0] ? [".ci/compat/prompt_driver.py"] : [])];

@@ -1,6 +1,6 @@
 import { loadConfig } from "@loom/runtime/config";
 import { appConfigSchemas as schemas } from "./k8s-app-schemas.ts";
-import { readRendered, type Resource } from "./k8s-rendered.ts";
+import { type Resource, readRendered } from "./k8s-rendered.ts";
 
 /**
  * Would every Loom app of a rendered overlay start? Builds each app
@@ -24,7 +24,8 @@ const data = (kind: "ConfigMap" | "Secret") =>
       .filter((r) => r.kind === kind)
       .map((r): [string, Record<string, string>] => {
         const plain: Record<string, string> = { ...r.stringData };
-        for (const [key, value] of Object.entries<string>(r.data ?? {})) plain[key] = kind === "Secret" ? Buffer.from(value, "base64").toString("utf8") : value;
+        for (const [key, value] of Object.entries<string>(r.data ?? {}))
+          plain[key] = kind === "Secret" ? Buffer.from(value, "base64").toString("utf8") : value;
         return [r.metadata?.name, plain];
       }),
   );
@@ -49,7 +50,9 @@ for (const resource of resources.filter((r) => r.kind === "Deployment")) {
       loadConfig(schema, env);
       checked.push(app);
     } catch (error) {
-      problems.push(`Deployment/${resource.metadata?.name} (APP=${app}) would not start: ${(error as Error).message.replaceAll("\n", "\n   ")}`);
+      problems.push(
+        `Deployment/${resource.metadata?.name} (APP=${app}) would not start: ${(error as Error).message.replaceAll("\n", "\n   ")}`,
+      );
     }
   }
 }
@@ -66,7 +69,8 @@ function environment(container: Resource, missing: Set<string>): NodeJS.ProcessE
       complete = false;
       return undefined;
     }
-    if (ref.key !== undefined && values[ref.key] === undefined && !ref.optional) problems.push(`${ref.name} has no key ${ref.key}, which is not optional`);
+    if (ref.key !== undefined && values[ref.key] === undefined && !ref.optional)
+      problems.push(`${ref.name} has no key ${ref.key}, which is not optional`);
     return ref.key === undefined ? undefined : values[ref.key];
   };
   for (const from of container.envFrom ?? []) {
@@ -77,7 +81,8 @@ function environment(container: Resource, missing: Set<string>): NodeJS.ProcessE
   }
   for (const variable of container.env ?? []) {
     if (variable.valueFrom?.secretKeyRef) env[variable.name] = lookup(secrets, variable.valueFrom.secretKeyRef);
-    else if (variable.valueFrom?.configMapKeyRef) env[variable.name] = lookup(configMaps, variable.valueFrom.configMapKeyRef);
+    else if (variable.valueFrom?.configMapKeyRef)
+      env[variable.name] = lookup(configMaps, variable.valueFrom.configMapKeyRef);
     else env[variable.name] = variable.value;
   }
   return complete ? env : undefined;
@@ -89,7 +94,9 @@ if (problems.length > 0) {
   process.exit(1);
 }
 if (checked.length === 0) {
-  console.log(`${file}: app configuration not checked (the overlay does not render the Secret ${[...missingSecrets].join(", ")})`);
+  console.log(
+    `${file}: app configuration not checked (the overlay does not render the Secret ${[...missingSecrets].join(", ")})`,
+  );
 } else {
   console.log(`${file}: every app would start with its configuration (${checked.join(", ")})`);
 }

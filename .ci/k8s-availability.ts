@@ -21,16 +21,22 @@ export function availabilityViolations(resources: Json[], options: { production:
     for (const workload of covered) {
       const pods = minimumReplicas(workload, resources);
       const kept = podsKept(budget.spec ?? {}, pods);
-      if (kept < 1) violations.push(`${nameOf(budget)}: lets a drain take all ${pods} pod(s) of ${nameOf(workload)} (none stays)`);
-      else if (kept >= pods) violations.push(`${nameOf(budget)}: blocks every drain of ${nameOf(workload)} (keeps ${kept} of ${pods} pods)`);
+      if (kept < 1)
+        violations.push(`${nameOf(budget)}: lets a drain take all ${pods} pod(s) of ${nameOf(workload)} (none stays)`);
+      else if (kept >= pods)
+        violations.push(`${nameOf(budget)}: blocks every drain of ${nameOf(workload)} (keeps ${kept} of ${pods} pods)`);
     }
   }
 
   if (options.production) {
     for (const workload of replicated) {
       const pods = minimumReplicas(workload, resources);
-      if (pods < 2) violations.push(`${nameOf(workload)}: runs ${pods} pod(s) in production (at least 2: one is an outage at every drain)`);
-      if (!budgets.some((budget) => selects(budget.spec?.selector, podLabels(workload)))) violations.push(`${nameOf(workload)}: no PodDisruptionBudget in production`);
+      if (pods < 2)
+        violations.push(
+          `${nameOf(workload)}: runs ${pods} pod(s) in production (at least 2: one is an outage at every drain)`,
+        );
+      if (!budgets.some((budget) => selects(budget.spec?.selector, podLabels(workload))))
+        violations.push(`${nameOf(workload)}: no PodDisruptionBudget in production`);
     }
   }
   return violations;
@@ -38,7 +44,10 @@ export function availabilityViolations(resources: Json[], options: { production:
 
 /** How many of `pods` pods a budget keeps through voluntary evictions (Kubernetes rounds percentages up). */
 function podsKept(spec: Json, pods: number): number {
-  const scaled = (value: number | string) => (typeof value === "string" && value.endsWith("%") ? Math.ceil((pods * Number(value.slice(0, -1))) / 100) : Number(value));
+  const scaled = (value: number | string) =>
+    typeof value === "string" && value.endsWith("%")
+      ? Math.ceil((pods * Number(value.slice(0, -1))) / 100)
+      : Number(value);
   if (spec.maxUnavailable !== undefined) return pods - scaled(spec.maxUnavailable);
   if (spec.minAvailable !== undefined) return scaled(spec.minAvailable);
   return pods;

@@ -34,11 +34,15 @@ export function networkViolations(resources: Json[]): string[] {
       for (const rule of policy.spec?.ingress ?? []) {
         const by = nameOf(policy);
         if (!(rule.ports?.length > 0)) fail(`${by} admits every port`);
-        for (const { port } of rule.ports ?? []) if (port !== undefined && !ports.some((p) => p.name === port || p.containerPort === port)) fail(`${by} admits port ${port}, which its containers do not declare`);
+        for (const { port } of rule.ports ?? [])
+          if (port !== undefined && !ports.some((p) => p.name === port || p.containerPort === port))
+            fail(`${by} admits port ${port}, which its containers do not declare`);
         const from: Json[] = rule.from ?? [];
-        if (from.length === 0 && !policy.metadata?.annotations?.[openToAnnotation]) fail(`${by} admits anyone (no \`from\`) without the annotation ${openToAnnotation} saying who needs it`);
+        if (from.length === 0 && !policy.metadata?.annotations?.[openToAnnotation])
+          fail(`${by} admits anyone (no \`from\`) without the annotation ${openToAnnotation} saying who needs it`);
         for (const peer of from) {
-          if (isEmptySelector(peer.podSelector) && !peer.namespaceSelector) fail(`${by} admits every pod of the namespace`);
+          if (isEmptySelector(peer.podSelector) && !peer.namespaceSelector)
+            fail(`${by} admits every pod of the namespace`);
         }
       }
     }
@@ -47,14 +51,22 @@ export function networkViolations(resources: Json[]): string[] {
   for (const { caller, variable, service, port } of configuredAddresses(resources, workloads)) {
     const servicePort = (service.spec?.ports ?? []).find((p: Json) => p.port === port);
     if (!servicePort) {
-      violations.push(`${nameOf(caller)}: ${variable} names port ${port} of ${nameOf(service)}, which the Service does not have`);
+      violations.push(
+        `${nameOf(caller)}: ${variable} names port ${port} of ${nameOf(service)}, which the Service does not have`,
+      );
       continue;
     }
     // A Service's selector is a plain label map.
-    for (const target of workloads.filter((w) => selects({ matchLabels: service.spec?.selector ?? {} }, podLabels(w)))) {
-      const containerPort = declaredPorts(target).find((p) => p.name === servicePort.targetPort || p.containerPort === (servicePort.targetPort ?? servicePort.port));
+    for (const target of workloads.filter((w) =>
+      selects({ matchLabels: service.spec?.selector ?? {} }, podLabels(w)),
+    )) {
+      const containerPort = declaredPorts(target).find(
+        (p) => p.name === servicePort.targetPort || p.containerPort === (servicePort.targetPort ?? servicePort.port),
+      );
       if (!admits(policies, target, containerPort, podLabels(caller))) {
-        violations.push(`${nameOf(caller)}: ${variable} reaches ${nameOf(service)} port ${port}, but no NetworkPolicy of ${nameOf(target)} admits it there`);
+        violations.push(
+          `${nameOf(caller)}: ${variable} reaches ${nameOf(service)} port ${port}, but no NetworkPolicy of ${nameOf(target)} admits it there`,
+        );
       }
     }
   }
@@ -76,7 +88,10 @@ function admits(policies: Json[], target: Json, port: Json | undefined, from: Re
   return selecting.some((policy) =>
     (policy.spec?.ingress ?? []).some(
       (rule: Json) =>
-        (!(rule.ports?.length > 0) || rule.ports.some((p: Json) => p.port === undefined || p.port === port?.name || p.port === port?.containerPort)) &&
+        (!(rule.ports?.length > 0) ||
+          rule.ports.some(
+            (p: Json) => p.port === undefined || p.port === port?.name || p.port === port?.containerPort,
+          )) &&
         (!(rule.from?.length > 0) || rule.from.some((peer: Json) => isPeer(peer, from))),
     ),
   );
@@ -90,16 +105,21 @@ function isPeer(peer: Json, labels: Record<string, string>): boolean {
 }
 
 /** Every (workload, env variable, Service, port) where a container's configuration names a Service of the overlay. */
-function configuredAddresses(resources: Json[], workloads: Json[]): { caller: Json; variable: string; service: Json; port: number }[] {
+function configuredAddresses(
+  resources: Json[],
+  workloads: Json[],
+): { caller: Json; variable: string; service: Json; port: number }[] {
   const services = new Map(resources.filter((r) => r.kind === "Service").map((s) => [s.metadata?.name as string, s]));
-  const data = (kind: string) => new Map(resources.filter((r) => r.kind === kind).map((r) => [r.metadata?.name as string, r]));
+  const data = (kind: string) =>
+    new Map(resources.filter((r) => r.kind === kind).map((r) => [r.metadata?.name as string, r]));
   const configMaps = data("ConfigMap");
   const secrets = data("Secret");
   const found: { caller: Json; variable: string; service: Json; port: number }[] = [];
   for (const caller of workloads) {
     for (const container of podTemplate(caller).spec?.containers ?? []) {
       const env = environment(container, configMaps, secrets);
-      const reads = env.APP && appConfigSchemas[env.APP] ? new Set(Object.keys(appConfigSchemas[env.APP]!.shape)) : undefined;
+      const reads =
+        env.APP && appConfigSchemas[env.APP] ? new Set(Object.keys(appConfigSchemas[env.APP]!.shape)) : undefined;
       for (const [variable, value] of Object.entries(env)) {
         if (reads && !reads.has(variable)) continue;
         const address = /^([a-z][a-z0-9+.-]*):\/\/(?:[^@/]*@)?([^/?#]+)/i.exec(value);
@@ -109,7 +129,11 @@ function configuredAddresses(resources: Json[], workloads: Json[]): { caller: Js
           const [host, explicit] = hostPort.split(":");
           // `identity`, `identity.loom.svc…`, or a StatefulSet pod behind a headless Service: `mongo-0.mongo`.
           const labels = host!.split(".");
-          const service = services.get(labels[0]!) ?? (labels.length > 1 && services.get(labels[1]!)?.spec?.clusterIP === "None" ? services.get(labels[1]!) : undefined);
+          const service =
+            services.get(labels[0]!) ??
+            (labels.length > 1 && services.get(labels[1]!)?.spec?.clusterIP === "None"
+              ? services.get(labels[1]!)
+              : undefined);
           const port = explicit ? Number(explicit) : defaultPorts[scheme];
           if (service && port) found.push({ caller, variable, service, port });
         }
@@ -120,9 +144,15 @@ function configuredAddresses(resources: Json[], workloads: Json[]): { caller: Js
 }
 
 /** A container's plain environment: `env` values and those of the ConfigMaps and Secrets it reads (where the overlay renders them). */
-function environment(container: Json, configMaps: Map<string, Json>, secrets: Map<string, Json>): Record<string, string> {
+function environment(
+  container: Json,
+  configMaps: Map<string, Json>,
+  secrets: Map<string, Json>,
+): Record<string, string> {
   const secretData = (secret: Json | undefined): Record<string, string> => ({
-    ...Object.fromEntries(Object.entries<string>(secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")])),
+    ...Object.fromEntries(
+      Object.entries<string>(secret?.data ?? {}).map(([k, v]) => [k, Buffer.from(v, "base64").toString("utf8")]),
+    ),
     ...secret?.stringData,
   });
   const env: Record<string, string> = {};
@@ -132,7 +162,13 @@ function environment(container: Json, configMaps: Map<string, Json>, secrets: Ma
   }
   for (const entry of container.env ?? []) {
     const from = entry.valueFrom;
-    const value = entry.value ?? (from?.configMapKeyRef ? configMaps.get(from.configMapKeyRef.name)?.data?.[from.configMapKeyRef.key] : from?.secretKeyRef ? secretData(secrets.get(from.secretKeyRef.name))[from.secretKeyRef.key] : undefined);
+    const value =
+      entry.value ??
+      (from?.configMapKeyRef
+        ? configMaps.get(from.configMapKeyRef.name)?.data?.[from.configMapKeyRef.key]
+        : from?.secretKeyRef
+          ? secretData(secrets.get(from.secretKeyRef.name))[from.secretKeyRef.key]
+          : undefined);
     if (value !== undefined) env[entry.name] = value;
   }
   return env;

@@ -1,6 +1,6 @@
 import { availabilityViolations } from "./k8s-availability.ts";
 import { networkViolations } from "./k8s-network.ts";
-import { readRendered, type Resource as Json } from "./k8s-rendered.ts";
+import { type Resource as Json, readRendered } from "./k8s-rendered.ts";
 import { workloadKinds } from "./k8s-selectors.ts";
 
 /**
@@ -35,10 +35,19 @@ if (!file) {
 const resources = readRendered(file);
 
 const violations: string[] = [];
-const configMaps = new Map(resources.filter((r) => r.kind === "ConfigMap").map((r) => [r.metadata?.name as string, (r.data ?? {}) as Record<string, string>]));
+const configMaps = new Map(
+  resources
+    .filter((r) => r.kind === "ConfigMap")
+    .map((r) => [r.metadata?.name as string, (r.data ?? {}) as Record<string, string>]),
+);
 /** Workloads whose replica count an autoscaler owns, with its minimum. */
 const autoscaled = new Map(
-  resources.filter((r) => r.kind === "HorizontalPodAutoscaler").map((r) => [`${r.spec?.scaleTargetRef?.kind}/${r.spec?.scaleTargetRef?.name}`, (r.spec?.minReplicas ?? 1) as number]),
+  resources
+    .filter((r) => r.kind === "HorizontalPodAutoscaler")
+    .map((r) => [
+      `${r.spec?.scaleTargetRef?.kind}/${r.spec?.scaleTargetRef?.name}`,
+      (r.spec?.minReplicas ?? 1) as number,
+    ]),
 );
 
 let workloads = 0;
@@ -47,7 +56,8 @@ for (const resource of resources) {
   if (!workloadKinds.has(resource.kind)) continue;
   workloads++;
   const name = `${resource.kind}/${resource.metadata?.name}`;
-  const template: Json = resource.kind === "CronJob" ? resource.spec?.jobTemplate?.spec?.template : resource.spec?.template;
+  const template: Json =
+    resource.kind === "CronJob" ? resource.spec?.jobTemplate?.spec?.template : resource.spec?.template;
   const pod: Json = template?.spec ?? {};
   const podSecurity: Json = pod.securityContext ?? {};
   const fail = (what: string) => violations.push(`${name}: ${what}`);
@@ -77,13 +87,16 @@ for (const resource of resources) {
     if (security.privileged === true) where("is privileged");
     if (security.readOnlyRootFilesystem !== true) where("readOnlyRootFilesystem is not true");
     if (!(security.capabilities?.drop ?? []).includes("ALL")) where("capabilities.drop lacks ALL");
-    if ((security.capabilities?.add ?? []).length > 0) where(`adds capabilities ${security.capabilities.add.join(", ")}`);
-    if ((security.seccompProfile?.type ?? podSecurity.seccompProfile?.type) !== "RuntimeDefault") where("seccompProfile is not RuntimeDefault");
+    if ((security.capabilities?.add ?? []).length > 0)
+      where(`adds capabilities ${security.capabilities.add.join(", ")}`);
+    if ((security.seccompProfile?.type ?? podSecurity.seccompProfile?.type) !== "RuntimeDefault")
+      where("seccompProfile is not RuntimeDefault");
 
     const image = String(container.image ?? "");
     const tag = image.includes("@") ? "digest" : (image.split("/").pop()!.split(":")[1] ?? "");
     // Loom's own image is pinned by the overlay (`images:`); every other one here.
-    if (image.split(":")[0] !== "loom" && (tag === "" || tag === "latest")) where(`image ${image} is not pinned to a version`);
+    if (image.split(":")[0] !== "loom" && (tag === "" || tag === "latest"))
+      where(`image ${image} is not pinned to a version`);
 
     if (!long) continue;
     const ports: Json[] = container.ports ?? [];
@@ -95,7 +108,8 @@ for (const resource of resources) {
         continue;
       }
       const port = handler.httpGet?.port ?? handler.tcpSocket?.port ?? handler.grpc?.port;
-      if (port !== undefined && !declares(port)) where(`${probe} probes port ${port}, which the container does not declare`);
+      if (port !== undefined && !declares(port))
+        where(`${probe} probes port ${port}, which the container does not declare`);
     }
 
     // Loom's apps: what their processes really serve.
@@ -104,16 +118,20 @@ for (const resource of resources) {
     const listen = envValue(container, "PORT");
     const http = ports.find((p) => p.name === "http");
     if (listen === undefined) where("sets no PORT, so the manifest does not say where the process listens");
-    else if (http?.containerPort !== Number(listen)) where(`listens on PORT ${listen}, but its port "http" is ${http ? http.containerPort : "not declared"}`);
+    else if (http?.containerPort !== Number(listen))
+      where(`listens on PORT ${listen}, but its port "http" is ${http ? http.containerPort : "not declared"}`);
     for (const [probe, path] of Object.entries(loomProbePaths)) {
       const get: Json | undefined = container[probe]?.httpGet;
-      if (get && (get.path !== path || get.port !== "http")) where(`${probe} is not GET ${path} on port http (the process serves it there)`);
+      if (get && (get.path !== path || get.port !== "http"))
+        where(`${probe} is not GET ${path} on port http (the process serves it there)`);
     }
     const configuredMetrics = Number(envValue(container, "METRICS_PORT") ?? metricsPort);
     const annotations: Json = template?.metadata?.annotations ?? {};
     if (annotations["prometheus.io/scrape"] !== "true") where('pod lacks the annotation prometheus.io/scrape: "true"');
-    if (Number(annotations["prometheus.io/port"]) !== configuredMetrics) where(`prometheus.io/port is not METRICS_PORT (${configuredMetrics})`);
-    if (!ports.some((p) => p.containerPort === configuredMetrics)) where(`does not declare its metrics port ${configuredMetrics}`);
+    if (Number(annotations["prometheus.io/port"]) !== configuredMetrics)
+      where(`prometheus.io/port is not METRICS_PORT (${configuredMetrics})`);
+    if (!ports.some((p) => p.containerPort === configuredMetrics))
+      where(`does not declare its metrics port ${configuredMetrics}`);
   }
 }
 

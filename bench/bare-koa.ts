@@ -1,6 +1,6 @@
 import { createServer } from "node:http";
-import Koa from "koa";
 import { createHttpServer } from "@loom/server/turn-batched-response";
+import Koa from "koa";
 
 /**
  * The baseline: a bare Koa handler answering with the same JSON a GetApiKey
@@ -22,5 +22,8 @@ app.use(async (ctx) => {
   }
   ctx.body = body;
 });
-(process.env.TURN_BATCHED === "1" ? createHttpServer : createServer)(app.callback()).listen(Number(process.env.PORT), "127.0.0.1");
+(process.env.TURN_BATCHED === "1" ? createHttpServer : createServer)(app.callback()).listen(
+  Number(process.env.PORT),
+  "127.0.0.1",
+);
 process.once("SIGTERM", () => process.exit(0));

@@ -26,7 +26,8 @@ interface Run {
 }
 const writeIntervalMs = Number(process.env.WRITE_INTERVAL_MS ?? 0);
 const runs = new Map<string, Run>();
-const runOf = (id: string) => runs.get(id) ?? runs.set(id, { next: 0, streams: new Set(), pending: "", ends: false, log: "" }).get(id)!;
+const runOf = (id: string) =>
+  runs.get(id) ?? runs.set(id, { next: 0, streams: new Set(), pending: "", ends: false, log: "" }).get(id)!;
 
 function flush(run: Run): void {
   run.flushAt = undefined;
@@ -44,7 +45,13 @@ const server = createServer(async (req, res) => {
   const run = runOf(match[1]!);
   if (req.method === "GET" && match[2] && run.ends && run.pending === "") {
     run.replay ??= Buffer.from(`: keep-alive\n\n${run.log}`);
-    return void res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "Content-Length": run.replay.length }).end(run.replay);
+    return void res
+      .writeHead(200, {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache",
+        "Content-Length": run.replay.length,
+      })
+      .end(run.replay);
   }
   if (req.method === "GET" && match[2]) {
     res.writeHead(200, { "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache" });
@@ -59,7 +66,15 @@ const server = createServer(async (req, res) => {
   const events = (Array.isArray(body) ? body : [body]) as Array<{ type: string; timestamp: number; payload?: unknown }>;
   const now = new Date().toISOString();
   for (const e of events) {
-    const json = { event_id: randomUUID(), structure_run_id: match[1], type: e.type, origin: "USER", payload: e.payload ?? {}, timestamp: e.timestamp, created_at: now };
+    const json = {
+      event_id: randomUUID(),
+      structure_run_id: match[1],
+      type: e.type,
+      origin: "USER",
+      payload: e.payload ?? {},
+      timestamp: e.timestamp,
+      created_at: now,
+    };
     const frame = `id: ${run.next++}\ndata: ${JSON.stringify(json)}\n\n`;
     run.pending += frame;
     run.log += frame;

@@ -28,12 +28,16 @@ export interface BaselineRevision {
 export function baselineRevision(): BaselineRevision | undefined {
   const wanted = process.env.BENCH_BASELINE_REV ?? defaultRevision;
   if (wanted === "none") return undefined;
-  const rev = execFileSync("git", ["rev-parse", "--short", `${wanted}^{commit}`], { cwd: repoRoot, encoding: "utf8" }).trim();
+  const rev = execFileSync("git", ["rev-parse", "--short", `${wanted}^{commit}`], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  }).trim();
   const dir = join(homedir(), ".cache", "loom-bench", `rev-${rev}`);
   if (!existsSync(join(dir, "node_modules"))) {
     console.log(`checking out ${rev} for the baseline rows (once) into ${dir}`);
     mkdirSync(join(homedir(), ".cache", "loom-bench"), { recursive: true });
-    if (!existsSync(dir)) execFileSync("git", ["worktree", "add", "--detach", dir, rev], { cwd: repoRoot, stdio: "ignore" });
+    if (!existsSync(dir))
+      execFileSync("git", ["worktree", "add", "--detach", dir, rev], { cwd: repoRoot, stdio: "ignore" });
     execFileSync("pnpm", ["install", "--offline", "--frozen-lockfile"], { cwd: dir, stdio: "ignore" });
   }
   const label = wanted === defaultRevision ? `${rev}, in-memory stores` : rev;

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { serviceNames, type ServiceName } from "@loom/services/registry";
+import { type ServiceName, serviceNames } from "@loom/services/registry";
 import { startSplitStack } from "@loom/test-stacks/split-stack";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import type { BaselineRevision } from "./baseline-revision.ts";
 
 /** A Loom deployment the event benches drive through its gateway. */
@@ -28,15 +28,28 @@ export async function embeddedBaseline(key: string, baseline: BaselineRevision):
 
 async function allInOne(key: string, main: string, name: string): Promise<Deployment> {
   const port = await freePort();
-  const proc = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap }, `http://127.0.0.1:${port}/healthz`);
+  const proc = await startProcess(
+    main,
+    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...streamCap },
+    `http://127.0.0.1:${port}/healthz`,
+  );
   return { name, gatewayUrl: `http://127.0.0.1:${port}`, pids: { loom: proc.pid! }, stop: () => stopProcess(proc) };
 }
 
 /** Each service's own fresh database (`<db>_<service>`), by the service registry. */
-export const benchDatabases = (db: string) => Object.fromEntries(serviceNames.map((name) => [name, { MONGODB_DB: `${db}_${name}` }])) as Record<ServiceName, { MONGODB_DB: string }>;
+export const benchDatabases = (db: string) =>
+  Object.fromEntries(serviceNames.map((name) => [name, { MONGODB_DB: `${db}_${name}` }])) as Record<
+    ServiceName,
+    { MONGODB_DB: string }
+  >;
 
 /** Five processes on MongoDB and NATS, fresh databases; `env` goes to every process (the tracing bench's OTEL_*). */
-export async function split(key: string, mongoUrl: string, natsUrl: string, env: Record<string, string> = {}): Promise<Deployment> {
+export async function split(
+  key: string,
+  mongoUrl: string,
+  natsUrl: string,
+  env: Record<string, string> = {},
+): Promise<Deployment> {
   const db = `loom_bench_${randomBytes(4).toString("hex")}`;
   const stack = await startSplitStack(
     { MONGODB_URL: mongoUrl, NATS_URL: natsUrl, ...env },
@@ -46,5 +59,10 @@ export async function split(key: string, mongoUrl: string, natsUrl: string, env:
       gateway: streamCap,
     },
   );
-  return { name: "5 processes, MongoDB + NATS", gatewayUrl: stack.gatewayUrl, pids: { gateway: stack.pid("gateway")!, events: stack.pid("events")! }, stop: stack.stop };
+  return {
+    name: "5 processes, MongoDB + NATS",
+    gatewayUrl: stack.gatewayUrl,
+    pids: { gateway: stack.pid("gateway")!, events: stack.pid("events")! },
+    stop: stack.stop,
+  };
 }

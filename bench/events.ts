@@ -1,14 +1,21 @@
 import { randomBytes } from "node:crypto";
-import autocannon from "autocannon";
-import { percentile, printTable } from "./load.ts";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import autocannon from "autocannon";
 import { baselineRevision } from "./baseline-revision.ts";
-import { embedded, embeddedBaseline, split, type Deployment } from "./deployments.ts";
+import { type Deployment, embedded, embeddedBaseline, split } from "./deployments.ts";
+import { percentile, printTable } from "./load.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
 
 const now = () => performance.timeOrigin + performance.now();
 
-const batchOf = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ type: "BenchEvent", timestamp: 1795000000 + i, payload: { i, text: "x".repeat(64) } })));
+const batchOf = (n: number) =>
+  JSON.stringify(
+    Array.from({ length: n }, (_, i) => ({
+      type: "BenchEvent",
+      timestamp: 1795000000 + i,
+      payload: { i, text: "x".repeat(64) },
+    })),
+  );
 
 /** Batches of 100 events from 10 clients, each to its own structure run. */
 async function ingest(d: Deployment, key: string, seconds: number) {
@@ -17,18 +24,50 @@ async function ingest(d: Deployment, key: string, seconds: number) {
     url: d.gatewayUrl,
     connections: 10,
     duration: seconds,
-    requests: [{ method: "POST", setupRequest: (req) => ({ ...req, path: `/structure-runs/${crypto.randomUUID()}/events`, body, headers: { "content-type": "application/json", authorization: `Bearer ${key}` } }) }],
+    requests: [
+      {
+        method: "POST",
+        setupRequest: (req) => ({
+          ...req,
+          path: `/structure-runs/${crypto.randomUUID()}/events`,
+          body,
+          headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+        }),
+      },
+    ],
   });
-  return { eventsPerSecond: result.requests.average * 100, p50: result.latency.p50, p99: result.latency.p99, non2xx: result.non2xx };
+  return {
+    eventsPerSecond: result.requests.average * 100,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    non2xx: result.non2xx,
+  };
 }
 
 /** `subscribers` SSE streams on one run while `rate` events/s are appended for `seconds`. */
-export async function fanOut(d: Deployment, key: string, subscribers: number, rate: number, seconds: number, threads: number) {
+export async function fanOut(
+  d: Deployment,
+  key: string,
+  subscribers: number,
+  rate: number,
+  seconds: number,
+  threads: number,
+) {
   const runId = crypto.randomUUID();
   const auth = { authorization: `Bearer ${key}`, "content-type": "application/json" };
-  const append = (body: unknown) => fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(body) });
+  const append = (body: unknown) =>
+    fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify(body),
+    });
   await append({ type: "Open", timestamp: 0 });
-  const readers = await startSubscribers(`${d.gatewayUrl}/structure-runs/${runId}/events/stream`, auth, subscribers, threads);
+  const readers = await startSubscribers(
+    `${d.gatewayUrl}/structure-runs/${runId}/events/stream`,
+    auth,
+    subscribers,
+    threads,
+  );
   // 1/100 s ticks, each a batch of rate/100 events carrying its send time. A tick
   // does not wait for the previous batch's answer (the rate is the clock's), but
   // at most 8 batches are in flight: a store that cannot keep up lowers "sent ev/s".
@@ -40,7 +79,11 @@ export async function fanOut(d: Deployment, key: string, subscribers: number, ra
   for (let tick = 0; Date.now() < until; tick++) {
     while (inFlight.size >= 8) await Promise.race(inFlight);
     const at = now();
-    const batch = Array.from({ length: perTick }, (_, i) => ({ type: "BenchEvent", timestamp: at / 1000, payload: { sent: at, i } }));
+    const batch = Array.from({ length: perTick }, (_, i) => ({
+      type: "BenchEvent",
+      timestamp: at / 1000,
+      payload: { sent: at, i },
+    }));
     // A failed batch is not counted as sent; its events are not expected.
     const request: Promise<void> = append(batch)
       .then(async (res) => {
@@ -58,23 +101,47 @@ export async function fanOut(d: Deployment, key: string, subscribers: number, ra
   await append({ type: "StructureRunCompleted", timestamp: 1 });
   const { delivered, latencies } = await readers.results(60_000);
   latencies.sort();
-  return { sent, sentPerSecond: sent / appendSeconds, expected: sent * subscribers, delivered, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  return {
+    sent,
+    sentPerSecond: sent / appendSeconds,
+    expected: sent * subscribers,
+    delivered,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+  };
 }
 
 /** Issue 4: ingest throughput, and fan-out to many SSE subscribers while events are appended. */
 export async function benchEvents(options: { seconds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const threads = Number(process.env.BENCH_SUBSCRIBER_THREADS ?? 2);
-  const ladder = (process.env.BENCH_FANOUT ?? "100x100,1000x100,1000x1000").split(",").map((s) => s.split("x").map(Number) as [number, number]);
+  const ladder = (process.env.BENCH_FANOUT ?? "100x100,1000x100,1000x1000")
+    .split(",")
+    .map((s) => s.split("x").map(Number) as [number, number]);
   const ingestRows: Array<Record<string, string | number>> = [];
   const fanRows: Array<Record<string, string | number>> = [];
 
   console.log("events: ingest baseline");
   const barePort = await freePort();
-  const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort) }, `http://127.0.0.1:${barePort}/healthz`);
-  const baseline = await ingest({ name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, pids: {}, stop: async () => {} }, key, options.seconds);
+  const bare = await startProcess(
+    "bench/bare-koa.ts",
+    { PORT: String(barePort) },
+    `http://127.0.0.1:${barePort}/healthz`,
+  );
+  const baseline = await ingest(
+    { name: "bare Koa", gatewayUrl: `http://127.0.0.1:${barePort}`, pids: {}, stop: async () => {} },
+    key,
+    options.seconds,
+  );
   await stopProcess(bare);
-  ingestRows.push({ target: "bare Koa handler parsing the same bodies (baseline)", "events/s": Math.round(baseline.eventsPerSecond), "p50 ms": baseline.p50, "p99 ms": baseline.p99, "vs baseline": "100.0%", "non-2xx": baseline.non2xx });
+  ingestRows.push({
+    target: "bare Koa handler parsing the same bodies (baseline)",
+    "events/s": Math.round(baseline.eventsPerSecond),
+    "p50 ms": baseline.p50,
+    "p99 ms": baseline.p99,
+    "vs baseline": "100.0%",
+    "non-2xx": baseline.non2xx,
+  });
 
   const baselineRev = baselineRevision();
   const deployments: Array<() => Promise<Deployment>> = [() => embedded(key)];
@@ -93,7 +160,18 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
         return undefined;
       });
       if (!f) {
-        fanRows.push({ deployment: d.name, subscribers, "asked ev/s": rate, "sent ev/s": "failed", "sent × subs": "-", delivered: "-", lost: "-", "p50 ms": "-", "p99 ms": "-", "p99 vs bare": "-" });
+        fanRows.push({
+          deployment: d.name,
+          subscribers,
+          "asked ev/s": rate,
+          "sent ev/s": "failed",
+          "sent × subs": "-",
+          delivered: "-",
+          lost: "-",
+          "p50 ms": "-",
+          "p99 ms": "-",
+          "p99 vs bare": "-",
+        });
         continue;
       }
       console.log(`events: delivered ${f.delivered} of ${f.expected}, p99 ${Math.round(f.p99)} ms`);
@@ -119,9 +197,16 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
   // threads; once writing each batch at once, once batching writes as the gateway does (40 ms at
   // 1,000 subscribers). The ratio is against the better of the two.
   const bareP99 = new Map<string, number>();
-  for (const [name, interval] of [["bare node:http broadcaster, a write per batch", "0"], ["bare node:http broadcaster, a write per 40 ms", "40"]] as const) {
+  for (const [name, interval] of [
+    ["bare node:http broadcaster, a write per batch", "0"],
+    ["bare node:http broadcaster, a write per 40 ms", "40"],
+  ] as const) {
     const port = await freePort();
-    const proc = await startProcess("bench/bare-sse.ts", { PORT: String(port), WRITE_INTERVAL_MS: interval }, `http://127.0.0.1:${port}/healthz`);
+    const proc = await startProcess(
+      "bench/bare-sse.ts",
+      { PORT: String(port), WRITE_INTERVAL_MS: interval },
+      `http://127.0.0.1:${port}/healthz`,
+    );
     const p99s = await fanOutLadder({ name, gatewayUrl: `http://127.0.0.1:${port}`, pids: {}, stop: async () => {} });
     await stopProcess(proc);
     for (const [step, p99] of p99s) bareP99.set(step, Math.min(p99, bareP99.get(step) ?? Infinity));
@@ -131,10 +216,20 @@ export async function benchEvents(options: { seconds: number; mongoUrl?: string;
     const d = await open();
     console.log(`events: ingest on ${d.name}`);
     const r = await ingest(d, key, options.seconds);
-    ingestRows.push({ target: d.name, "events/s": Math.round(r.eventsPerSecond), "p50 ms": r.p50, "p99 ms": r.p99, "vs baseline": `${((100 * r.eventsPerSecond) / baseline.eventsPerSecond).toFixed(1)}%`, "non-2xx": r.non2xx });
+    ingestRows.push({
+      target: d.name,
+      "events/s": Math.round(r.eventsPerSecond),
+      "p50 ms": r.p50,
+      "p99 ms": r.p99,
+      "vs baseline": `${((100 * r.eventsPerSecond) / baseline.eventsPerSecond).toFixed(1)}%`,
+      "non-2xx": r.non2xx,
+    });
     await fanOutLadder(d, bareP99);
     await d.stop();
   }
   printTable(`Event ingest: batches of 100 from 10 clients, ${options.seconds} s per row`, ingestRows);
-  printTable(`SSE fan-out on one structure run, ${options.seconds} s of appends per row (goal at 1,000 × 1,000/s: p99 ≤ 2× the bare broadcaster's, zero lost)`, fanRows);
+  printTable(
+    `SSE fan-out on one structure run, ${options.seconds} s of appends per row (goal at 1,000 × 1,000/s: p99 ≤ 2× the bare broadcaster's, zero lost)`,
+    fanRows,
+  );
 }

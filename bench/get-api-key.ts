@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { apiClient, type ApiClient } from "@loom/testing/http";
-import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
-import { load, printTable, type LoadResult } from "./load.ts";
-import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/test-stacks/split-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
+import { type LoadResult, load, printTable } from "./load.ts";
 
 /** The id of the bootstrap key the client authenticates with: its organization's only key. */
 export async function bootstrapKeyId(client: ApiClient): Promise<string> {
@@ -19,7 +19,12 @@ export async function bootstrapKeyId(client: ApiClient): Promise<string> {
  * answering the same JSON, in one run. Goal (issue 2): the full path at
  * ≥ 30% of the bare handler's throughput.
  */
-export async function benchGetApiKey(options: { seconds: number; connections: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
+export async function benchGetApiKey(options: {
+  seconds: number;
+  connections: number;
+  mongoUrl?: string;
+  natsUrl?: string;
+}): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   // Printed in this order: the bare handler's rows, the floors, the full path.
   const bareRows: LoadResult[] = [];
@@ -45,7 +50,15 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
     sample = await client.get(`/api-keys/${keyId}`);
     if (sample.status !== 200) throw new Error(`GetApiKey answered ${sample.status}`);
     const mode = natsUrl ? "NATS bus: principal cached" : "no bus: Authenticate per request";
-    results.push(await load(`GetApiKey: gateway + identity processes (${store}; ${mode})`, `${stack.gatewayUrl}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+    results.push(
+      await load(
+        `GetApiKey: gateway + identity processes (${store}; ${mode})`,
+        `${stack.gatewayUrl}/api-keys/${keyId}`,
+        auth,
+        options.seconds,
+        options.connections,
+      ),
+    );
     await stack.stop();
   }
 
@@ -53,20 +66,40 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   // handler on Loom's HTTP server (responses batched per event-loop turn), to
   // tell what the server is worth from what the rest is.
   const body = JSON.stringify(sample!.body);
-  for (const [turnBatched, name] of [["0", "bare Koa handler (baseline)"], ["1", "reference: bare Koa handler on Loom's HTTP server (turn-batched)"]] as const) {
+  for (const [turnBatched, name] of [
+    ["0", "bare Koa handler (baseline)"],
+    ["1", "reference: bare Koa handler on Loom's HTTP server (turn-batched)"],
+  ] as const) {
     const barePort = await freePort();
-    const bare = await startProcess("bench/bare-koa.ts", { PORT: String(barePort), BODY: body, TURN_BATCHED: turnBatched }, `http://127.0.0.1:${barePort}/healthz`);
-    bareRows.push(await load(name, `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections));
+    const bare = await startProcess(
+      "bench/bare-koa.ts",
+      { PORT: String(barePort), BODY: body, TURN_BATCHED: turnBatched },
+      `http://127.0.0.1:${barePort}/healthz`,
+    );
+    bareRows.push(
+      await load(name, `http://127.0.0.1:${barePort}/api-keys/${keyId}`, auth, options.seconds, options.connections),
+    );
     await stopProcess(bare);
   }
 
   // Floors: Koa plus one hop to a process that does nothing, by plain HTTP and by Connect.
   if (!options.mongoUrl) {
     const upstreamPort = await freePort();
-    const upstream = await startProcess("bench/rpc-floor.ts", { FLOOR: "upstream", PORT: String(upstreamPort), BODY: body }, `http://127.0.0.1:${upstreamPort}/healthz`);
-    for (const [floor, name] of [["connect", "floor: Koa + 1 Connect call"], ["http", "floor: Koa + 1 plain HTTP call"]] as const) {
+    const upstream = await startProcess(
+      "bench/rpc-floor.ts",
+      { FLOOR: "upstream", PORT: String(upstreamPort), BODY: body },
+      `http://127.0.0.1:${upstreamPort}/healthz`,
+    );
+    for (const [floor, name] of [
+      ["connect", "floor: Koa + 1 Connect call"],
+      ["http", "floor: Koa + 1 plain HTTP call"],
+    ] as const) {
       const floorPort = await freePort();
-      const proc = await startProcess("bench/rpc-floor.ts", { FLOOR: floor, PORT: String(floorPort), UPSTREAM_PORT: String(upstreamPort), BODY: body }, `http://127.0.0.1:${floorPort}/healthz`);
+      const proc = await startProcess(
+        "bench/rpc-floor.ts",
+        { FLOOR: floor, PORT: String(floorPort), UPSTREAM_PORT: String(upstreamPort), BODY: body },
+        `http://127.0.0.1:${floorPort}/healthz`,
+      );
       floors.push(await load(name, `http://127.0.0.1:${floorPort}/`, auth, options.seconds, options.connections));
       await stopProcess(proc);
     }
@@ -79,7 +112,15 @@ export async function benchGetApiKey(options: { seconds: number; connections: nu
   if (options.mongoUrl) Object.assign(loomEnv, { MONGODB_URL: options.mongoUrl, MONGODB_DB_PREFIX: `${db}_` });
   const loom = await startProcess("apps/loom/src/main.ts", loomEnv, `http://127.0.0.1:${loomPort}/healthz`);
   const loomKeyId = await bootstrapKeyId(apiClient(`http://127.0.0.1:${loomPort}`, key));
-  results.push(await load(`GetApiKey: all-in-one process (${store}; in-process bus: principal cached)`, `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`, auth, options.seconds, options.connections));
+  results.push(
+    await load(
+      `GetApiKey: all-in-one process (${store}; in-process bus: principal cached)`,
+      `http://127.0.0.1:${loomPort}/api-keys/${loomKeyId}`,
+      auth,
+      options.seconds,
+      options.connections,
+    ),
+  );
   await stopProcess(loom);
   if (options.mongoUrl) {
     await dropDatabase(options.mongoUrl, db);

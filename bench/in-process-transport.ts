@@ -26,17 +26,34 @@ export async function benchInProcessTransport(options: { calls: number; rounds: 
       router.service(IdentityService, {
         getApiKey: async (req, ctx) => {
           const { organizationId, userId } = requirePrincipal(ctx);
-          return { apiKey: { apiKeyId: req.apiKeyId, organizationId, name: "bench key", active: true, createdAt, createdBy: userId, updatedAt: createdAt, userId } };
+          return {
+            apiKey: {
+              apiKeyId: req.apiKeyId,
+              organizationId,
+              name: "bench key",
+              active: true,
+              createdAt,
+              createdBy: userId,
+              updatedAt: createdAt,
+              userId,
+            },
+          };
         },
       }),
     ready: async () => true,
     close: async () => {},
   };
   const transports: Array<{ name: string; transport: Transport; headers: Record<string, string> }> = [
-    { name: "in-process (Loom's)", transport: inProcessTransport([identity], serviceToken, logger), headers: headersFor(principal) },
+    {
+      name: "in-process (Loom's)",
+      transport: inProcessTransport([identity], serviceToken, logger),
+      headers: headersFor(principal),
+    },
     {
       name: "createRouterTransport (Connect's)",
-      transport: createRouterTransport((router) => identity.routes(router), { router: { interceptors: serverInterceptors(serviceToken, logger) } }),
+      transport: createRouterTransport((router) => identity.routes(router), {
+        router: { interceptors: serverInterceptors(serviceToken, logger) },
+      }),
       // The router transport has no service token of its own: the caller sends it, as over HTTP.
       headers: { ...headersFor(principal), [principalHeaders.serviceToken]: serviceToken },
     },
@@ -55,7 +72,11 @@ export async function benchInProcessTransport(options: { calls: number; rounds: 
     for (const transport of order) roundsOf.get(transport.name)!.push(await timeCalls(transport, options.calls));
   }
 
-  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const median = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    );
   const ours = median(roundsOf.get(transports[0]!.name)!);
   printTable(
     `Calls inside one process: ${options.calls} sequential unary GetApiKey-like calls a round, ${options.rounds} rounds, median round`,
@@ -65,7 +86,10 @@ export async function benchInProcessTransport(options: { calls: number; rounds: 
         transport: name,
         "µs a call": perCall.toFixed(2),
         "calls/s": Math.round(1_000_000 / perCall),
-        rounds: roundsOf.get(name)!.map((us) => us.toFixed(1)).join(" / "),
+        rounds: roundsOf
+          .get(name)!
+          .map((us) => us.toFixed(1))
+          .join(" / "),
         "× Loom's": (perCall / ours).toFixed(2),
       };
     }),

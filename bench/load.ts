@@ -10,7 +10,14 @@ export interface LoadResult {
 }
 
 /** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run. */
-export async function load(name: string, url: string, headers: Record<string, string>, seconds: number, connections: number, warmUpSeconds = 1): Promise<LoadResult> {
+export async function load(
+  name: string,
+  url: string,
+  headers: Record<string, string>,
+  seconds: number,
+  connections: number,
+  warmUpSeconds = 1,
+): Promise<LoadResult> {
   if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds });
   const result = await autocannon({ url, headers, connections, duration: seconds });
   return {
@@ -24,7 +31,8 @@ export async function load(name: string, url: string, headers: Record<string, st
 }
 
 /** The p-th percentile of sorted values (0 when there are none). */
-export const percentile = (sorted: ArrayLike<number>, p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0);
+export const percentile = (sorted: ArrayLike<number>, p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]! : 0;
 
 export function printTable(title: string, rows: Array<Record<string, string | number>>): void {
   console.log(`\n${title}`);

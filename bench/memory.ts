@@ -18,11 +18,18 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export async function benchMemory(options: { runs: number; settleSeconds: number }): Promise<void> {
   const rows: Array<Record<string, string | number>> = [];
   const baseline = baselineRevision();
-  const targets = [...(baseline ? [{ main: baseline.main, name: `all-in-one at ${baseline.label}` }] : []), { main: "apps/loom/src/main.ts", name: "all-in-one, SQLite file" }];
+  const targets = [
+    ...(baseline ? [{ main: baseline.main, name: `all-in-one at ${baseline.label}` }] : []),
+    { main: "apps/loom/src/main.ts", name: "all-in-one, SQLite file" },
+  ];
   for (const target of targets) {
     const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
     const port = await freePort();
-    const proc = await startProcess(target.main, { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
+    const proc = await startProcess(
+      target.main,
+      { PORT: String(port), BOOTSTRAP_API_KEY: key },
+      `http://127.0.0.1:${port}/healthz`,
+    );
     try {
       const api = apiClient(`http://127.0.0.1:${port}`, key);
       const assistantId = (await api.post("/assistants", { name: "bench-memory" })).body.assistant_id;
@@ -56,5 +63,8 @@ export async function benchMemory(options: { runs: number; settleSeconds: number
       await stopProcess(proc);
     }
   }
-  printTable(`Memory after ${options.runs.toLocaleString("en")} runs through the all-in-one process (RSS; goal: within 50 MB of idle within ${options.settleSeconds} s)`, rows);
+  printTable(
+    `Memory after ${options.runs.toLocaleString("en")} runs through the all-in-one process (RSS; goal: within 50 MB of idle within ${options.settleSeconds} s)`,
+    rows,
+  );
 }

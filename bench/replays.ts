@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
-import { embedded, split, type Deployment } from "./deployments.ts";
+import { type Deployment, embedded, split } from "./deployments.ts";
 import { percentile, printTable } from "./load.ts";
 import { cpuMsOf, memoryOf } from "./process-stats.ts";
 import { startSubscribers } from "./subscriber-threads.ts";
@@ -34,7 +34,12 @@ function watchMemory(pids: Record<string, number>) {
 async function bareReplayer(): Promise<Deployment> {
   const port = await freePort();
   const proc = await startProcess("bench/bare-sse.ts", { PORT: String(port) }, `http://127.0.0.1:${port}/healthz`);
-  return { name: "baseline: bare node:http", gatewayUrl: `http://127.0.0.1:${port}`, pids: { bare: proc.pid! }, stop: () => stopProcess(proc) };
+  return {
+    name: "baseline: bare node:http",
+    gatewayUrl: `http://127.0.0.1:${port}`,
+    pids: { bare: proc.pid! },
+    stop: () => stopProcess(proc),
+  };
 }
 
 /** `GET /users` one after another until stopped: the latency an ordinary caller sees meanwhile. */
@@ -56,7 +61,13 @@ function poll(url: string, headers: Record<string, string>) {
       stopped = true;
       await loop;
       latencies.sort((a, b) => a - b);
-      return { count: latencies.length, failed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: latencies.at(-1) ?? 0 };
+      return {
+        count: latencies.length,
+        failed,
+        p50: percentile(latencies, 50),
+        p99: percentile(latencies, 99),
+        max: latencies.at(-1) ?? 0,
+      };
     },
   };
 }
@@ -64,24 +75,52 @@ function poll(url: string, headers: Record<string, string>) {
 /** A finished structure run of `events` events (the last one StructureRunCompleted), each carrying a `sent` time the subscribers count. */
 async function finishedRun(d: Deployment, auth: Record<string, string>, events: number): Promise<string> {
   const runId = crypto.randomUUID();
-  const event = (i: number) => ({ type: i === events - 1 ? "StructureRunCompleted" : "BenchEvent", timestamp: 1795000000 + i, payload: { sent: now(), i, text: "x".repeat(64) } });
+  const event = (i: number) => ({
+    type: i === events - 1 ? "StructureRunCompleted" : "BenchEvent",
+    timestamp: 1795000000 + i,
+    payload: { sent: now(), i, text: "x".repeat(64) },
+  });
   for (let i = 0; i < events; i += 100) {
-    const res = await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, { method: "POST", headers: auth, body: JSON.stringify(Array.from({ length: Math.min(100, events - i) }, (_, j) => event(i + j))) });
+    const res = await fetch(`${d.gatewayUrl}/structure-runs/${runId}/events`, {
+      method: "POST",
+      headers: auth,
+      body: JSON.stringify(Array.from({ length: Math.min(100, events - i) }, (_, j) => event(i + j))),
+    });
     if (res.status !== 202) throw new Error(`appending answered ${res.status}`);
   }
   return runId;
 }
 
 /** `streams` SSE streams opened at once on a finished run, from offset 0, while a client polls `GET /users`. */
-async function crowd(d: Deployment, auth: Record<string, string>, runId: string, streams: number, events: number, threads: number) {
+async function crowd(
+  d: Deployment,
+  auth: Record<string, string>,
+  runId: string,
+  streams: number,
+  events: number,
+  threads: number,
+) {
   const memory = watchMemory(d.pids);
   const cpuBefore = Object.fromEntries(Object.entries(d.pids).map(([name, pid]) => [name, cpuMsOf(pid)]));
   const poller = poll(d.gatewayUrl, auth);
-  const readers = await startSubscribers(`${d.gatewayUrl}/structure-runs/${runId}/events/stream`, auth, streams, threads, 0);
+  const readers = await startSubscribers(
+    `${d.gatewayUrl}/structure-runs/${runId}/events/stream`,
+    auth,
+    streams,
+    threads,
+    0,
+  );
   const result = await readers.results(60_000);
   const polled = await poller.stop();
   const cpu = Object.fromEntries(Object.entries(d.pids).map(([name, pid]) => [name, cpuMsOf(pid) - cpuBefore[name]!]));
-  return { ...result, cpu, deliveredMs: result.endedAt - result.startedAt, exactlyOnce: result.ended === streams && result.delivered === streams * events, polled, growth: memory.growth() };
+  return {
+    ...result,
+    cpu,
+    deliveredMs: result.endedAt - result.startedAt,
+    exactlyOnce: result.ended === streams && result.delivered === streams * events,
+    polled,
+    growth: memory.growth(),
+  };
 }
 
 /**
@@ -136,8 +175,12 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
                 "p99 ms": Math.round(r.polled.p99),
                 "max ms": Math.round(r.polled.max),
                 polls: r.polled.count,
-                "RSS growth MB": Object.entries(r.growth).map(([name, bytes]) => `${name} ${mb(bytes)}`).join(", "),
-                "server CPU ms": Object.entries(r.cpu).map(([name, ms]) => `${name} ${Math.round(ms)}`).join(", "),
+                "RSS growth MB": Object.entries(r.growth)
+                  .map(([name, bytes]) => `${name} ${mb(bytes)}`)
+                  .join(", "),
+                "server CPU ms": Object.entries(r.cpu)
+                  .map(([name, ms]) => `${name} ${Math.round(ms)}`)
+                  .join(", "),
               }
             : { deployment: d.name, round, streams, "all delivered ms": "failed" },
         );
@@ -146,5 +189,8 @@ export async function benchReplays(options: { mongoUrl?: string; natsUrl?: strin
       await d.stop();
     }
   }
-  printTable(`SSE replays: ${streams} streams opened at once on a finished run of ${events} events while a client polls GET /users (goal: all delivered < 2 s, p99 < 100 ms, RSS growth < 200 MB)`, rows);
+  printTable(
+    `SSE replays: ${streams} streams opened at once on a finished run of ${events} events while a client polls GET /users (goal: all delivered < 2 s, p99 < 100 ms, RSS growth < 200 MB)`,
+    rows,
+  );
 }

@@ -1,8 +1,8 @@
-import { createServer, request, Agent } from "node:http";
-import Koa from "koa";
+import { Agent, createServer, request } from "node:http";
 import { createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import Koa from "koa";
 
 /**
  * Floors for the GetApiKey benchmark: what one hop costs on this machine,
@@ -17,22 +17,34 @@ const body = JSON.parse(process.env.BODY ?? "{}");
 
 if (floor === "upstream") {
   const rpc = connectNodeAdapter({
-    routes: (router) => router.service(IdentityService, { getApiKey: async (req) => ({ apiKey: { apiKeyId: req.apiKeyId, name: "floor" } }) }),
+    routes: (router) =>
+      router.service(IdentityService, {
+        getApiKey: async (req) => ({ apiKey: { apiKeyId: req.apiKeyId, name: "floor" } }),
+      }),
   });
   createServer((req, res) => {
     if (req.url === "/healthz") return void res.end("ok");
-    if (req.url === "/plain") return void req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body)));
+    if (req.url === "/plain")
+      return void req
+        .resume()
+        .on("end", () => res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(body)));
     rpc(req, res);
   }).listen(port, "127.0.0.1");
 } else {
   const baseUrl = `http://127.0.0.1:${upstreamPort}`;
-  const connect = createClient(IdentityService, createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }));
+  const connect = createClient(
+    IdentityService,
+    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+  );
   const agent = new Agent({ keepAlive: true });
   const plainCall = () =>
     new Promise<string>((resolve, reject) => {
       const req = request({ host: "127.0.0.1", port: upstreamPort, path: "/plain", method: "POST", agent }, (res) => {
         let text = "";
-        res.setEncoding("utf8").on("data", (c: string) => (text += c)).on("end", () => resolve(text));
+        res
+          .setEncoding("utf8")
+          .on("data", (c: string) => (text += c))
+          .on("end", () => resolve(text));
       });
       req.on("error", reject).end("{}");
     });

@@ -1,8 +1,8 @@
 import { loadavg } from "node:os";
+import { benchEvents } from "./events.ts";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchInProcessTransport } from "./in-process-transport.ts";
 import { benchMemory } from "./memory.ts";
-import { benchEvents } from "./events.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchStorage } from "./storage.ts";
@@ -20,8 +20,18 @@ const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
 const mongoUrl = process.env.MONGODB_URL || undefined;
 const natsUrl = process.env.NATS_URL || undefined;
 // Other work on the machine shows here: figures taken under a high load compare only with their own run's baseline.
-console.log(`load average at start: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-process.once("beforeExit", () => console.log(`load average at end: ${loadavg().map((l) => l.toFixed(1)).join(" ")}`));
+console.log(
+  `load average at start: ${loadavg()
+    .map((l) => l.toFixed(1))
+    .join(" ")}`,
+);
+process.once("beforeExit", () =>
+  console.log(
+    `load average at end: ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(" ")}`,
+  ),
+);
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
 const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
@@ -31,15 +41,39 @@ if (!only || only === "api-keys") {
   if (mongoUrl) await benchGetApiKey({ seconds, connections, mongoUrl, natsUrl });
   else console.log("\n(MongoDB rows skipped: MONGODB_URL is not set)");
 }
-if (!only || only === "transport") await benchInProcessTransport({ calls: Number(process.env.BENCH_TRANSPORT_CALLS ?? 100_000), rounds: Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 5) });
-if (!only || only === "runs") await benchRunsThroughput({ seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5), rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3), mongoUrl, natsUrl });
-if (!only || only === "memory") await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });
-if (!only || only === "events") await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
+if (!only || only === "transport")
+  await benchInProcessTransport({
+    calls: Number(process.env.BENCH_TRANSPORT_CALLS ?? 100_000),
+    rounds: Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 5),
+  });
+if (!only || only === "runs")
+  await benchRunsThroughput({
+    seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),
+    rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
+    mongoUrl,
+    natsUrl,
+  });
+if (!only || only === "memory")
+  await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });
+if (!only || only === "events")
+  await benchEvents({ seconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), mongoUrl, natsUrl });
 if (!only || only === "replays") await benchReplays({ mongoUrl, natsUrl });
 if (!only || only === "storage") {
-  await benchStorage({ sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256), rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 5), seconds, connections });
+  await benchStorage({
+    sizeMiB: Number(process.env.BENCH_STORAGE_MIB ?? 256),
+    rounds: Number(process.env.BENCH_STORAGE_ROUNDS ?? 5),
+    seconds,
+    connections,
+  });
 }
 if (!only || only === "streaming") await benchStreaming({ requests: Number(process.env.BENCH_STREAM_REQUESTS ?? 30) });
 if (!only || only === "tracing") {
-  await benchTracing({ seconds, connections, fanOutSeconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5), rounds: Number(process.env.BENCH_TRACING_ROUNDS ?? 2), mongoUrl, natsUrl });
+  await benchTracing({
+    seconds,
+    connections,
+    fanOutSeconds: Number(process.env.BENCH_EVENT_SECONDS ?? 5),
+    rounds: Number(process.env.BENCH_TRACING_ROUNDS ?? 2),
+    mongoUrl,
+    natsUrl,
+  });
 }

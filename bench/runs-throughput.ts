@@ -1,13 +1,13 @@
 import { randomBytes } from "node:crypto";
 import { isTerminal } from "@loom/contracts/run-lifecycle";
-import { apiClient, type ApiClient } from "@loom/testing/http";
 import { connectMongo } from "@loom/store/mongo";
-import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
-import { percentile, printTable } from "./load.ts";
-import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { startSplitStack } from "@loom/test-stacks/split-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { dropDatabase, freshDatabaseName } from "@loom/testing/servers";
 import { baselineRevision } from "./baseline-revision.ts";
 import { benchDatabases } from "./deployments.ts";
+import { percentile, printTable } from "./load.ts";
 
 const pollMs = 20;
 // Caps high enough that the figure measures the engine, not the limits.
@@ -26,7 +26,6 @@ interface Row {
   /** This revision's all-in-one against the baseline revision's, same clients (issue 15: ≥ 80%). */
   "vs in-memory"?: string;
 }
-
 
 /**
  * `clients` loops: create a run, poll until it ends; no new runs after
@@ -61,7 +60,13 @@ async function driveRuns(api: ApiClient, assistantId: string, clients: number, s
   );
   const elapsed = (performance.now() - begin) / 1000;
   latencies.sort((a, b) => a - b);
-  return { runsPerSecond: latencies.length / elapsed, p50: percentile(latencies, 50), p99: percentile(latencies, 99), failed, unfinished };
+  return {
+    runsPerSecond: latencies.length / elapsed,
+    p50: percentile(latencies, 50),
+    p99: percentile(latencies, 99),
+    failed,
+    unfinished,
+  };
 }
 
 /** `count` runs through the API, `clients` at a time, each waited for (the queued cap stays out of the way). */
@@ -88,7 +93,8 @@ export async function seedThroughApi(api: ApiClient, assistantId: string, count:
  * FerretDB seeds at a few dozen runs a second. Their events are not seeded.
  */
 async function seedRunDocuments(api: ApiClient, assistantId: string, mongoUrl: string, runsDb: string, count: number) {
-  const model = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body.assistant_run_id as string;
+  const model = (await api.post(`/assistants/${assistantId}/runs`, { input: "history" })).body
+    .assistant_run_id as string;
   let done: { status: string } = { status: "QUEUED" };
   while (!isTerminal(done.status)) {
     await new Promise((r) => setTimeout(r, 50));
@@ -102,10 +108,18 @@ async function seedRunDocuments(api: ApiClient, assistantId: string, mongoUrl: s
     for (let i = 0; i < count; i += 1000) {
       const batch = Array.from({ length: Math.min(1000, count - i) }, (_, j) => {
         const at = new Date(start + (i + j) * 1000);
-        return { ...template, _id: crypto.randomUUID(), createdAt: at, updatedAt: new Date(at.getTime() + 50), completedAt: new Date(at.getTime() + 50) };
+        return {
+          ...template,
+          _id: crypto.randomUUID(),
+          createdAt: at,
+          updatedAt: new Date(at.getTime() + 50),
+          completedAt: new Date(at.getTime() + 50),
+        };
       });
       await handle.db.collection<{ _id: string }>("runs").insertMany(batch);
-      await handle.db.collection<{ _id: string }>("run_claims").insertMany(batch.map((r) => ({ _id: r._id, worker: "seed", at: r.createdAt })));
+      await handle.db
+        .collection<{ _id: string }>("run_claims")
+        .insertMany(batch.map((r) => ({ _id: r._id, worker: "seed", at: r.createdAt })));
     }
   } finally {
     await handle.close();
@@ -113,7 +127,13 @@ async function seedRunDocuments(api: ApiClient, assistantId: string, mongoUrl: s
 }
 
 /** One row at `clients`, as `measure` makes them. */
-async function row(deployment: string, api: ApiClient, assistantId: string, clients: number, seconds: number): Promise<Row> {
+async function row(
+  deployment: string,
+  api: ApiClient,
+  assistantId: string,
+  clients: number,
+  seconds: number,
+): Promise<Row> {
   const baseline = await driveBaseline(api, assistantId, clients, Math.max(2, seconds / 2));
   const r = await driveRuns(api, assistantId, clients, seconds);
   return {
@@ -147,7 +167,11 @@ async function driveBaseline(api: ApiClient, assistantId: string, clients: numbe
 /** The 1/10/100-client rows on an all-in-one process started from `main` (this revision's, or the baseline's). */
 async function measureAllInOne(main: string, deployment: string, key: string, seconds: number): Promise<Row[]> {
   const port = await freePort();
-  const loom = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
+  const loom = await startProcess(
+    main,
+    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv },
+    `http://127.0.0.1:${port}/healthz`,
+  );
   try {
     return await measure(deployment, `http://127.0.0.1:${port}`, key, seconds);
   } finally {
@@ -164,14 +188,37 @@ async function measureAllInOne(main: string, deployment: string, key: string, se
  * drift. Each row is the mean of its rounds; "vs in-memory" is the ratio of
  * the means, and the per-round ratios are printed beside them.
  */
-async function measureAgainst(baselineMain: string, baselineName: string, key: string, seconds: number, rounds: number): Promise<Row[]> {
-  const started = [] as Array<{ name: string; loom: Awaited<ReturnType<typeof startProcess>>; api: ApiClient; assistantId: string }>;
+async function measureAgainst(
+  baselineMain: string,
+  baselineName: string,
+  key: string,
+  seconds: number,
+  rounds: number,
+): Promise<Row[]> {
+  const started = [] as Array<{
+    name: string;
+    loom: Awaited<ReturnType<typeof startProcess>>;
+    api: ApiClient;
+    assistantId: string;
+  }>;
   try {
-    for (const [main, name] of [[baselineMain, baselineName], ["apps/loom/src/main.ts", "all-in-one, SQLite file"]] as const) {
+    for (const [main, name] of [
+      [baselineMain, baselineName],
+      ["apps/loom/src/main.ts", "all-in-one, SQLite file"],
+    ] as const) {
       const port = await freePort();
-      const loom = await startProcess(main, { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv }, `http://127.0.0.1:${port}/healthz`);
+      const loom = await startProcess(
+        main,
+        { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv },
+        `http://127.0.0.1:${port}/healthz`,
+      );
       const api = apiClient(`http://127.0.0.1:${port}`, key);
-      started.push({ name, loom, api, assistantId: (await api.post("/assistants", { name: "bench" })).body.assistant_id });
+      started.push({
+        name,
+        loom,
+        api,
+        assistantId: (await api.post("/assistants", { name: "bench" })).body.assistant_id,
+      });
     }
     for (const d of started) await driveRuns(d.api, d.assistantId, 100, seconds); // warm-up, not counted
     const measured = new Map<string, Row[]>();
@@ -179,11 +226,15 @@ async function measureAgainst(baselineMain: string, baselineName: string, key: s
       for (const clients of [1, 10, 100]) {
         for (const d of round % 2 === 0 ? started : [...started].reverse()) {
           const slot = `${d.name}/${clients}`;
-          measured.set(slot, [...(measured.get(slot) ?? []), await row(d.name, d.api, d.assistantId, clients, seconds)]);
+          measured.set(slot, [
+            ...(measured.get(slot) ?? []),
+            await row(d.name, d.api, d.assistantId, clients, seconds),
+          ]);
         }
       }
     }
-    const mean = (rs: Row[], field: "runs/s" | "p50 ms" | "p99 ms" | "baseline req/s") => rs.reduce((sum, r) => sum + r[field], 0) / rs.length;
+    const mean = (rs: Row[], field: "runs/s" | "p50 ms" | "p99 ms" | "baseline req/s") =>
+      rs.reduce((sum, r) => sum + r[field], 0) / rs.length;
     const rows: Row[] = [];
     for (const d of started) {
       for (const clients of [1, 10, 100]) {
@@ -229,14 +280,26 @@ const historyRuns = 10_000;
  * Issue 11: 100 clients with the default caps on a fresh process, then again
  * once `historyRuns` finished runs are stored; the queue must not slow with history.
  */
-async function measureHistory(deployment: string, gatewayUrl: string, key: string, seconds: number, seed: (api: ApiClient, assistantId: string) => Promise<void>) {
+async function measureHistory(
+  deployment: string,
+  gatewayUrl: string,
+  key: string,
+  seconds: number,
+  seed: (api: ApiClient, assistantId: string) => Promise<void>,
+) {
   const api = apiClient(gatewayUrl, key);
   const assistantId = (await api.post("/assistants", { name: "bench-history" })).body.assistant_id;
   const fresh = await row(`${deployment}, fresh`, api, assistantId, 100, seconds);
   const started = performance.now();
   await seed(api, assistantId);
   console.log(`(${deployment}: ${historyRuns} runs seeded in ${((performance.now() - started) / 1000).toFixed(0)} s)`);
-  const after = await row(`${deployment}, ${historyRuns.toLocaleString("en")} runs stored`, api, assistantId, 100, seconds);
+  const after = await row(
+    `${deployment}, ${historyRuns.toLocaleString("en")} runs stored`,
+    api,
+    assistantId,
+    100,
+    seconds,
+  );
   return { fresh, after };
 }
 
@@ -262,7 +325,12 @@ function historyRows(pair: { fresh: Row; after: Row }, seconds: number): History
  * GET every 20 ms) with loom:echo at 1, 10 and 100 concurrent clients, on the
  * embedded process and on separate processes with MongoDB + NATS.
  */
-export async function benchRunsThroughput(options: { seconds: number; rounds: number; mongoUrl?: string; natsUrl?: string }): Promise<void> {
+export async function benchRunsThroughput(options: {
+  seconds: number;
+  rounds: number;
+  mongoUrl?: string;
+  natsUrl?: string;
+}): Promise<void> {
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
   const rows: Row[] = [];
 
@@ -273,21 +341,46 @@ export async function benchRunsThroughput(options: { seconds: number; rounds: nu
   if (only === undefined || only === "ladder") {
     // Issue 15: the durable store within 20% of the in-memory stores it replaced, in this run.
     const baseline = baselineRevision();
-    if (baseline) rows.push(...(await measureAgainst(baseline.main, `all-in-one at ${baseline.label}`, key, options.seconds, options.rounds)));
-    else rows.push(...(await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds)));
+    if (baseline)
+      rows.push(
+        ...(await measureAgainst(
+          baseline.main,
+          `all-in-one at ${baseline.label}`,
+          key,
+          options.seconds,
+          options.rounds,
+        )),
+      );
+    else
+      rows.push(...(await measureAllInOne("apps/loom/src/main.ts", "all-in-one, SQLite file", key, options.seconds)));
   }
   if (only !== "history-mongo" && only !== "ladder") {
     // The default caps: no RUN_* settings.
     const port = await freePort();
-    const loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key }, `http://127.0.0.1:${port}/healthz`);
-    history.push(...historyRows(await measureHistory("all-in-one, SQLite file", `http://127.0.0.1:${port}`, key, options.seconds, (api, id) => seedThroughApi(api, id, historyRuns)), options.seconds));
+    const loom = await startProcess(
+      "apps/loom/src/main.ts",
+      { PORT: String(port), BOOTSTRAP_API_KEY: key },
+      `http://127.0.0.1:${port}/healthz`,
+    );
+    history.push(
+      ...historyRows(
+        await measureHistory("all-in-one, SQLite file", `http://127.0.0.1:${port}`, key, options.seconds, (api, id) =>
+          seedThroughApi(api, id, historyRuns),
+        ),
+        options.seconds,
+      ),
+    );
     await stopProcess(loom);
   }
 
   if (options.mongoUrl && options.natsUrl && only !== "ladder") {
     const db = freshDatabaseName("loom_bench");
     const databases = benchDatabases(db);
-    const perService = { ...databases, identity: { ...databases.identity, BOOTSTRAP_API_KEY: key }, runs: { ...databases.runs, ...runEnv } };
+    const perService = {
+      ...databases,
+      identity: { ...databases.identity, BOOTSTRAP_API_KEY: key },
+      runs: { ...databases.runs, ...runEnv },
+    };
     if (only === undefined) {
       const stack = await startSplitStack({ MONGODB_URL: options.mongoUrl, NATS_URL: options.natsUrl }, perService);
       rows.push(...(await measure("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds)));
@@ -301,7 +394,9 @@ export async function benchRunsThroughput(options: { seconds: number; rounds: nu
     const mongoUrl = options.mongoUrl;
     history.push(
       ...historyRows(
-        await measureHistory("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds, (api, id) => seedRunDocuments(api, id, mongoUrl, historyDatabases.runs.MONGODB_DB, historyRuns)),
+        await measureHistory("5 processes, MongoDB + NATS", stack.gatewayUrl, key, options.seconds, (api, id) =>
+          seedRunDocuments(api, id, mongoUrl, historyDatabases.runs.MONGODB_DB, historyRuns),
+        ),
         options.seconds,
       ),
     );
@@ -311,11 +406,17 @@ export async function benchRunsThroughput(options: { seconds: number; rounds: nu
     console.log("(MongoDB + NATS rows skipped: MONGODB_URL and NATS_URL are both needed)");
   }
 
-  if (rows.length) printTable(`Runs end to end with loom:echo, ${options.seconds} s per row (create → terminal, polling every ${pollMs} ms)`, rows as unknown as Array<Record<string, string | number>>);
+  if (rows.length)
+    printTable(
+      `Runs end to end with loom:echo, ${options.seconds} s per row (create → terminal, polling every ${pollMs} ms)`,
+      rows as unknown as Array<Record<string, string | number>>,
+    );
   printTable(historyTitle(options.seconds), history as unknown as Array<Record<string, string | number>>);
   const failed = [...rows, ...history].reduce((n, r) => n + r.failed, 0);
   if (failed > 0) throw new Error(`${failed} runs did not succeed`);
   if (options.mongoUrl) {
-    console.log("(The MongoDB rows ran on the test server given by MONGODB_URL; FerretDB's SQLite backend scans for filtered queries, see docs/benchmarks.md.)");
+    console.log(
+      "(The MongoDB rows ran on the test server given by MONGODB_URL; FerretDB's SQLite backend scans for filtered queries, see docs/benchmarks.md.)",
+    );
   }
 }

@@ -51,7 +51,8 @@ function numberAt(text: string, at: number): number {
   if (i === at) throw new Error(`no number at: ${text.slice(at, at + 20)}`);
   if (text.charCodeAt(i) === DOT) {
     let scale = 1;
-    for (let c = text.charCodeAt(++i); c >= ZERO && c <= NINE; c = text.charCodeAt(++i)) value += (c - ZERO) / (scale *= 10);
+    for (let c = text.charCodeAt(++i); c >= ZERO && c <= NINE; c = text.charCodeAt(++i))
+      value += (c - ZERO) / (scale *= 10);
   }
   numberEnd = i;
   return value;
@@ -73,7 +74,11 @@ interface RawResponse {
  * line, headers, and a chunked body (a stream) or one of a Content-Length
  * (a whole finished log at once).
  */
-function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (text: string, at: number) => void): RawResponse {
+function rawGet(
+  target: URL,
+  requestHeaders: Record<string, string>,
+  onData: (text: string, at: number) => void,
+): RawResponse {
   let settleStatus!: (status: number) => void;
   let fail!: (error: Error) => void;
   const status = new Promise<number>((resolve, reject) => ((settleStatus = resolve), (fail = reject)));
@@ -155,7 +160,8 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
             const headers = head.slice(0, headEnd + 2);
             const length = /\r\ncontent-length: (\d+)\r\n/i.exec(headers);
             if (length) lengthLeft = Number(length[1]);
-            else if (!/\r\ntransfer-encoding: chunked\r\n/i.test(headers)) throw new Error("the stream's body is neither chunked nor of a length");
+            else if (!/\r\ntransfer-encoding: chunked\r\n/i.test(headers))
+              throw new Error("the stream's body is neither chunked nor of a length");
             inBody = true;
             settleStatus(code);
             text = head.slice(headEnd + 4);
@@ -178,7 +184,9 @@ function rawGet(target: URL, requestHeaders: Record<string, string>, onData: (te
     socket.once("error", reject).once("close", () => reject(closedEarly()));
   });
   ended.catch(() => {}); // seen by whoever awaits it; a failed status is reported through `status`
-  const lines = Object.entries({ host: target.host, ...requestHeaders }).map(([name, value]) => `${name}: ${value}\r\n`);
+  const lines = Object.entries({ host: target.host, ...requestHeaders }).map(
+    ([name, value]) => `${name}: ${value}\r\n`,
+  );
   socket.write(`GET ${target.pathname}${target.search} HTTP/1.1\r\n${lines.join("")}\r\n`);
   return { status, ended };
 }
@@ -205,9 +213,11 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
       if (text.startsWith(": ", start)) continue; // a keep-alive comment
       if (!text.startsWith("id: ", start)) throw new Error(`not an SSE event frame: ${text.slice(start, start + 40)}`);
       const id = numberAt(text, start + 4);
-      if (text.charCodeAt(numberEnd) !== NEWLINE) throw new Error(`not an SSE id line: ${text.slice(start, start + 40)}`);
+      if (text.charCodeAt(numberEnd) !== NEWLINE)
+        throw new Error(`not an SSE id line: ${text.slice(start, start + 40)}`);
       if (lastId !== -1 && id !== lastId + 1) throw new Error(`offset ${id} after ${lastId}`);
-      if (lastId === -1 && firstOffset !== undefined && id !== firstOffset) throw new Error(`a stream began at offset ${id}, not ${firstOffset}`);
+      if (lastId === -1 && firstOffset !== undefined && id !== firstOffset)
+        throw new Error(`a stream began at offset ${id}, not ${firstOffset}`);
       lastId = id;
       let sent = start + sentAt;
       if (sentAt === -1 || !text.startsWith(sentField, sent)) {
@@ -230,7 +240,14 @@ async function subscribe(): Promise<{ reading: Promise<void> }> {
 let ended = 0;
 const startedAt = now();
 const report = () => {
-  const message: SubscribersMessage = { kind: "done", delivered, latencies: latencies.slice(0, delivered), ended, startedAt, endedAt: now() };
+  const message: SubscribersMessage = {
+    kind: "done",
+    delivered,
+    latencies: latencies.slice(0, delivered),
+    ended,
+    startedAt,
+    endedAt: now(),
+  };
   parentPort!.postMessage(message, [message.latencies.buffer as ArrayBuffer]);
 };
 parentPort!.once("message", report); // "stop": the streams did not all end in time

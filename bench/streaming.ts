@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { createParser } from "eventsource-parser";
 import { lifecycleEventType, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { pieces, startFakeOpenAI, trickle } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { createParser } from "eventsource-parser";
 import { percentile, printTable } from "./load.ts";
 
 const tokenCount = 200;
@@ -24,9 +24,15 @@ interface Sample {
  * says which text a frame's data carries (undefined: none). `started` is
  * when the measured operation began (for runs, before the POST that created the run).
  */
-async function readStream(url: string, init: RequestInit, token: (data: string) => string | undefined, started = performance.now()): Promise<Sample> {
+async function readStream(
+  url: string,
+  init: RequestInit,
+  token: (data: string) => string | undefined,
+  started = performance.now(),
+): Promise<Sample> {
   const res = await fetch(url, init);
-  if (res.status !== 200 || !res.headers.get("content-type")?.startsWith("text/event-stream")) throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
+  if (res.status !== 200 || !res.headers.get("content-type")?.startsWith("text/event-stream"))
+    throw new Error(`${url} answered ${res.status}: ${await res.text()}`);
   let ttft = 0;
   let received = "";
   const parser = createParser({
@@ -38,7 +44,8 @@ async function readStream(url: string, init: RequestInit, token: (data: string) 
     },
   });
   const decoder = new TextDecoder();
-  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+  for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+    parser.feed(decoder.decode(chunk, { stream: true }));
   return { ttft, total: performance.now() - started, text: received };
 }
 
@@ -62,7 +69,12 @@ export async function benchStreaming(options: { requests: number }): Promise<voi
   const url = `http://127.0.0.1:${port}`;
   const loom = await startProcess(
     "apps/loom/src/main.ts",
-    { PORT: String(port), BOOTSTRAP_API_KEY: key, DEFAULT_MODEL: "openai-compatible:fake-model", OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl },
+    {
+      PORT: String(port),
+      BOOTSTRAP_API_KEY: key,
+      DEFAULT_MODEL: "openai-compatible:fake-model",
+      OPENAI_COMPATIBLE_BASE_URL: fake.baseUrl,
+    },
     `${url}/healthz`,
   );
   const api = apiClient(url, key);
@@ -72,19 +84,45 @@ export async function benchStreaming(options: { requests: number }): Promise<voi
   const provider = () =>
     readStream(
       `${fake.baseUrl}/chat/completions`,
-      { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: "benchmark" }] }) },
+      {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ model: "fake-model", stream: true, messages: [{ role: "user", content: "benchmark" }] }),
+      },
       (data) => parse(data)?.choices?.[0]?.delta?.content,
     );
   const chatBody = {
-    messages: [{ type: "Message", role: "user", content: [{ type: "TextMessageContent", artifact: { type: "TextArtifact", id: "a1", reference: null, meta: {}, name: "a1", value: "benchmark" } }], usage: { type: "Message.Usage", input_tokens: null, output_tokens: null } }],
+    messages: [
+      {
+        type: "Message",
+        role: "user",
+        content: [
+          {
+            type: "TextMessageContent",
+            artifact: { type: "TextArtifact", id: "a1", reference: null, meta: {}, name: "a1", value: "benchmark" },
+          },
+        ],
+        usage: { type: "Message.Usage", input_tokens: null, output_tokens: null },
+      },
+    ],
     tools: [],
     output_schema: null,
-    driver_configuration: { max_tokens: 1000, temperature: 0, use_native_tools: false, structured_output_strategy: "native", extra_params: {} },
+    driver_configuration: {
+      max_tokens: 1000,
+      temperature: 0,
+      use_native_tools: false,
+      structured_output_strategy: "native",
+      extra_params: {},
+    },
   };
   const chat = () =>
     readStream(
       `${url}/chat/messages/stream`,
-      { method: "POST", headers: { ...auth, accept: "text/event-stream", "content-type": "application/json" }, body: JSON.stringify(chatBody) },
+      {
+        method: "POST",
+        headers: { ...auth, accept: "text/event-stream", "content-type": "application/json" },
+        body: JSON.stringify(chatBody),
+      },
       (data) => {
         const frame = parse(data);
         if (frame?.error) throw new Error(`the chat stream failed: ${frame.error}`);
@@ -94,13 +132,15 @@ export async function benchStreaming(options: { requests: number }): Promise<voi
   const run = async () => {
     const started = performance.now();
     const created = await api.post(`/assistants/${assistantId}/runs`, { input: "benchmark", stream: true });
-    if (created.status !== 201) throw new Error(`CreateAssistantRun answered ${created.status}: ${JSON.stringify(created.body)}`);
+    if (created.status !== 201)
+      throw new Error(`CreateAssistantRun answered ${created.status}: ${JSON.stringify(created.body)}`);
     return readStream(
       `${url}/assistant-runs/${created.body.assistant_run_id}/events/stream`,
       { headers: { ...auth, accept: "text/event-stream" } },
       (data) => {
         const event = parse(data);
-        if (terminalLifecycleEvents.has(event?.type) && event.type !== lifecycleEventType.SUCCEEDED) throw new Error(`the run failed: ${data}`);
+        if (terminalLifecycleEvents.has(event?.type) && event.type !== lifecycleEventType.SUCCEEDED)
+          throw new Error(`the run failed: ${data}`);
         return event?.type === "TextChunkEvent" ? event.payload.token : undefined;
       },
       started,
@@ -131,7 +171,10 @@ export async function benchStreaming(options: { requests: number }): Promise<voi
     const ttft = sorted(samples[i]!.map((s) => s.ttft));
     const total = sorted(samples[i]!.map((s) => s.total));
     // A token is lost when a request's text is not exactly the provider's: every piece, in order.
-    const lost = samples[i]!.reduce((sum, s) => sum + (s.text === text ? 0 : Math.max(1, tokenCount - pieces(s.text).length)), 0);
+    const lost = samples[i]!.reduce(
+      (sum, s) => sum + (s.text === text ? 0 : Math.max(1, tokenCount - pieces(s.text).length)),
+      0,
+    );
     const overhead = percentile(ttft, 50) - baselineTtft;
     const met = kind.goalMs === undefined ? "(baseline)" : overhead <= kind.goalMs && lost === 0 ? "met" : "MISSED";
     return {

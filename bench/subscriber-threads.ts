@@ -35,9 +35,24 @@ async function startSubscribersThread(input: SubscribersInput) {
  * reading a million frames a second neither holds up the appender's clock
  * nor waits behind one thread's queue of a thousand sockets.
  */
-export async function startSubscribers(url: string, headers: Record<string, string>, subscribers: number, threads: number, firstOffset?: number) {
+export async function startSubscribers(
+  url: string,
+  headers: Record<string, string>,
+  subscribers: number,
+  threads: number,
+  firstOffset?: number,
+) {
   const share = (t: number) => Math.floor(subscribers / threads) + (t < subscribers % threads ? 1 : 0);
-  const starts = await Promise.allSettled(Array.from({ length: Math.min(threads, subscribers) }, (_, t) => startSubscribersThread({ url, headers, subscribers: share(t), ...(firstOffset !== undefined ? { firstOffset } : {}) })));
+  const starts = await Promise.allSettled(
+    Array.from({ length: Math.min(threads, subscribers) }, (_, t) =>
+      startSubscribersThread({
+        url,
+        headers,
+        subscribers: share(t),
+        ...(firstOffset !== undefined ? { firstOffset } : {}),
+      }),
+    ),
+  );
   const started = starts.flatMap((s) => (s.status === "fulfilled" ? [s.value] : []));
   const failed = starts.find((s) => s.status === "rejected");
   if (failed) {
@@ -53,8 +68,13 @@ export async function startSubscribers(url: string, headers: Record<string, stri
       // When the first thread began opening, and when the last stream of all ended (epoch ms).
       const startedAt = Math.min(...parts.map((part) => part.startedAt));
       const endedAt = Math.max(...parts.map((part) => part.endedAt));
-      return { delivered: latencies.length, latencies, ended: parts.reduce((n, part) => n + part.ended, 0), startedAt, endedAt };
+      return {
+        delivered: latencies.length,
+        latencies,
+        ended: parts.reduce((n, part) => n + part.ended, 0),
+        startedAt,
+        endedAt,
+      };
     },
   };
 }
-

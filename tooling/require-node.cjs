@@ -5,7 +5,16 @@
 var needed = 24;
 var running = process.versions.node;
 if (Number(running.split(".")[0]) < needed) {
-  writeWhole(2, "Loom needs Node.js " + needed + " or newer; this is Node.js " + running + " (" + process.execPath + "). See https://nodejs.org/\n");
+  writeWhole(
+    2,
+    "Loom needs Node.js " +
+      needed +
+      " or newer; this is Node.js " +
+      running +
+      " (" +
+      process.execPath +
+      "). See https://nodejs.org/\n",
+  );
   process.exit(1);
 }
 

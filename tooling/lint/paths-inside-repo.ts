@@ -5,7 +5,7 @@
  * apps/*\/src and packages/*\/src, or the directories given as arguments
  * (the lint test's fixtures); prints each offence and exits 1.
  */
-import { existsSync, readFileSync, readdirSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 
 const root = resolve(import.meta.dirname, "../..");
@@ -22,14 +22,18 @@ function sourceFiles(dir: string): string[] {
 }
 
 const roots =
-  given.length > 0 ? given : ["apps", "packages"].flatMap((top) => readdirSync(join(root, top)).map((name) => join(root, top, name, "src")));
+  given.length > 0
+    ? given
+    : ["apps", "packages"].flatMap((top) => readdirSync(join(root, top)).map((name) => join(root, top, name, "src")));
 const offences: string[] = [];
 for (const file of roots.flatMap(sourceFiles)) {
   const text = readFileSync(file, "utf8");
   for (const [index, line] of text.split("\n").entries()) {
     const where = `${relative(root, file)}:${index + 1}`;
     for (const [cited] of line.matchAll(/[\w./-]*\.md\b/g)) {
-      const inRepo = [resolve(dirname(file), cited), resolve(root, cited)].some((path) => path.startsWith(`${root}/`) && existsSync(path));
+      const inRepo = [resolve(dirname(file), cited), resolve(root, cited)].some(
+        (path) => path.startsWith(`${root}/`) && existsSync(path),
+      );
       if (!inRepo) offences.push(`${where}: cites ${cited}, which is not a file in the repository`);
     }
     for (const [climb] of line.matchAll(/(?:\.\.\/)+[\w.-]+/g)) {

@@ -1,5 +1,5 @@
-import { z } from "zod";
 import { standaloneSettings } from "@loom/services/settings";
+import { z } from "zod";
 
 /** The assistants service run on its own (one Deployment in production). */
 export const assistantsConfigSchema = z.object({

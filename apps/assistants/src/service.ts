@@ -1,13 +1,13 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
-import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { requirePrincipal } from "@loom/server/principal";
-import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
 import { lengthProblem, nameProblem } from "@loom/contracts/text";
+import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import type { StringList } from "@loom/proto/common/v1/common_pb";
+import { requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 
 /** Most ids one array may hold (docs/api.md §8; why: docs/decisions.md). */
@@ -15,7 +15,13 @@ export const maxIdsPerArray = 100;
 
 type Violation = { path: string; message: string };
 
-function checkText(violations: Violation[], path: string, value: string | undefined, max: number, problemOf = lengthProblem): void {
+function checkText(
+  violations: Violation[],
+  path: string,
+  value: string | undefined,
+  max: number,
+  problemOf = lengthProblem,
+): void {
   const problem = value === undefined ? undefined : problemOf(value, 1, max);
   if (problem) violations.push({ path, message: problem });
 }
@@ -100,7 +106,11 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
 
     async listAssistants(req, ctx) {
       const window = pageWindow(req.page);
-      const { items, totalCount } = await store.list(requirePrincipal(ctx).organizationId, window.skip, window.pageSize);
+      const { items, totalCount } = await store.list(
+        requirePrincipal(ctx).organizationId,
+        window.skip,
+        window.pageSize,
+      );
       return { assistants: items.map(assistantMessage), page: pageInfo(window, totalCount) };
     },
   };

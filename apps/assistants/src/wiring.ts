@@ -1,13 +1,16 @@
-import { openStore, type StoreSettings } from "@loom/store/open";
 import type { RpcService } from "@loom/server/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
 import { createAssistantsService } from "./service.ts";
 import { createMongoAssistantsStore } from "./store/mongo.ts";
-import { createSqliteAssistantsStore } from "./store/sqlite.ts";
 import type { AssistantsStore } from "./store/port.ts";
+import { createSqliteAssistantsStore } from "./store/sqlite.ts";
 
 /** MongoDB when a URL is given, else SQLite. */
 export const openAssistantsStore = (settings: StoreSettings): Promise<AssistantsStore> =>
-  openStore(settings, { sqlite: createSqliteAssistantsStore, mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close) });
+  openStore(settings, {
+    sqlite: createSqliteAssistantsStore,
+    mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close),
+  });
 
 /** Store → service: shared by main.ts, the all-in-one process and the tests. */
 export async function wireAssistants(store: AssistantsStore): Promise<RpcService> {

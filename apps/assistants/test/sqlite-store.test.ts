@@ -1,14 +1,24 @@
-import { describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import { describe, expect, it } from "vitest";
 import type { AssistantRecord } from "../src/store/port.ts";
 import { createSqliteAssistantsStore } from "../src/store/sqlite.ts";
 
 const org = newId();
 const at = new Date("2026-03-04T05:06:07.089Z");
 const assistant = (): AssistantRecord => ({
-  id: newId(), organizationId: org, name: "a", description: "", knowledgeBaseIds: [], retrieverIds: [newId()], rulesetIds: [], structureIds: [],
-  toolIds: [newId()], createdBy: "u", createdAt: at, updatedAt: at,
+  id: newId(),
+  organizationId: org,
+  name: "a",
+  description: "",
+  knowledgeBaseIds: [],
+  retrieverIds: [newId()],
+  rulesetIds: [],
+  structureIds: [],
+  toolIds: [newId()],
+  createdBy: "u",
+  createdAt: at,
+  updatedAt: at,
 });
 
 /** What only the SQLite adapter promises beyond the store contract. */
@@ -16,7 +26,12 @@ describe("assistants store on SQLite", () => {
   it("holds assistants once read, written through: copies to callers, updates and deletes reach later reads, undone writes forgotten", async () => {
     const handle = openSqlite(":memory:");
     let reads = 0;
-    const counting: SqliteHandle = { ...handle, prepare: (sql) => (sql.startsWith("SELECT * FROM assistants_assistants WHERE id") && reads++, handle.prepare(sql)) };
+    const counting: SqliteHandle = {
+      ...handle,
+      prepare: (sql) => (
+        sql.startsWith("SELECT * FROM assistants_assistants WHERE id") && reads++, handle.prepare(sql)
+      ),
+    };
     const store = createSqliteAssistantsStore(counting);
     await store.init();
     const a = assistant();

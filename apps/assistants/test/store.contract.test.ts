@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { openAssistantsStore } from "../src/wiring.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AssistantRecord, AssistantsStore } from "../src/store/port.ts";
+import { openAssistantsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("assistants store contract"))("assistants store contract (%s)", (kind) => {
   let store: AssistantsStore;

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { env } from "@loom/runtime/config";
 import { standaloneSettings } from "@loom/services/settings";
+import { z } from "zod";
 
 /** The events service run on its own (one Deployment in production). */
 export const eventsConfigSchema = z.object({

@@ -1,9 +1,12 @@
 import { create, fromJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
 import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
-import { EventSchema, RunKind, type Event } from "@loom/proto/events/v1/events_pb";
+import { type Event, EventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { EventRecord, LogKind } from "./store/port.ts";
 
-export const kindEnums: Record<LogKind, RunKind> = { "assistant-run": RunKind.ASSISTANT_RUN, "structure-run": RunKind.STRUCTURE_RUN };
+export const kindEnums: Record<LogKind, RunKind> = {
+  "assistant-run": RunKind.ASSISTANT_RUN,
+  "structure-run": RunKind.STRUCTURE_RUN,
+};
 
 /** A stored event as every RPC answers it (lists, gets, follows) and as the bus carries it. */
 export function eventMessage(e: EventRecord): Event {

@@ -1,15 +1,20 @@
 import { create, fromBinary } from "@bufbuild/protobuf";
 import { timestampMs } from "@bufbuild/protobuf/wkt";
-import { EventSchema, FollowEventsResponseSchema, type Event, type FollowEventsResponse } from "@loom/proto/events/v1/events_pb";
 import type { Bus } from "@loom/bus/bus";
 import { notFound } from "@loom/contracts/errors";
-import type { Logger } from "@loom/telemetry/logger";
-import { subjects } from "@loom/contracts/subjects";
-import { traceparentOf } from "@loom/telemetry/tracing";
-import { eventMessage } from "./event-message.ts";
 // An assistant run's terminal lifecycle event closes its log (docs/behaviour.md §6): once one is
 // stored, nothing more is appended, so a stream that ends after it has seen everything.
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
+import { subjects } from "@loom/contracts/subjects";
+import {
+  type Event,
+  EventSchema,
+  type FollowEventsResponse,
+  FollowEventsResponseSchema,
+} from "@loom/proto/events/v1/events_pb";
+import type { Logger } from "@loom/telemetry/logger";
+import { traceparentOf } from "@loom/telemetry/tracing";
+import { eventMessage } from "./event-message.ts";
 import type { EventsStore, LogKind, LogRef } from "./store/port.ts";
 
 /** The event types after which a structure-run stream ends (docs/behaviour.md §6). */
@@ -17,7 +22,9 @@ export const structureRunEndEvents: ReadonlySet<string> = new Set(["StructureRun
 
 /** True for the event that ends a stream of a log of this kind: nothing is sent after it. */
 export function endsStream(kind: LogKind, event: { type: string; origin: string }): boolean {
-  return kind === "assistant-run" ? event.origin === "SYSTEM" && terminalLifecycleEvents.has(event.type) : structureRunEndEvents.has(event.type);
+  return kind === "assistant-run"
+    ? event.origin === "SYSTEM" && terminalLifecycleEvents.has(event.type)
+    : structureRunEndEvents.has(event.type);
 }
 
 /** Knobs of a follow; the defaults suit production, tests shorten them. */
@@ -36,7 +43,13 @@ export interface FollowTiming {
   maxBuffered: number;
 }
 
-export const defaultFollowTiming: FollowTiming = { pageSize: 500, holeGraceMs: 5_000, retryMs: 20, maxRetryMs: 1_000, maxBuffered: 10_000 };
+export const defaultFollowTiming: FollowTiming = {
+  pageSize: 500,
+  holeGraceMs: 5_000,
+  retryMs: 20,
+  maxRetryMs: 1_000,
+  maxBuffered: 10_000,
+};
 
 export interface FollowDeps {
   store: EventsStore;
@@ -57,8 +70,10 @@ export interface FollowRequest {
 
 const runNames: Record<LogKind, string> = { "assistant-run": "assistant run", "structure-run": "structure run" };
 
-const keepAlive = (): FollowEventsResponse => create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });
-const eventResponse = (event: Event): FollowEventsResponse => create(FollowEventsResponseSchema, { kind: { case: "event", value: event } });
+const keepAlive = (): FollowEventsResponse =>
+  create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });
+const eventResponse = (event: Event): FollowEventsResponse =>
+  create(FollowEventsResponseSchema, { kind: { case: "event", value: event } });
 
 /**
  * One FollowEvents stream: a keep-alive once the log is resolved, then the
@@ -76,7 +91,10 @@ const eventResponse = (event: Event): FollowEventsResponse => create(FollowEvent
  * message), the store is read from `next`; an offset still missing after
  * `holeGraceMs` is a hole and is skipped.
  */
-export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenerator<FollowEventsResponse, void, undefined> {
+export async function* follow(
+  deps: FollowDeps,
+  req: FollowRequest,
+): AsyncGenerator<FollowEventsResponse, void, undefined> {
   const { store, bus, timing, logger } = deps;
   const { log, organizationId, keepAliveMs, signal } = req;
   const subject = subjects.events(log.runKind, log.runId);
@@ -176,7 +194,8 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
   try {
     // On NATS a subscription is registered by the server asynchronously; a
     // round trip (what ready() does) makes sure it is before the store is read.
-    if (!(await bus.ready())) logger?.warn({ subject }, "the bus is not ready: this follow sees new events at keep-alive intervals only");
+    if (!(await bus.ready()))
+      logger?.warn({ subject }, "the bus is not ready: this follow sees new events at keep-alive intervals only");
     if (closed) return;
     const first = await store.list(log, organizationId, next, timing.pageSize);
     // Another organization's log, or a structure run never written to.
@@ -225,7 +244,8 @@ export async function* follow(deps: FollowDeps, req: FollowRequest): AsyncGenera
         silenceRead ??= read()
           .then(
             () => wake?.(),
-            (error: unknown) => logger?.warn({ err: error, subject }, "a follow's catch-up read failed; the next silence tries again"),
+            (error: unknown) =>
+              logger?.warn({ err: error, subject }, "a follow's catch-up read failed; the next silence tries again"),
           )
           .finally(() => (silenceRead = undefined));
         continue;

@@ -8,5 +8,6 @@ export const serviceProcess: ServiceProcess<typeof eventsConfigSchema> = {
   name: "events",
   schema: eventsConfigSchema,
   notes: services.events,
-  wire: async (config, { logger, bus }) => wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), bus, logger),
+  wire: async (config, { logger, bus }) =>
+    wireEvents(await openEventsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), bus, logger),
 };

@@ -1,22 +1,29 @@
 import { toBinary, toJson } from "@bufbuild/protobuf";
-import { durationMs, ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import { durationMs, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
-import { EventSchema, EventsService, RunKind, type Event, type FollowEventsRequest, type NewEvent } from "@loom/proto/events/v1/events_pb";
 import type { Bus } from "@loom/bus/bus";
 import { createMemoryBus } from "@loom/bus/memory";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
-import { isDependencyDown } from "@loom/runtime/dependency-down";
 import { isUuid, newId } from "@loom/contracts/ids";
-import type { Logger } from "@loom/telemetry/logger";
-import { requirePrincipal } from "@loom/server/principal";
-import type { RpcService } from "@loom/server/rpc-service";
+import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { subjects } from "@loom/contracts/subjects";
 import { nameProblem } from "@loom/contracts/text";
+import {
+  type Event,
+  EventSchema,
+  EventsService,
+  type FollowEventsRequest,
+  type NewEvent,
+  RunKind,
+} from "@loom/proto/events/v1/events_pb";
+import { isDependencyDown } from "@loom/runtime/dependency-down";
+import { requirePrincipal } from "@loom/server/principal";
+import type { RpcService } from "@loom/server/rpc-service";
+import type { Logger } from "@loom/telemetry/logger";
 import { eventMessage } from "./event-message.ts";
-import { defaultFollowTiming, follow, type FollowTiming } from "./follow.ts";
-import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
-import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+import { defaultFollowTiming, type FollowTiming, follow } from "./follow.ts";
 import { eventsAppended } from "./metrics.ts";
+import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
 
 export { eventMessage };
 
@@ -84,7 +91,8 @@ function checkEvent(violations: Violation[], path: string, e: NewEvent, at: Date
   const before = violations.length;
   const typeProblem = nameProblem(e.type, 1, eventBounds.maxTypeLength);
   if (typeProblem) violations.push({ path: `${path}.type`, message: typeProblem });
-  if (!(origins as readonly string[]).includes(e.origin)) violations.push({ path: `${path}.origin`, message: `must be one of ${origins.join(", ")}` });
+  if (!(origins as readonly string[]).includes(e.origin))
+    violations.push({ path: `${path}.origin`, message: `must be one of ${origins.join(", ")}` });
   if (!Number.isFinite(e.timestamp)) violations.push({ path: `${path}.timestamp`, message: "must be a finite number" });
   const payload = payloadJson(e.payload);
   if (payload === invalid) violations.push({ path: `${path}.payload`, message: "must be a JSON value" });
@@ -110,7 +118,10 @@ function checkKeepAlive(violations: Violation[], req: FollowEventsRequest): numb
   if (!interval) return keepAliveBounds.defaultMs;
   const ms = durationMs(interval);
   if (!(ms >= keepAliveBounds.minMs && ms <= keepAliveBounds.maxMs)) {
-    violations.push({ path: "keep_alive_interval", message: `must be between ${keepAliveBounds.minMs} ms and ${keepAliveBounds.maxMs / 1000} s` });
+    violations.push({
+      path: "keep_alive_interval",
+      message: `must be between ${keepAliveBounds.minMs} ms and ${keepAliveBounds.maxMs / 1000} s`,
+    });
   }
   return ms;
 }
@@ -173,7 +184,9 @@ export function createEventsService(deps: EventsDeps): RpcService {
         });
       }
       if (violations.length > 0 || !log) throw invalidArgument(violations);
-      const closes = log.runKind === "assistant-run" && batch.some((e) => e.origin === "SYSTEM" && terminalLifecycleEvents.has(e.type));
+      const closes =
+        log.runKind === "assistant-run" &&
+        batch.some((e) => e.origin === "SYSTEM" && terminalLifecycleEvents.has(e.type));
       const answerWhenWritten = log.runKind === "assistant-run" && deps.runLogsCoveredByRuns === true;
       let stored: EventRecord[] | undefined;
       try {
@@ -191,7 +204,8 @@ export function createEventsService(deps: EventsDeps): RpcService {
         // Published once on disk, in the order appended (durable() resolves in the order of the writes).
         store.durable().then(
           () => publish(log, events),
-          (error: unknown) => logger?.error({ err: error, run_id: log.runId }, "events not published: the database could not sync them"),
+          (error: unknown) =>
+            logger?.error({ err: error, run_id: log.runId }, "events not published: the database could not sync them"),
         );
         return { events };
       }
@@ -206,14 +220,16 @@ export function createEventsService(deps: EventsDeps): RpcService {
       const { offset } = req;
       const limit = req.limit === 0 ? eventBounds.defaultLimit : req.limit;
       if (offset < 0n) violations.push({ path: "query.offset", message: "must be at least 0" });
-      if (limit < 1 || limit > eventBounds.maxLimit) violations.push({ path: "query.limit", message: `must be between 1 and ${eventBounds.maxLimit}` });
+      if (limit < 1 || limit > eventBounds.maxLimit)
+        violations.push({ path: "query.limit", message: `must be between 1 and ${eventBounds.maxLimit}` });
       if (violations.length > 0 || !log) throw invalidArgument(violations);
       // Anything past Number.MAX_SAFE_INTEGER is past the end of every log.
       const start = offset > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(offset);
       const window = await store.list(log, organizationId, start, limit);
       // A structure run exists once written to; an assistant run is known by
       // the runs service, and one without events reads as an empty log.
-      if (!window || (log.runKind === "structure-run" && window.totalCount === 0)) throw notFound(runNames[log.runKind]);
+      if (!window || (log.runKind === "structure-run" && window.totalCount === 0))
+        throw notFound(runNames[log.runKind]);
       return { events: window.items.map(eventMessage), totalCount: BigInt(window.totalCount) };
     },
 
@@ -233,8 +249,12 @@ export function createEventsService(deps: EventsDeps): RpcService {
         const keepAliveMs = checkKeepAlive(violations, req);
         if (violations.length > 0 || !log) throw invalidArgument(violations);
         // Anything past Number.MAX_SAFE_INTEGER is past the end of every log.
-        const from = req.fromOffset > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(req.fromOffset);
-        yield* follow({ store, bus, timing: followTiming, logger }, { log, organizationId, from, keepAliveMs, signal: ctx.signal });
+        const from =
+          req.fromOffset > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(req.fromOffset);
+        yield* follow(
+          { store, bus, timing: followTiming, logger },
+          { log, organizationId, from, keepAliveMs, signal: ctx.signal },
+        );
       } catch (error) {
         throw streamError(error, logger, ctx);
       }

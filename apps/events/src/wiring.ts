@@ -1,11 +1,11 @@
 import type { Bus } from "@loom/bus/bus";
-import type { Logger } from "@loom/telemetry/logger";
-import { openStore, type StoreSettings } from "@loom/store/open";
 import type { RpcService } from "@loom/server/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import { createEventsService, type EventsDeps } from "./service.ts";
 import { createMongoEventsStore } from "./store/mongo.ts";
-import { createSqliteEventsStore } from "./store/sqlite.ts";
 import type { EventsStore } from "./store/port.ts";
+import { createSqliteEventsStore } from "./store/sqlite.ts";
 
 /**
  * MongoDB when a URL is given, else SQLite. On SQLite an append resolves
@@ -14,13 +14,22 @@ import type { EventsStore } from "./store/port.ts";
  * what they read is on disk.
  */
 export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
-  openStore(settings, { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) }, { append: "by durable()" });
+  openStore(
+    settings,
+    { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) },
+    { append: "by durable()" },
+  );
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.
  * Stored events are published on `bus` when one is given.
  */
-export async function wireEvents(store: EventsStore, bus?: Bus, logger?: Logger, options: Pick<EventsDeps, "runLogsCoveredByRuns"> = {}): Promise<RpcService> {
+export async function wireEvents(
+  store: EventsStore,
+  bus?: Bus,
+  logger?: Logger,
+  options: Pick<EventsDeps, "runLogsCoveredByRuns"> = {},
+): Promise<RpcService> {
   await store.init();
   return createEventsService({ store, bus, logger, ...options });
 }

@@ -1,19 +1,19 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { createClient, type Client } from "@connectrpc/connect";
-import { EventsService, NewEventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
+import { type Client, createClient } from "@connectrpc/connect";
 import { createMemoryBus } from "@loom/bus/memory";
 import { newId } from "@loom/contracts/ids";
-import { createLogger } from "@loom/telemetry/logger";
-import { headersFor } from "@loom/server/principal";
-import { startRpcServer, type RunningServer } from "@loom/server/rpc-server";
-import { openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import { subjects } from "@loom/contracts/subjects";
+import { EventsService, NewEventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
+import { headersFor } from "@loom/server/principal";
+import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
 import { httpTransport } from "@loom/server/transports";
+import { openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import { createLogger } from "@loom/telemetry/logger";
 import { heldSyncs } from "@loom/testing/held-syncs";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { openEventsStore, wireEvents } from "../src/wiring.ts";
 
 const serviceToken = "events-test-token-0123456789";
@@ -36,9 +36,20 @@ describe("events on a SQLite file: answers and publishing against the disk", () 
   beforeAll(async () => {
     handle = openSqlite(file);
     const store = await openEventsStore({ db: "events", sqlite: handle });
-    server = await startRpcServer({ services: [await wireEvents(store, bus, undefined, { runLogsCoveredByRuns: true })], serviceToken, logger: createLogger("test", "silent") });
+    server = await startRpcServer({
+      services: [await wireEvents(store, bus, undefined, { runLogsCoveredByRuns: true })],
+      serviceToken,
+      logger: createLogger("test", "silent"),
+    });
     client = createClient(EventsService, httpTransport(server.url, serviceToken));
-    await client.appendEvents({ runKind: RunKind.STRUCTURE_RUN, runId: newId(), events: [create(NewEventSchema, { type: "Warm", origin: "USER", timestamp: 1 })] }, who);
+    await client.appendEvents(
+      {
+        runKind: RunKind.STRUCTURE_RUN,
+        runId: newId(),
+        events: [create(NewEventSchema, { type: "Warm", origin: "USER", timestamp: 1 })],
+      },
+      who,
+    );
   });
   afterAll(async () => {
     await server?.close();
@@ -48,7 +59,10 @@ describe("events on a SQLite file: answers and publishing against the disk", () 
   });
 
   const append = (runKind: RunKind, runId: string, type: string) =>
-    client.appendEvents({ runKind, runId, events: [create(NewEventSchema, { type, origin: "SYSTEM", timestamp: 1 })] }, who);
+    client.appendEvents(
+      { runKind, runId, events: [create(NewEventSchema, { type, origin: "SYSTEM", timestamp: 1 })] },
+      who,
+    );
   const published = (kind: "assistant-run" | "structure-run", runId: string) => {
     const seen: Uint8Array[] = [];
     const subscription = bus.subscribe(subjects.events(kind, runId), (data) => seen.push(data));

@@ -1,21 +1,29 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { durationFromMs } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { EventsService, NewEventSchema, RunKind, type Event, type FollowEventsRequestSchema, type FollowEventsResponse, type NewEvent } from "@loom/proto/events/v1/events_pb";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
 import { createMemoryBus } from "@loom/bus/memory";
 import { createNatsBus } from "@loom/bus/nats";
 import { fieldViolationsOf } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
-import { createLogger } from "@loom/telemetry/logger";
+import {
+  type Event,
+  EventsService,
+  type FollowEventsRequestSchema,
+  type FollowEventsResponse,
+  type NewEvent,
+  NewEventSchema,
+  RunKind,
+} from "@loom/proto/events/v1/events_pb";
 import { headersFor, type Principal } from "@loom/server/principal";
-import { startRpcServer, type RunningServer } from "@loom/server/rpc-server";
+import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
 import { httpTransport } from "@loom/server/transports";
+import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, needs, storeKinds, testServers } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createEventsService, type EventsDeps } from "../src/service.ts";
-import { openEventsStore } from "../src/wiring.ts";
 import type { EventsStore, LogKind, NewEventRecord } from "../src/store/port.ts";
+import { openEventsStore } from "../src/wiring.ts";
 
 const serviceToken = "events-test-token-0123456789";
 const logger = createLogger("test", "silent");
@@ -28,12 +36,23 @@ type Run = { runKind: RunKind; runId: string };
 type FollowInit = MessageInitShape<typeof FollowEventsRequestSchema>;
 const structureRun = (): Run => ({ runKind: RunKind.STRUCTURE_RUN, runId: newId() });
 const assistantRun = (): Run => ({ runKind: RunKind.ASSISTANT_RUN, runId: newId() });
-const logOf = (run: Run) => ({ runKind: (run.runKind === RunKind.ASSISTANT_RUN ? "assistant-run" : "structure-run") as LogKind, runId: run.runId });
+const logOf = (run: Run) => ({
+  runKind: (run.runKind === RunKind.ASSISTANT_RUN ? "assistant-run" : "structure-run") as LogKind,
+  runId: run.runId,
+});
 
-const newEvent = (type = "Thing", origin = "USER"): NewEvent => create(NewEventSchema, { type, origin, timestamp: 1767225600.5 });
+const newEvent = (type = "Thing", origin = "USER"): NewEvent =>
+  create(NewEventSchema, { type, origin, timestamp: 1767225600.5 });
 const batch = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => newEvent(`${prefix}-${i}`));
 /** An event as a writer's record, for writing to a store behind the service's back (nothing is published). */
-const record = (type: string, origin = "USER"): NewEventRecord => ({ id: newId(), type, origin, payload: null, timestamp: 1767225600.5, createdAt: new Date() });
+const record = (type: string, origin = "USER"): NewEventRecord => ({
+  id: newId(),
+  type,
+  origin,
+  payload: null,
+  timestamp: 1767225600.5,
+  createdAt: new Date(),
+});
 
 /** A service on its own HTTP server on port 0, as the gateway calls it. */
 async function serve(deps: EventsDeps): Promise<{ server: RunningServer; client: Client<typeof EventsService> }> {
@@ -115,7 +134,8 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
   });
 
-  const append = async (run: Run, events: NewEvent[], who = alice) => (await client.appendEvents({ ...run, events }, as(who))).events;
+  const append = async (run: Run, events: NewEvent[], who = alice) =>
+    (await client.appendEvents({ ...run, events }, as(who))).events;
   const listAll = async (run: Run) => {
     const all: Event[] = [];
     for (;;) {
@@ -177,7 +197,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
   it("ends after the first keep-alive when the terminal event is before from_offset", async () => {
     // Resuming right after the terminal event (what an EventSource does on its own when the stream ends).
     const assistant = assistantRun();
-    await append(assistant, [newEvent("AssistantRunQueued", "SYSTEM"), newEvent("StartPromptEvent", "ASSISTANT"), newEvent("AssistantRunSucceeded", "SYSTEM")]);
+    await append(assistant, [
+      newEvent("AssistantRunQueued", "SYSTEM"),
+      newEvent("StartPromptEvent", "ASSISTANT"),
+      newEvent("AssistantRunSucceeded", "SYSTEM"),
+    ]);
     for (const fromOffset of [3n, 4n, 2n ** 62n]) {
       const after = startFollow(client, { ...assistant, fromOffset });
       await endsWithin(after);
@@ -205,7 +229,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await append(run, [newEvent("AssistantRunQueued", "SYSTEM"), newEvent("AssistantRunSucceeded", "ASSISTANT")]);
     await append(run, [newEvent("AssistantRunCancelled", "SYSTEM")]);
     await endsWithin(follower);
-    expect(follower.events().map((e) => e.type)).toEqual(["AssistantRunQueued", "AssistantRunSucceeded", "AssistantRunCancelled"]);
+    expect(follower.events().map((e) => e.type)).toEqual([
+      "AssistantRunQueued",
+      "AssistantRunSucceeded",
+      "AssistantRunCancelled",
+    ]);
   });
 
   it("sends keep-alives during silence, and events between them", async () => {
@@ -231,7 +259,10 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await append(run, [newEvent("First")]);
     // The same store, every read after the follow's first one taking 2 s (a database under load).
     let reads = 0;
-    const slow: EventsStore = { ...store, list: async (...args) => (++reads > 2 && (await sleep(2_000)), store.list(...args)) };
+    const slow: EventsStore = {
+      ...store,
+      list: async (...args) => (++reads > 2 && (await sleep(2_000)), store.list(...args)),
+    };
     const slowServed = await serve({ store: slow, bus });
     extra.push(slowServed.server);
     const follower = startFollow(slowServed.client, { ...run, keepAliveInterval: durationFromMs(50) });
@@ -249,7 +280,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await append(run, [newEvent()]);
     const assistant = assistantRun();
     await append(assistant, [newEvent("AssistantRunQueued", "SYSTEM")]);
-    for (const [req, who] of [[run, mallory], [assistant, mallory], [structureRun(), alice]] as const) {
+    for (const [req, who] of [
+      [run, mallory],
+      [assistant, mallory],
+      [structureRun(), alice],
+    ] as const) {
       const follower = startFollow(client, req, who);
       const { error } = await follower.done;
       expect(error?.code).toBe(Code.NotFound);
@@ -306,7 +341,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await store.append(logOf(run), alice.organizationId, [record("StartPromptEvent", "ASSISTANT")]);
     await store.append(logOf(run), alice.organizationId, [record("AssistantRunErrored", "SYSTEM")], true);
     await endsWithin(follower, 5_000);
-    expect(follower.events().map((e) => e.type)).toEqual(["AssistantRunQueued", "StartPromptEvent", "AssistantRunErrored"]);
+    expect(follower.events().map((e) => e.type)).toEqual([
+      "AssistantRunQueued",
+      "StartPromptEvent",
+      "AssistantRunErrored",
+    ]);
   });
 
   it("skips a hole that the store still has after the grace, live and in a replay, and never stalls", async () => {
@@ -320,7 +359,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
       },
     };
     const holeBus = createMemoryBus();
-    const { server: holeServer, client: holeClient } = await serve({ store: hiding, bus: holeBus, follow: { holeGraceMs: 300 } });
+    const { server: holeServer, client: holeClient } = await serve({
+      store: hiding,
+      bus: holeBus,
+      follow: { holeGraceMs: 300 },
+    });
     extra.push(holeServer);
     const run = structureRun();
     const appendHere = (events: NewEvent[]) => holeClient.appendEvents({ ...run, events }, as(alice));
@@ -345,7 +388,11 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
 
   it("leaves live events beyond its buffer to the store, and still sends each once, in order", async () => {
     const smallBus = createMemoryBus();
-    const { server: small, client: smallClient } = await serve({ store: { ...store, close: async () => {} }, bus: smallBus, follow: { maxBuffered: 1 } });
+    const { server: small, client: smallClient } = await serve({
+      store: { ...store, close: async () => {} },
+      bus: smallBus,
+      follow: { maxBuffered: 1 },
+    });
     extra.push(small);
     const run = structureRun();
     await smallClient.appendEvents({ ...run, events: [newEvent("Zero")] }, as(alice));
@@ -404,64 +451,71 @@ describe("follow events: 1,000 cancelled follows", () => {
   }, 60_000);
 });
 
-describe.skipIf(!needs("NATS_URL", "follow events across two replicas over NATS"))("follow events across two replicas", () => {
-  const kind = testServers.mongoUrl ? "mongo" : "sqlite";
-  const db = freshDatabaseName();
-  const buses: Bus[] = [];
-  const servers: RunningServer[] = [];
-  const stores: EventsStore[] = [];
-  let a: Client<typeof EventsService>;
-  let b: Client<typeof EventsService>;
+describe.skipIf(!needs("NATS_URL", "follow events across two replicas over NATS"))(
+  "follow events across two replicas",
+  () => {
+    const kind = testServers.mongoUrl ? "mongo" : "sqlite";
+    const db = freshDatabaseName();
+    const buses: Bus[] = [];
+    const servers: RunningServer[] = [];
+    const stores: EventsStore[] = [];
+    let a: Client<typeof EventsService>;
+    let b: Client<typeof EventsService>;
 
-  beforeAll(async () => {
-    if (kind === "sqlite") console.warn("follow events across two replicas: MONGODB_URL is not set, the replicas share one in-memory SQLite store");
-    for (const name of ["a", "b"]) {
-      // Without MongoDB the replicas share one in-memory database; on MongoDB each replica has its own connection.
-      const store = stores[0] && kind === "sqlite" ? stores[0] : await openEventsStore({ url: testServers.mongoUrl, db });
-      await store.init();
-      stores.push(store);
-      const bus = await createNatsBus(testServers.natsUrl!, `events-test-${name}`);
-      buses.push(bus);
-      const replica = await serve({ store, bus });
-      servers.push(replica.server);
-      if (name === "a") a = replica.client;
-      else b = replica.client;
-    }
-  });
-  afterAll(async () => {
-    for (const s of servers) await s.close();
-    for (const bus of buses) await bus.close();
-    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
-  });
+    beforeAll(async () => {
+      if (kind === "sqlite")
+        console.warn(
+          "follow events across two replicas: MONGODB_URL is not set, the replicas share one in-memory SQLite store",
+        );
+      for (const name of ["a", "b"]) {
+        // Without MongoDB the replicas share one in-memory database; on MongoDB each replica has its own connection.
+        const store =
+          stores[0] && kind === "sqlite" ? stores[0] : await openEventsStore({ url: testServers.mongoUrl, db });
+        await store.init();
+        stores.push(store);
+        const bus = await createNatsBus(testServers.natsUrl!, `events-test-${name}`);
+        buses.push(bus);
+        const replica = await serve({ store, bus });
+        servers.push(replica.server);
+        if (name === "a") a = replica.client;
+        else b = replica.client;
+      }
+    });
+    afterAll(async () => {
+      for (const s of servers) await s.close();
+      for (const bus of buses) await bus.close();
+      if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+    });
 
-  it("a follower on replica A gets the events appended through replica B (and A), each once, in order", async () => {
-    const run = structureRun();
-    await b.appendEvents({ ...run, events: batch(5, "early") }, as(alice));
-    const follower = startFollow(a, run);
-    await follower.started;
-    const writer = async (client: Client<typeof EventsService>, name: string) => {
-      for (let i = 0; i < 8; i++) await client.appendEvents({ ...run, events: batch(5, `${name}${i}`) }, as(alice));
-    };
-    await Promise.all([writer(b, "b"), writer(a, "a"), writer(b, "bb")]);
-    await b.appendEvents({ ...run, events: [newEvent("StructureRunCompleted")] }, as(alice));
-    await endsWithin(follower);
-    expect(follower.offsets()).toEqual(range(0, 126));
-    const listed = await a.listEvents({ ...run, limit: 1000 }, as(alice));
-    expect(follower.events()).toEqual(listed.events);
+    it("a follower on replica A gets the events appended through replica B (and A), each once, in order", async () => {
+      const run = structureRun();
+      await b.appendEvents({ ...run, events: batch(5, "early") }, as(alice));
+      const follower = startFollow(a, run);
+      await follower.started;
+      const writer = async (client: Client<typeof EventsService>, name: string) => {
+        for (let i = 0; i < 8; i++) await client.appendEvents({ ...run, events: batch(5, `${name}${i}`) }, as(alice));
+      };
+      await Promise.all([writer(b, "b"), writer(a, "a"), writer(b, "bb")]);
+      await b.appendEvents({ ...run, events: [newEvent("StructureRunCompleted")] }, as(alice));
+      await endsWithin(follower);
+      expect(follower.offsets()).toEqual(range(0, 126));
+      const listed = await a.listEvents({ ...run, limit: 1000 }, as(alice));
+      expect(follower.events()).toEqual(listed.events);
 
-    const resumed = startFollow(b, { ...run, fromOffset: 100n });
-    await endsWithin(resumed);
-    expect(resumed.offsets()).toEqual(range(100, 126));
-  });
+      const resumed = startFollow(b, { ...run, fromOffset: 100n });
+      await endsWithin(resumed);
+      expect(resumed.offsets()).toEqual(range(100, 126));
+    });
 
-  it("a follower on replica A sees a live append through replica B promptly", async () => {
-    const run = assistantRun();
-    const follower = startFollow(a, { ...run, keepAliveInterval: durationFromMs(60_000) });
-    await follower.started;
-    await b.appendEvents({ ...run, events: [newEvent("AssistantRunQueued", "SYSTEM")] }, as(alice));
-    await expect.poll(() => follower.offsets(), { timeout: 3_000 }).toEqual([0]);
-    await b.appendEvents({ ...run, events: [newEvent("AssistantRunCancelled", "SYSTEM")] }, as(alice));
-    await endsWithin(follower, 3_000);
-    expect(follower.offsets()).toEqual([0, 1]);
-  });
-});
+    it("a follower on replica A sees a live append through replica B promptly", async () => {
+      const run = assistantRun();
+      const follower = startFollow(a, { ...run, keepAliveInterval: durationFromMs(60_000) });
+      await follower.started;
+      await b.appendEvents({ ...run, events: [newEvent("AssistantRunQueued", "SYSTEM")] }, as(alice));
+      await expect.poll(() => follower.offsets(), { timeout: 3_000 }).toEqual([0]);
+      await b.appendEvents({ ...run, events: [newEvent("AssistantRunCancelled", "SYSTEM")] }, as(alice));
+      await endsWithin(follower, 3_000);
+      expect(follower.offsets()).toEqual([0, 1]);
+    });
+  },
+);

@@ -1,17 +1,24 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, fromBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
-import { Code, ConnectError, createClient, type Client } from "@connectrpc/connect";
-import { EventSchema, EventsService, NewEventSchema, RunKind, type Event, type NewEvent } from "@loom/proto/events/v1/events_pb";
+import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createMemoryBus } from "@loom/bus/memory";
 import { fieldViolationsOf } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
-import { createLogger } from "@loom/telemetry/logger";
-import { headersFor, type Principal } from "@loom/server/principal";
-import { startRpcServer, type RunningServer } from "@loom/server/rpc-server";
 import { subjects } from "@loom/contracts/subjects";
+import {
+  type Event,
+  EventSchema,
+  EventsService,
+  type NewEvent,
+  NewEventSchema,
+  RunKind,
+} from "@loom/proto/events/v1/events_pb";
+import { headersFor, type Principal } from "@loom/server/principal";
+import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
 import { httpTransport } from "@loom/server/transports";
+import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openEventsStore, wireEvents } from "../src/wiring.ts";
 
 const serviceToken = "events-test-token-0123456789";
@@ -27,7 +34,11 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
 
   beforeAll(async () => {
     const store = await openEventsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
-    server = await startRpcServer({ services: [await wireEvents(store, bus)], serviceToken, logger: createLogger("test", "silent") });
+    server = await startRpcServer({
+      services: [await wireEvents(store, bus)],
+      serviceToken,
+      logger: createLogger("test", "silent"),
+    });
     client = createClient(EventsService, httpTransport(server.url, serviceToken));
   });
   afterAll(async () => {
@@ -55,15 +66,29 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
       },
       (e: unknown) => ConnectError.from(e),
     );
-  const listAll = (run: { runKind: RunKind; runId: string }, who = alice) => client.listEvents({ ...run, limit: 1000 }, as(who));
+  const listAll = (run: { runKind: RunKind; runId: string }, who = alice) =>
+    client.listEvents({ ...run, limit: 1000 }, as(who));
 
   it("appends batches at consecutive offsets and reads them back as stored", async () => {
     const run = structureRun();
-    const first = await client.appendEvents({ ...run, events: [newEvent({ type: "A", payload: { n: 1, list: ["x", null] } }), newEvent({ type: "B" })] }, as(alice));
+    const first = await client.appendEvents(
+      { ...run, events: [newEvent({ type: "A", payload: { n: 1, list: ["x", null] } }), newEvent({ type: "B" })] },
+      as(alice),
+    );
     const second = await client.appendEvents({ ...run, events: [newEvent({ type: "C", payload: "text" })] }, as(alice));
-    expect([...first.events, ...second.events].map((e) => [e.type, e.offset])).toEqual([["A", 0n], ["B", 1n], ["C", 2n]]);
+    expect([...first.events, ...second.events].map((e) => [e.type, e.offset])).toEqual([
+      ["A", 0n],
+      ["B", 1n],
+      ["C", 2n],
+    ]);
     const [a, b] = first.events;
-    expect(a).toMatchObject({ runKind: RunKind.STRUCTURE_RUN, runId: run.runId, origin: "USER", timestamp: 1767225600.25, organizationId: alice.organizationId });
+    expect(a).toMatchObject({
+      runKind: RunKind.STRUCTURE_RUN,
+      runId: run.runId,
+      origin: "USER",
+      timestamp: 1767225600.25,
+      organizationId: alice.organizationId,
+    });
     expect(a!.payload?.kind).toMatchObject({ case: "structValue" });
     expect(b!.payload?.kind).toEqual({ case: "nullValue", value: 0 });
     expect(a!.createdAt).toBeDefined();
@@ -87,7 +112,11 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
             newEvent({ type: "x".repeat(201), origin: "ROBOT" }),
             newEvent({ timestamp: Number.NaN }),
             newEvent({ type: "é".repeat(200) }),
-            create(NewEventSchema, { type: "NaN", origin: "USER", payload: create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } }) }),
+            create(NewEventSchema, {
+              type: "NaN",
+              origin: "USER",
+              payload: create(ValueSchema, { kind: { case: "numberValue", value: Number.NaN } }),
+            }),
           ],
         },
         as(alice),
@@ -111,27 +140,47 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
   });
 
   it("rejects empty and oversized batches, bad run ids and an unspecified run kind", async () => {
-    const paths = async (req: Parameters<typeof client.appendEvents>[0]) => fieldViolationsOf(await failure(client.appendEvents(req, as(alice)))).map((v) => v.path);
+    const paths = async (req: Parameters<typeof client.appendEvents>[0]) =>
+      fieldViolationsOf(await failure(client.appendEvents(req, as(alice)))).map((v) => v.path);
     expect(await paths({ ...structureRun(), events: [] })).toEqual(["body.events"]);
-    expect(await paths({ ...structureRun(), events: Array.from({ length: 1001 }, () => newEvent()) })).toEqual(["body.events"]);
-    expect(await paths({ runKind: RunKind.STRUCTURE_RUN, runId: "nope", events: [newEvent()] })).toEqual(["path.structure_run_id"]);
-    expect(await paths({ runKind: RunKind.ASSISTANT_RUN, runId: "nope", events: [newEvent()] })).toEqual(["path.assistant_run_id"]);
+    expect(await paths({ ...structureRun(), events: Array.from({ length: 1001 }, () => newEvent()) })).toEqual([
+      "body.events",
+    ]);
+    expect(await paths({ runKind: RunKind.STRUCTURE_RUN, runId: "nope", events: [newEvent()] })).toEqual([
+      "path.structure_run_id",
+    ]);
+    expect(await paths({ runKind: RunKind.ASSISTANT_RUN, runId: "nope", events: [newEvent()] })).toEqual([
+      "path.assistant_run_id",
+    ]);
     expect(await paths({ runKind: RunKind.UNSPECIFIED, runId: newId(), events: [newEvent()] })).toEqual(["run_kind"]);
-    const thousand = await client.appendEvents({ ...structureRun(), events: Array.from({ length: 1000 }, () => newEvent()) }, as(alice));
+    const thousand = await client.appendEvents(
+      { ...structureRun(), events: Array.from({ length: 1000 }, () => newEvent()) },
+      as(alice),
+    );
     expect(thousand.events.at(-1)?.offset).toBe(999n);
   });
 
   it("publishes each stored event on the bus, in offset order, after storing it", async () => {
     const run = structureRun();
     const got: Array<{ subject: string; event: Event }> = [];
-    const sub = bus.subscribe(subjects.events("structure-run", run.runId), (data, subject) => got.push({ subject, event: fromBinary(EventSchema, data) }));
+    const sub = bus.subscribe(subjects.events("structure-run", run.runId), (data, subject) =>
+      got.push({ subject, event: fromBinary(EventSchema, data) }),
+    );
     const assistantRun = { runKind: RunKind.ASSISTANT_RUN, runId: newId() };
     const other: Event[] = [];
-    const otherSub = bus.subscribe(subjects.events("assistant-run", assistantRun.runId), (data) => other.push(fromBinary(EventSchema, data)));
+    const otherSub = bus.subscribe(subjects.events("assistant-run", assistantRun.runId), (data) =>
+      other.push(fromBinary(EventSchema, data)),
+    );
 
-    const stored = await client.appendEvents({ ...run, events: [newEvent({ type: "A" }), newEvent({ type: "B", payload: [1, 2] })] }, as(alice));
+    const stored = await client.appendEvents(
+      { ...run, events: [newEvent({ type: "A" }), newEvent({ type: "B", payload: [1, 2] })] },
+      as(alice),
+    );
     const more = await client.appendEvents({ ...run, events: [newEvent({ type: "C" })] }, as(alice));
-    const lifecycle = await client.appendEvents({ ...assistantRun, events: [newEvent({ type: "AssistantRunQueued", origin: "SYSTEM" })] }, as(alice));
+    const lifecycle = await client.appendEvents(
+      { ...assistantRun, events: [newEvent({ type: "AssistantRunQueued", origin: "SYSTEM" })] },
+      as(alice),
+    );
     await expect.poll(() => got.length + other.length).toBe(4);
     expect(got.map((g) => g.subject)).toEqual(Array(3).fill(`loom.events.structure-run.${run.runId}`));
     expect(got.map((g) => g.event)).toEqual([...stored.events, ...more.events]);
@@ -149,7 +198,9 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
   it("answers NOT_FOUND to another organization for appends, lists and gets", async () => {
     const run = structureRun();
     const [event] = (await client.appendEvents({ ...run, events: [newEvent()] }, as(alice))).events;
-    expect((await failure(client.appendEvents({ ...run, events: [newEvent()] }, as(mallory)))).code).toBe(Code.NotFound);
+    expect((await failure(client.appendEvents({ ...run, events: [newEvent()] }, as(mallory)))).code).toBe(
+      Code.NotFound,
+    );
     expect((await failure(listAll(run, mallory))).code).toBe(Code.NotFound);
     expect((await failure(client.getEvent({ eventId: event!.eventId }, as(mallory)))).code).toBe(Code.NotFound);
     expect((await listAll(run)).totalCount).toBe(1n);
@@ -161,7 +212,10 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
 
   it("pages a log by offset and limit, with the log's length", async () => {
     const run = structureRun();
-    await client.appendEvents({ ...run, events: Array.from({ length: 150 }, (_, i) => newEvent({ type: `e${i}` })) }, as(alice));
+    await client.appendEvents(
+      { ...run, events: Array.from({ length: 150 }, (_, i) => newEvent({ type: `e${i}` })) },
+      as(alice),
+    );
     const page = async (offset: bigint, limit: number) => {
       const res = await client.listEvents({ ...run, offset, limit }, as(alice));
       return { types: res.events.map((e) => e.type), total: res.totalCount };
@@ -171,7 +225,8 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
     expect(await page(148n, 10)).toEqual({ types: ["e148", "e149"], total: 150n });
     expect(await page(150n, 10)).toEqual({ types: [], total: 150n });
     expect(await page(2n ** 62n, 10)).toEqual({ types: [], total: 150n });
-    const paths = async (offset: bigint, limit: number) => fieldViolationsOf(await failure(client.listEvents({ ...run, offset, limit }, as(alice)))).map((v) => v.path);
+    const paths = async (offset: bigint, limit: number) =>
+      fieldViolationsOf(await failure(client.listEvents({ ...run, offset, limit }, as(alice)))).map((v) => v.path);
     expect(await paths(-1n, 10)).toEqual(["query.offset"]);
     expect(await paths(0n, 1001)).toEqual(["query.limit"]);
     expect(await paths(0n, -1)).toEqual(["query.limit"]);
@@ -184,7 +239,12 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
   });
 
   it("gets structure-run events only", async () => {
-    const [assistantEvent] = (await client.appendEvents({ runKind: RunKind.ASSISTANT_RUN, runId: newId(), events: [newEvent({ origin: "SYSTEM" })] }, as(alice))).events;
+    const [assistantEvent] = (
+      await client.appendEvents(
+        { runKind: RunKind.ASSISTANT_RUN, runId: newId(), events: [newEvent({ origin: "SYSTEM" })] },
+        as(alice),
+      )
+    ).events;
     expect((await failure(client.getEvent({ eventId: assistantEvent!.eventId }, as(alice)))).code).toBe(Code.NotFound);
     expect((await failure(client.getEvent({ eventId: newId() }, as(alice)))).code).toBe(Code.NotFound);
     expect((await failure(client.getEvent({ eventId: "not-a-uuid" }, as(alice)))).code).toBe(Code.NotFound);

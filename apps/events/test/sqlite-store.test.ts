@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { migrate, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
-import { createSqliteEventsStore, eventsMigrations } from "../src/store/sqlite.ts";
+import { afterAll, describe, expect, it } from "vitest";
 import type { EventsStore, LogRef, NewEventRecord } from "../src/store/port.ts";
+import { createSqliteEventsStore, eventsMigrations } from "../src/store/sqlite.ts";
 
 /** What only the embedded store promises beyond the contract: a file outlives the process, and a batch is all or nothing. */
 describe("events store on SQLite", () => {
@@ -13,7 +13,12 @@ describe("events store on SQLite", () => {
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const org = newId();
   const event = (type: string, payload: NewEventRecord["payload"] = null): NewEventRecord => ({
-    id: newId(), type, origin: "USER", payload, timestamp: 1767225600.25, createdAt: new Date("2026-03-04T05:06:07.089Z"),
+    id: newId(),
+    type,
+    origin: "USER",
+    payload,
+    timestamp: 1767225600.25,
+    createdAt: new Date("2026-03-04T05:06:07.089Z"),
   });
   const open = async (file: string): Promise<EventsStore> => {
     const store = createSqliteEventsStore(openSqlite(file));
@@ -26,7 +31,10 @@ describe("events store on SQLite", () => {
     const running = { runKind: "structure-run", runId: newId() } satisfies LogRef;
     const closed = { runKind: "assistant-run", runId: newId() } satisfies LogRef;
     const before = await open(file);
-    const stored = await before.append(running, org, [event("a", { n: 1.5, list: [null, { deep: true }] }), event("b")]);
+    const stored = await before.append(running, org, [
+      event("a", { n: 1.5, list: [null, { deep: true }] }),
+      event("b"),
+    ]);
     await before.append(closed, org, [event("end")], true);
     await before.close();
 
@@ -44,7 +52,9 @@ describe("events store on SQLite", () => {
     const log = { runKind: "structure-run", runId: newId() } satisfies LogRef;
     const [first] = (await store.append(log, org, [event("first")]))!;
     // The third event reuses a stored id: the insert fails after two of the batch went in.
-    await expect(store.append(log, org, [event("x"), event("y"), { ...event("z"), id: first!.id }], true)).rejects.toThrow();
+    await expect(
+      store.append(log, org, [event("x"), event("y"), { ...event("z"), id: first!.id }], true),
+    ).rejects.toThrow();
     expect(await store.list(log, org, 0, 10)).toEqual({ items: [first], totalCount: 1 });
     expect((await store.append(log, org, [event("next")]))?.map((e) => e.offset)).toEqual([1]);
     await store.close();
@@ -58,9 +68,14 @@ describe("events store on SQLite", () => {
       ...handle,
       prepare: (sql) => {
         const statement = handle.prepare(sql);
-        if (sql.startsWith("UPDATE events_logs")) return { run: (...params: Parameters<typeof statement.run>) => (rowUpdates++, statement.run(...params)) } as typeof statement;
+        if (sql.startsWith("UPDATE events_logs"))
+          return {
+            run: (...params: Parameters<typeof statement.run>) => (rowUpdates++, statement.run(...params)),
+          } as typeof statement;
         if (!sql.includes("FROM events_logs l WHERE l.run_kind = ?")) return statement;
-        return { get: (...params: Parameters<typeof statement.get>) => (rowReads++, statement.get(...params)) } as typeof statement;
+        return {
+          get: (...params: Parameters<typeof statement.get>) => (rowReads++, statement.get(...params)),
+        } as typeof statement;
       },
     };
     const store = createSqliteEventsStore(counting);
@@ -95,13 +110,48 @@ describe("events store on SQLite", () => {
     await v1.close();
 
     const store = await open(file);
-    const first = { id: ids[0], ...structure, organizationId: org, offset: 0, type: "a", origin: "USER", payload: { n: 1.5 }, timestamp: 1767225600.25, createdAt: new Date(1772600767089) };
+    const first = {
+      id: ids[0],
+      ...structure,
+      organizationId: org,
+      offset: 0,
+      type: "a",
+      origin: "USER",
+      payload: { n: 1.5 },
+      timestamp: 1767225600.25,
+      createdAt: new Date(1772600767089),
+    };
     expect(await store.list(structure, org, 0, 10)).toEqual({
-      items: [first, { id: ids[1], ...structure, organizationId: org, offset: 1, type: "b", origin: "USER", payload: null, timestamp: 1767225601, createdAt: new Date(1772600767090) }],
+      items: [
+        first,
+        {
+          id: ids[1],
+          ...structure,
+          organizationId: org,
+          offset: 1,
+          type: "b",
+          origin: "USER",
+          payload: null,
+          timestamp: 1767225601,
+          createdAt: new Date(1772600767090),
+        },
+      ],
       totalCount: 2,
     });
     expect(await store.list(assistant, org, 0, 10)).toEqual({
-      items: [{ id: ids[2], ...assistant, organizationId: org, offset: 0, type: "end", origin: "SYSTEM", payload: [true], timestamp: 1767225602, createdAt: new Date(1772600767091) }],
+      items: [
+        {
+          id: ids[2],
+          ...assistant,
+          organizationId: org,
+          offset: 0,
+          type: "end",
+          origin: "SYSTEM",
+          payload: [true],
+          timestamp: 1767225602,
+          createdAt: new Date(1772600767091),
+        },
+      ],
       totalCount: 1,
     });
     expect(await store.get(org, ids[0]!)).toEqual(first);
@@ -117,9 +167,13 @@ describe("events store on SQLite", () => {
     migrate(handle, "events", eventsMigrations.slice(0, 2));
     const log = { runKind: "structure-run", runId: newId() } satisfies LogRef;
     const ids = [newId(), newId(), newId()];
-    handle.db.exec(`INSERT INTO events_logs (id, run_kind, run_id, organization_id, length, closed) VALUES (1, 'structure-run', '${log.runId}', '${org}', 3, 0)`);
+    handle.db.exec(
+      `INSERT INTO events_logs (id, run_kind, run_id, organization_id, length, closed) VALUES (1, 'structure-run', '${log.runId}', '${org}', 3, 0)`,
+    );
     for (const [offset, id] of ids.entries()) {
-      handle.db.exec(`INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (1, ${offset}, '${id}', 't', 'USER', 'null', 1767225600, 1772600767089)`);
+      handle.db.exec(
+        `INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (1, ${offset}, '${id}', 't', 'USER', 'null', 1767225600, 1772600767089)`,
+      );
     }
     await handle.close();
 

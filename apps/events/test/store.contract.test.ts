@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code } from "@connectrpc/connect";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { openEventsStore } from "../src/wiring.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "../src/store/port.ts";
+import { openEventsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("events store contract"))("events store contract (%s)", (kind) => {
   let store: EventsStore;
@@ -40,8 +40,18 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
 
   it("stores a batch at consecutive offsets after the ones before, and round-trips every field", async () => {
     const log = newLog("assistant-run");
-    const payload = { text: "hé", n: -1.5, list: [1, "two", null, true, { deep: [] }], "$set": 1, "a.b": { "": "empty key" } };
-    const first = [event({ type: "StartPromptEvent", origin: "ASSISTANT", payload }), event({ payload: "just a string" }), event({ payload: 0 })];
+    const payload = {
+      text: "hé",
+      n: -1.5,
+      list: [1, "two", null, true, { deep: [] }],
+      $set: 1,
+      "a.b": { "": "empty key" },
+    };
+    const first = [
+      event({ type: "StartPromptEvent", origin: "ASSISTANT", payload }),
+      event({ payload: "just a string" }),
+      event({ payload: 0 }),
+    ];
     const stored = await store.append(log, org, first);
     expect(stored).toEqual(first.map((e, i) => ({ ...e, ...log, organizationId: org, offset: i })));
     expect(offsets(await store.append(log, org, batch(2)))).toEqual([3, 4]);
@@ -54,7 +64,9 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("gives concurrent appends to one log, from two replicas, offsets 0..N-1 with no gap and no duplicate, each batch in one run", async () => {
     const log = newLog();
     const sizes = Array.from({ length: 20 }, (_, i) => (i % 5) + 1);
-    const results = await Promise.all(sizes.map((n, i) => (i % 2 ? replica : store).append(log, org, batch(n, `batch${i}`))));
+    const results = await Promise.all(
+      sizes.map((n, i) => (i % 2 ? replica : store).append(log, org, batch(n, `batch${i}`))),
+    );
     const total = sizes.reduce((a, b) => a + b, 0);
     results.forEach((stored, i) => {
       expect(stored).toHaveLength(sizes[i]!);
@@ -72,7 +84,9 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("stores concurrent appends from one process in the order they were made, a refused one holding up none", async () => {
     const log = newLog();
     await store.append(log, org, batch(1, "open"));
-    const appends = Array.from({ length: 30 }, (_, i) => (i === 10 ? store.append(log, otherOrg, batch(2, "foreign")) : store.append(log, org, batch(2, `batch${i}`))));
+    const appends = Array.from({ length: 30 }, (_, i) =>
+      i === 10 ? store.append(log, otherOrg, batch(2, "foreign")) : store.append(log, org, batch(2, `batch${i}`)),
+    );
     const results = await Promise.all(appends);
     expect(results[10]).toBeUndefined();
     const firsts = results.flatMap((stored) => (stored ? [stored[0]!.offset] : []));
@@ -82,9 +96,15 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("stores appends made together up to the one that closes the log, and refuses the ones made after it", async () => {
     const log = newLog("assistant-run");
     await store.append(log, org, batch(1, "open"));
-    const appends = ["a", "b", "closing", "c", "d"].map((name) => store.append(log, org, batch(2, name), name === "closing").catch((error: Error) => error));
+    const appends = ["a", "b", "closing", "c", "d"].map((name) =>
+      store.append(log, org, batch(2, name), name === "closing").catch((error: Error) => error),
+    );
     const [a, b, closing, c, d] = await Promise.all(appends);
-    expect([a, b, closing].map((stored) => offsets(stored as EventRecord[]))).toEqual([[1, 2], [3, 4], [5, 6]]);
+    expect([a, b, closing].map((stored) => offsets(stored as EventRecord[]))).toEqual([
+      [1, 2],
+      [3, 4],
+      [5, 6],
+    ]);
     for (const refused of [c, d]) expect(refused).toMatchObject({ code: Code.FailedPrecondition });
     expect((await store.list(log, org, 0, 100))?.totalCount).toBe(7);
   });
@@ -92,7 +112,9 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("refuses every append after a closing batch, and keeps what was stored", async () => {
     const log = newLog("assistant-run");
     await store.append(log, org, batch(2));
-    expect(offsets(await store.append(log, org, [event({ type: "AssistantRunCancelled", origin: "SYSTEM" })], true))).toEqual([2]);
+    expect(
+      offsets(await store.append(log, org, [event({ type: "AssistantRunCancelled", origin: "SYSTEM" })], true)),
+    ).toEqual([2]);
     await expect(store.append(log, org, batch(1))).rejects.toMatchObject({ code: 9 }); // FAILED_PRECONDITION
     await expect(replica.append(log, org, batch(1), true)).rejects.toMatchObject({ code: 9 });
     expect((await store.list(log, org, 0, 10))?.totalCount).toBe(3);
@@ -112,7 +134,9 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("when a closing append races others, nothing lands after the closing batch", async () => {
     const log = newLog("assistant-run");
     await store.append(log, org, batch(1));
-    const racers = Array.from({ length: 10 }, (_, i) => (i % 2 ? replica : store).append(log, org, batch(1, `r${i}`), i === 4).catch(() => "refused"));
+    const racers = Array.from({ length: 10 }, (_, i) =>
+      (i % 2 ? replica : store).append(log, org, batch(1, `r${i}`), i === 4).catch(() => "refused"),
+    );
     await Promise.all(racers);
     const { items } = (await store.list(log, org, 0, 100))!;
     expect(items.at(-1)!.type).toBe("r4-0");

@@ -32,9 +32,9 @@ const page = `<!DOCTYPE html>
 </html>
 `;
 
-
 /** Swagger UI sets style attributes and draws icons from data: URLs; everything else comes from this origin. */
-const contentSecurityPolicy = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
+const contentSecurityPolicy =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; object-src 'none'; base-uri 'self'; frame-ancestors 'self'";
 
 interface Asset {
   type: string;
@@ -69,8 +69,12 @@ export function apiDocs() {
     let loaded = assets.get(name);
     if (!loaded) {
       if (name === "") loaded = asset("text/html; charset=utf-8", Buffer.from(page));
-      else if (name === "init.js") loaded = readFile(new URL("api-docs-init.js", import.meta.url)).then((body) => asset("text/javascript; charset=utf-8", body));
-      else if (Object.hasOwn(packageFiles, name)) loaded = readFile(join(swaggerUiDir, name)).then((body) => asset(packageFiles[name]!, body));
+      else if (name === "init.js")
+        loaded = readFile(new URL("api-docs-init.js", import.meta.url)).then((body) =>
+          asset("text/javascript; charset=utf-8", body),
+        );
+      else if (Object.hasOwn(packageFiles, name))
+        loaded = readFile(join(swaggerUiDir, name)).then((body) => asset(packageFiles[name]!, body));
       else return undefined;
       assets.set(name, loaded);
     }

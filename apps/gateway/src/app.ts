@@ -1,16 +1,13 @@
-import Koa from "koa";
-import { chatOperations } from "./routes/chat.ts";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { Router } from "@koa/router";
 import type { ServeBlob } from "@loom/blob-plane/exchange";
 import type { Bus } from "@loom/bus/bus";
-import type { Logger } from "@loom/telemetry/logger";
 import { subjects } from "@loom/contracts/subjects";
-import { createPrincipalCache } from "./principal-cache.ts";
-import { createRevocations, type Revocations } from "./revocations.ts";
+import type { Logger } from "@loom/telemetry/logger";
+import Koa from "koa";
 import { apiDocs } from "./api-docs.ts";
 import { authenticate } from "./auth.ts";
-import { billingStanding, type BillingStanding } from "./billing-standing.ts";
+import { type BillingStanding, billingStanding } from "./billing-standing.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
@@ -18,18 +15,20 @@ import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
 import { observeRequests } from "./metrics.ts";
-import { openApiDocument } from "./openapi.ts";
 import { openStreams } from "./open-streams.ts";
+import { openApiDocument } from "./openapi.ts";
 import { mountOperations, type Operation } from "./operation.ts";
+import { createPrincipalCache } from "./principal-cache.ts";
 import { rateLimit } from "./rate-limit.ts";
 import type { Readiness } from "./readiness.ts";
 import { requestId } from "./request-id.ts";
-import { traceRequests } from "./trace-requests.ts";
+import { createRevocations, type Revocations } from "./revocations.ts";
 import { apiKeyOperations } from "./routes/api-keys.ts";
 import { assetOperations } from "./routes/assets.ts";
 import { assistantOperations } from "./routes/assistants.ts";
-import { bucketOperations } from "./routes/buckets.ts";
 import { billingOperations } from "./routes/billing.ts";
+import { bucketOperations } from "./routes/buckets.ts";
+import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
@@ -37,6 +36,7 @@ import { structureEventOperations } from "./routes/structure-events.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
+import { traceRequests } from "./trace-requests.ts";
 
 export interface GatewayDeps {
   clients: ServiceClients;
@@ -63,7 +63,12 @@ export interface GatewayDeps {
   billingRequired?: boolean;
 }
 
-export function publicOperations(clients: ServiceClients, feeds: EventFeeds, standing: BillingStanding, revocations?: Revocations): Operation[] {
+export function publicOperations(
+  clients: ServiceClients,
+  feeds: EventFeeds,
+  standing: BillingStanding,
+  revocations?: Revocations,
+): Operation[] {
   return [
     ...userOperations(clients),
     ...apiKeyOperations(clients, revocations),
@@ -93,12 +98,21 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   }
   deps.bus?.subscribe(subjects.revokedApiKeys, (data) => revocations.revoke(new TextDecoder().decode(data)));
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
-  const operations = publicOperations(deps.clients, feeds, billingStanding(deps.clients.billing, deps.billingRequired ?? true), revocations);
+  const operations = publicOperations(
+    deps.clients,
+    feeds,
+    billingStanding(deps.clients.billing, deps.billingRequired ?? true),
+    revocations,
+  );
   const openapi = openApiDocument(operations);
   const limits = deps.limits ?? defaultLimits;
   const router = new Router();
   mountOperations(router, operations, {
-    beforeStream: openStreams({ perCredential: limits.STREAMS_PER_CREDENTIAL, perOrganization: limits.STREAMS_PER_ORGANIZATION, revocations }),
+    beforeStream: openStreams({
+      perCredential: limits.STREAMS_PER_CREDENTIAL,
+      perOrganization: limits.STREAMS_PER_ORGANIZATION,
+      revocations,
+    }),
   });
 
   const app = new Koa({ proxy: false });
@@ -127,7 +141,11 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
       ctx.state.operationId = "readyz";
       const readiness = await deps.readiness().catch((): Readiness => ({ ready: false }));
       if (!readiness.ready) throw new ConnectError("not ready: its stores do not answer", Code.Unavailable);
-      ctx.body = { status: "ready", ...(readiness.services ? { services: readiness.services } : {}), ...(readiness.bus ? { bus: readiness.bus } : {}) };
+      ctx.body = {
+        status: "ready",
+        ...(readiness.services ? { services: readiness.services } : {}),
+        ...(readiness.bus ? { bus: readiness.bus } : {}),
+      };
       return;
     }
     if (ctx.path === "/openapi.json") {
@@ -140,7 +158,13 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   app.use(apiDocs());
   app.use(authenticate(deps.clients.identity, principals, revocations));
   if (limits.RATE_LIMIT_REQUESTS || limits.RATE_LIMIT_ORGANIZATION_REQUESTS) {
-    app.use(rateLimit({ perCredential: limits.RATE_LIMIT_REQUESTS, perOrganization: limits.RATE_LIMIT_ORGANIZATION_REQUESTS, windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS }));
+    app.use(
+      rateLimit({
+        perCredential: limits.RATE_LIMIT_REQUESTS,
+        perOrganization: limits.RATE_LIMIT_ORGANIZATION_REQUESTS,
+        windowSeconds: limits.RATE_LIMIT_WINDOW_SECONDS,
+      }),
+    );
   }
   app.use(methodNotAllowed);
   app.use(router.routes());

@@ -1,10 +1,10 @@
-import type { Client } from "@connectrpc/connect";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
+import type { Client } from "@connectrpc/connect";
 import { unauthenticated } from "@loom/contracts/errors";
 import type { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import type { Context, Next } from "koa";
 import { callHeaders } from "./call-headers.ts";
-import { credentialKey, type Authenticated, type PrincipalCache } from "./principal-cache.ts";
+import { type Authenticated, credentialKey, type PrincipalCache } from "./principal-cache.ts";
 import type { Revocations } from "./revocations.ts";
 
 const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i;
@@ -15,7 +15,11 @@ const bearer = /^Bearer[ \t]+(\S+)[ \t]*$/i;
  * Leaves `principal`, `apiKeyId` ("" for an access token) and
  * `credentialKey` (what per-credential limits count by) in ctx.state.
  */
-export function authenticate(identity: Client<typeof IdentityService>, cache: PrincipalCache | undefined, revocations: Revocations) {
+export function authenticate(
+  identity: Client<typeof IdentityService>,
+  cache: PrincipalCache | undefined,
+  revocations: Revocations,
+) {
   return async (ctx: Context, next: Next) => {
     const credential = bearer.exec(ctx.get("Authorization"))?.[1];
     if (!credential) throw unauthenticated("an Authorization: Bearer credential is required");

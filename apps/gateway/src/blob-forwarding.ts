@@ -1,9 +1,9 @@
 import { pipeline } from "node:stream/promises";
-import type { Context, Next } from "koa";
-import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "@loom/blob-plane/exchange";
-import { clientGoneSignal } from "@loom/server/client-gone";
+import { type BlobRequest, type BlobResponse, blobPathPrefix, type ServeBlob } from "@loom/blob-plane/exchange";
 import { unavailableIfDown } from "@loom/runtime/dependency-down";
+import { clientGoneSignal } from "@loom/server/client-gone";
 import type { Logger } from "@loom/telemetry/logger";
+import type { Context, Next } from "koa";
 
 const allowed = "GET, HEAD, PUT";
 
@@ -27,7 +27,10 @@ export function forwardBlobs(serve: ServeBlob, logger: Logger) {
       return;
     }
     if (method !== "GET" && method !== "HEAD" && method !== "PUT") {
-      throw Object.assign(new Error(`${method} is not allowed here; allowed: ${allowed}`), { status: 405, headers: { Allow: allowed } });
+      throw Object.assign(new Error(`${method} is not allowed here; allowed: ${allowed}`), {
+        status: 405,
+        headers: { Allow: allowed },
+      });
     }
     const signal = clientGoneSignal(ctx.res);
     // An answer given before the upload was read whole (a refused token, a
@@ -36,7 +39,13 @@ export function forwardBlobs(serve: ServeBlob, logger: Logger) {
     const closeIfUnread = () => {
       if (method === "PUT" && !ctx.req.complete) ctx.set("Connection", "close");
     };
-    const request: BlobRequest = { method, token: ctx.path.slice(blobPathPrefix.length), headers: ctx.req.headers, body: method === "PUT" ? ctx.req : undefined, signal };
+    const request: BlobRequest = {
+      method,
+      token: ctx.path.slice(blobPathPrefix.length),
+      headers: ctx.req.headers,
+      body: method === "PUT" ? ctx.req : undefined,
+      signal,
+    };
     let answer: BlobResponse;
     try {
       answer = await serve(request);
@@ -48,7 +57,8 @@ export function forwardBlobs(serve: ServeBlob, logger: Logger) {
       }
       closeIfUnread();
       const answered = unavailableIfDown(error);
-      if (answered !== error) logger.warn({ err: error, request_id: ctx.state.requestId }, "a blob request met a dependency that is down");
+      if (answered !== error)
+        logger.warn({ err: error, request_id: ctx.state.requestId }, "a blob request met a dependency that is down");
       throw answered;
     }
     closeIfUnread();

@@ -1,7 +1,7 @@
-import getRawBody from "raw-body";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { invalidArgument } from "@loom/contracts/errors";
 import type { Context } from "koa";
+import getRawBody from "raw-body";
 
 /** Request body limits of docs/behaviour.md §9. */
 export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as const;

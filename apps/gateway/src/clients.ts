@@ -1,6 +1,6 @@
 import type { Client, Transport } from "@connectrpc/connect";
 import { clientFor } from "@loom/server/transports";
-import { rpcServices, serviceNames, type RpcDesc, type RpcName, type ServiceName } from "@loom/services/registry";
+import { type RpcDesc, type RpcName, rpcServices, type ServiceName, serviceNames } from "@loom/services/registry";
 
 /**
  * The services the gateway talks to: a client of every Connect service of the
@@ -13,7 +13,9 @@ export type ServiceClients = { [K in RpcName]: Client<RpcDesc<K>> };
 export type ServiceTransports = Record<ServiceName, Transport>;
 
 export function serviceClients(transports: ServiceTransports): ServiceClients {
-  return Object.fromEntries(rpcServices.map(({ name, service, desc }) => [name, clientFor(desc, transports[service])])) as ServiceClients;
+  return Object.fromEntries(
+    rpcServices.map(({ name, service, desc }) => [name, clientFor(desc, transports[service])]),
+  ) as ServiceClients;
 }
 
 /** One transport for every service (the all-in-one process, tests). */

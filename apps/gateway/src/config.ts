@@ -1,7 +1,7 @@
-import { z } from "zod";
 import { env, serviceSettings } from "@loom/runtime/config";
 import { gateway, serviceNames } from "@loom/services/registry";
 import { serviceUrlSettings } from "@loom/services/settings";
+import { z } from "zod";
 
 /**
  * Per-credential and per-organization limits at the edge (docs/behaviour.md §9;

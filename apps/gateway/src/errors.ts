@@ -30,7 +30,8 @@ const paymentRequired = { status: 402, type: "PaymentRequired" };
 
 function httpOfError(error: unknown) {
   if (!(error instanceof ConnectError)) return undefined;
-  if (error.code === Code.FailedPrecondition && error.findDetails(PaymentRequiredSchema).length > 0) return paymentRequired;
+  if (error.code === Code.FailedPrecondition && error.findDetails(PaymentRequiredSchema).length > 0)
+    return paymentRequired;
   return httpOf[error.code];
 }
 
@@ -44,7 +45,8 @@ const typeOfStatus: Record<number, string> = { 404: "NotFound", 405: "MethodNotA
  * to whole seconds. Without it, the table's default applies.
  */
 export function rateLimited(message: string, retryAfterMs?: number): ConnectError {
-  const metadata = retryAfterMs === undefined ? undefined : { "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) };
+  const metadata =
+    retryAfterMs === undefined ? undefined : { "retry-after": String(Math.max(1, Math.ceil(retryAfterMs / 1000))) };
   return new ConnectError(message, Code.ResourceExhausted, metadata);
 }
 
@@ -95,7 +97,9 @@ export function errorHandler(logger: Logger) {
       if (known.retryAfter) ctx.set("Retry-After", retryAfterOf(connectError) ?? String(known.retryAfter));
       ctx.body = errorBody(
         known.type,
-        violations.length > 0 ? violations.map((v) => ({ message: v.message, path: v.path })) : [{ message: connectError.rawMessage }],
+        violations.length > 0
+          ? violations.map((v) => ({ message: v.message, path: v.path }))
+          : [{ message: connectError.rawMessage }],
         requestId,
       );
     }

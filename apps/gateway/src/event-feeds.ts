@@ -2,7 +2,7 @@ import { Readable } from "node:stream";
 import type { Client } from "@connectrpc/connect";
 import { type EventsService, type FollowEventsResponse, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/telemetry/logger";
-import { createFinishedLogs, finishedLogFrom, type FinishedLog } from "./finished-logs.ts";
+import { createFinishedLogs, type FinishedLog, finishedLogFrom } from "./finished-logs.ts";
 import { eventsDelivered } from "./metrics.ts";
 import { eventFrame, keepAliveBytes, keepAliveFrame } from "./sse.ts";
 import { deliverEvent } from "./sse-tracing.ts";
@@ -93,7 +93,11 @@ export interface EventFeeds {
  * encoded once, to later streams of the run (docs/decisions.md, "SSE
  * streams": replays of finished runs).
  */
-export function createEventFeeds(events: Client<typeof EventsService>, logger: Logger, options: EventFeedOptions = defaultEventFeedOptions): EventFeeds {
+export function createEventFeeds(
+  events: Client<typeof EventsService>,
+  logger: Logger,
+  options: EventFeedOptions = defaultEventFeedOptions,
+): EventFeeds {
   /** A run's feeds, by organization and run (a caller never rides on another organization's follow). */
   const feeds = new Map<string, Set<Feed>>();
   /** Finished logs, by the same key: a caller is only ever served its own organization's. */
@@ -113,7 +117,9 @@ export function createEventFeeds(events: Client<typeof EventsService>, logger: L
     count += 1;
     // Not awaited: the feed outlives the request that started it, and run catches the upstream's errors itself
     // (its outcome reaches the streams through ready and their end).
-    void feed.run(events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }));
+    void feed.run(
+      events.followEvents(followRequest(req, options), { headers: req.call.headers, signal: feed.abort.signal }),
+    );
     return feed;
   }
 
@@ -182,7 +188,12 @@ function viewsOf(frames: WrittenFrame[]): Buffer[] {
 }
 
 function followRequest(req: StreamRequest, options: EventFeedOptions) {
-  return { runKind: req.runKind, runId: req.runId, fromOffset: req.from, keepAliveInterval: { seconds: BigInt(options.keepAliveSeconds) } };
+  return {
+    runKind: req.runKind,
+    runId: req.runId,
+    fromOffset: req.from,
+    keepAliveInterval: { seconds: BigInt(options.keepAliveSeconds) },
+  };
 }
 
 /** One upstream follow and the subscribers it feeds. */
@@ -211,7 +222,12 @@ class Feed {
   /** Called once when the feed ends, with the finished log when the upstream completed and the feed holds all of it. */
   private readonly onEnd: (finished: FinishedLog | undefined) => void;
 
-  constructor(req: StreamRequest, options: EventFeedOptions, logger: Logger, onEnd: (finished: FinishedLog | undefined) => void) {
+  constructor(
+    req: StreamRequest,
+    options: EventFeedOptions,
+    logger: Logger,
+    onEnd: (finished: FinishedLog | undefined) => void,
+  ) {
     this.req = req;
     this.options = options;
     this.logger = logger;
@@ -267,14 +283,23 @@ class Feed {
           continue;
         }
         const kind = message.kind;
-        if (kind.case === "event") deliverEvent(kind.value, () => this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value))), this.subscribers.size);
+        if (kind.case === "event")
+          deliverEvent(
+            kind.value,
+            () => this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value))),
+            this.subscribers.size,
+          );
         else if (kind.case === "keepAlive") this.queue(keepAliveFrame);
       }
       // Completion (OK) comes only right after the terminal event (events.proto): the log is final.
       completed = !first && !this.abort.signal.aborted;
     } catch (error) {
       if (first) this.settleReady(error);
-      else if (!this.abort.signal.aborted) this.logger.warn({ err: error, runId: this.req.runId }, "an upstream event follow failed: its streams end, clients resume");
+      else if (!this.abort.signal.aborted)
+        this.logger.warn(
+          { err: error, runId: this.req.runId },
+          "an upstream event follow failed: its streams end, clients resume",
+        );
     }
     // The upstream ended: after the terminal event, or on an error. Subscribers get what came, then the end.
     this.flush();

@@ -15,7 +15,6 @@ export interface FinishedLog {
   starts: number[];
 }
 
-
 /**
  * The bytes that serve a stream from `from`: the log's own Buffer for its
  * first offset, a view of it (no copy) for a start further in, the keep-alive
@@ -47,7 +46,10 @@ export function finishedLogFrom(log: FinishedLog, from: bigint): Buffer[] | unde
  * first once they hold more than `maxBytes`.
  */
 export function createFinishedLogs(maxBytes: number) {
-  const logs = new LRUCache<string, FinishedLog>({ maxSize: maxBytes, sizeCalculation: (log) => Math.max(1, log.bytes.length) });
+  const logs = new LRUCache<string, FinishedLog>({
+    maxSize: maxBytes,
+    sizeCalculation: (log) => Math.max(1, log.bytes.length),
+  });
   return {
     get: (key: string) => logs.get(key),
     /** Keeps `log` unless the one kept already reaches further back (a log larger than maxBytes is not kept). */

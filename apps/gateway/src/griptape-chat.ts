@@ -1,20 +1,20 @@
-import { create } from "@bufbuild/protobuf";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { z } from "zod";
+import { create } from "@bufbuild/protobuf";
 import { jsonToValue, valueToJson } from "@loom/contracts/json-value";
 import {
-  ArtifactSchema,
-  ImageSchema,
-  MessageContentSchema,
-  ToolActionSchema,
   type Artifact,
+  ArtifactSchema,
   type ChatMessage,
   type CreateChatMessageRequest,
+  ImageSchema,
   type MessageContent,
+  MessageContentSchema,
   type StreamChatMessageResponse,
   type ToolAction,
+  ToolActionSchema,
   type Usage,
 } from "@loom/proto/runs/v1/chat_pb";
+import { z } from "zod";
 import { jsonValue } from "./validation.ts";
 
 /**
@@ -128,14 +128,23 @@ export function chatRequest(body: ChatRequestBody): Omit<CreateChatMessageReques
         $typeName: "loom.runs.v1.ChatMessage",
         role: m.role,
         content: m.content.map(contentIn),
-        usage: { $typeName: "loom.runs.v1.Usage", inputTokens: m.usage.input_tokens, outputTokens: m.usage.output_tokens },
+        usage: {
+          $typeName: "loom.runs.v1.Usage",
+          inputTokens: m.usage.input_tokens,
+          outputTokens: m.usage.output_tokens,
+        },
       }),
     ),
     outputSchema: (body.output_schema ?? undefined) as JsonObject | undefined,
     tools: body.tools.map((t) => ({
       $typeName: "loom.runs.v1.Tool",
       name: t.name,
-      activities: t.activities.map((a) => ({ $typeName: "loom.runs.v1.ToolActivity", name: a.name, description: a.description, jsonSchema: a.json_schema as JsonObject })),
+      activities: t.activities.map((a) => ({
+        $typeName: "loom.runs.v1.ToolActivity",
+        name: a.name,
+        description: a.description,
+        jsonSchema: a.json_schema as JsonObject,
+      })),
     })),
   };
 }
@@ -144,31 +153,57 @@ type ContentJson = z.output<typeof contentSchema>;
 type ArtifactJson = { id: string; name: string; reference?: string; meta?: Record<string, unknown>; type: string };
 
 const artifactIn = (a: ArtifactJson, value: Artifact["value"]) =>
-  create(ArtifactSchema, { type: a.type, id: a.id, name: a.name, reference: a.reference, meta: (a.meta ?? {}) as JsonObject, value });
+  create(ArtifactSchema, {
+    type: a.type,
+    id: a.id,
+    name: a.name,
+    reference: a.reference,
+    meta: (a.meta ?? {}) as JsonObject,
+    value,
+  });
 
-const actionIn = (a: z.output<typeof toolActionSchema>) => create(ToolActionSchema, { tag: a.tag, name: a.name, path: a.path, input: (a.input ?? {}) as JsonObject });
+const actionIn = (a: z.output<typeof toolActionSchema>) =>
+  create(ToolActionSchema, { tag: a.tag, name: a.name, path: a.path, input: (a.input ?? {}) as JsonObject });
 
 function contentIn(c: ContentJson): MessageContent {
   switch (c.type) {
     case "TextMessageContent":
-      return create(MessageContentSchema, { kind: { case: "text", value: artifactIn(c.artifact, { case: "text", value: c.artifact.value }) } });
+      return create(MessageContentSchema, {
+        kind: { case: "text", value: artifactIn(c.artifact, { case: "text", value: c.artifact.value }) },
+      });
     case "ImageMessageContent": {
       const { value, format, width, height } = c.artifact;
       const image = create(ImageSchema, { data: Buffer.from(value, "base64"), format, width, height });
-      return create(MessageContentSchema, { kind: { case: "image", value: artifactIn(c.artifact, { case: "image", value: image }) } });
+      return create(MessageContentSchema, {
+        kind: { case: "image", value: artifactIn(c.artifact, { case: "image", value: image }) },
+      });
     }
     case "ActionCallMessageContent":
-      return create(MessageContentSchema, { kind: { case: "actionCall", value: artifactIn(c.artifact, { case: "action", value: actionIn(c.artifact.value) }) } });
+      return create(MessageContentSchema, {
+        kind: {
+          case: "actionCall",
+          value: artifactIn(c.artifact, { case: "action", value: actionIn(c.artifact.value) }),
+        },
+      });
     case "ActionResultMessageContent": {
       const v = c.artifact.value;
-      const value: Artifact["value"] = typeof v === "string" ? { case: "text", value: v } : { case: "json", value: jsonToValue(v) };
-      return create(MessageContentSchema, { kind: { case: "actionResult", value: { artifact: artifactIn(c.artifact, value), action: actionIn(c.action) } } });
+      const value: Artifact["value"] =
+        typeof v === "string" ? { case: "text", value: v } : { case: "json", value: jsonToValue(v) };
+      return create(MessageContentSchema, {
+        kind: { case: "actionResult", value: { artifact: artifactIn(c.artifact, value), action: actionIn(c.action) } },
+      });
     }
   }
 }
 
 /** A griptape ToolAction. */
-const toolActionJson = (a: ToolAction | undefined) => ({ type: "ToolAction", tag: a?.tag ?? "", name: a?.name ?? "", path: a?.path ?? null, input: a?.input ?? {} });
+const toolActionJson = (a: ToolAction | undefined) => ({
+  type: "ToolAction",
+  tag: a?.tag ?? "",
+  name: a?.name ?? "",
+  path: a?.path ?? null,
+  input: a?.input ?? {},
+});
 
 function artifactJson(a: Artifact | undefined) {
   if (!a) throw new Error("the runs service answered a content item without an artifact");
@@ -198,13 +233,21 @@ function contentJson(c: MessageContent) {
     case "actionCall":
       return { type: "ActionCallMessageContent", artifact: artifactJson(c.kind.value) };
     case "actionResult":
-      return { type: "ActionResultMessageContent", artifact: artifactJson(c.kind.value.artifact), action: toolActionJson(c.kind.value.action) };
+      return {
+        type: "ActionResultMessageContent",
+        artifact: artifactJson(c.kind.value.artifact),
+        action: toolActionJson(c.kind.value.action),
+      };
     default:
       throw new Error("the runs service answered an empty content item");
   }
 }
 
-const usageJson = (u: Usage | undefined) => ({ type: "Message.Usage", input_tokens: u?.inputTokens ?? null, output_tokens: u?.outputTokens ?? null });
+const usageJson = (u: Usage | undefined) => ({
+  type: "Message.Usage",
+  input_tokens: u?.inputTokens ?? null,
+  output_tokens: u?.outputTokens ?? null,
+});
 
 /** A griptape Message: `Message.from_dict` rebuilds it. */
 export function messageJson(m: ChatMessage | undefined) {
@@ -214,13 +257,28 @@ export function messageJson(m: ChatMessage | undefined) {
 
 /** A griptape DeltaMessage: `DeltaMessage.from_dict` rebuilds it. */
 export function deltaMessageJson(r: StreamChatMessageResponse) {
-  const frame = (content: unknown, usage: Usage | undefined) => ({ type: "DeltaMessage", role: "assistant", content, usage: usageJson(usage) });
+  const frame = (content: unknown, usage: Usage | undefined) => ({
+    type: "DeltaMessage",
+    role: "assistant",
+    content,
+    usage: usageJson(usage),
+  });
   switch (r.kind.case) {
     case "textDelta":
       return frame({ type: "TextDeltaMessageContent", index: r.kind.value.index, text: r.kind.value.text }, undefined);
     case "actionCallDelta": {
       const d = r.kind.value;
-      return frame({ type: "ActionCallDeltaMessageContent", index: d.index, tag: d.tag ?? null, name: d.name ?? null, path: d.path ?? null, partial_input: d.partialInput ?? null }, undefined);
+      return frame(
+        {
+          type: "ActionCallDeltaMessageContent",
+          index: d.index,
+          tag: d.tag ?? null,
+          name: d.name ?? null,
+          path: d.path ?? null,
+          partial_input: d.partialInput ?? null,
+        },
+        undefined,
+      );
     }
     case "usage":
       return frame(null, r.kind.value);

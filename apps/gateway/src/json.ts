@@ -1,4 +1,4 @@
-import { timestampDate, type Timestamp } from "@bufbuild/protobuf/wkt";
+import { type Timestamp, timestampDate } from "@bufbuild/protobuf/wkt";
 import type { PageInfo } from "@loom/proto/common/v1/common_pb";
 
 /**

@@ -13,7 +13,11 @@ await runProcess("gateway", gatewayConfigSchema, async (config, logger) => {
   const bus = config.NATS_URL ? await createNatsBus(config.NATS_URL, "gateway", logger) : undefined;
   if (!bus) logger.info("NATS_URL is not set: every request is authenticated with the identity service");
   const { app } = buildGateway(config, { logger, bus });
-  const server = await listen(createHttpServer(app.callback(), connectionLimitsFrom(config), logger), config.PORT, config.HOST);
+  const server = await listen(
+    createHttpServer(app.callback(), connectionLimitsFrom(config), logger),
+    config.PORT,
+    config.HOST,
+  );
   // Apart from the public port: scrapers reach it, clients do not.
   const metrics = await serveMetrics(config.METRICS_PORT, config.HOST);
   return {

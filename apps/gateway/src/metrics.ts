@@ -1,7 +1,7 @@
 import type { ServerResponse } from "node:http";
-import type { Context, Next } from "koa";
 import type { Router } from "@koa/router";
 import { Counter, Gauge, Histogram, metricsRegistry } from "@loom/telemetry/metrics";
+import type { Context, Next } from "koa";
 
 /** The gateway's series (infra/README.md, "Metrics and alerts"), in the process's one registry. */
 const httpDuration = new Histogram({
@@ -37,7 +37,8 @@ const unmatchedOperation = "unmatched";
  */
 export function observeRequests(router: Router) {
   const operationOf = (ctx: Context): string => {
-    const id = (ctx as { _matchedRouteName?: string })._matchedRouteName ?? (ctx.state.operationId as string | undefined);
+    const id =
+      (ctx as { _matchedRouteName?: string })._matchedRouteName ?? (ctx.state.operationId as string | undefined);
     if (id) return id;
     const named = router.match(ctx.path, ctx.method).pathAndMethod.find((layer) => layer.name);
     return named?.name ?? unmatchedOperation;

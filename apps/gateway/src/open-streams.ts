@@ -1,7 +1,7 @@
 import type { Readable } from "node:stream";
-import type { Context, Next } from "koa";
 import { unauthenticated } from "@loom/contracts/errors";
 import { rateLimitRefusals } from "@loom/telemetry/metrics";
+import type { Context, Next } from "koa";
 import { rateLimited } from "./errors.ts";
 import type { Revocations } from "./revocations.ts";
 

@@ -6,12 +6,15 @@ import { errorBodySchema } from "./schemas.ts";
 const errorResponses = {
   "400": "ValidationError: malformed JSON, wrong type or a bound violated",
   "401": "Unauthorized: missing, malformed, unknown, expired or revoked credential",
-  "402": "PaymentRequired: billing is required and the organization has no active subscription; the message carries the billing management URL",
+  "402":
+    "PaymentRequired: billing is required and the organization has no active subscription; the message carries the billing management URL",
   "403": "Forbidden: the operation is not allowed for this principal",
   "404": "NotFound: unknown id, or another organization's resource",
-  "409": "Conflict: e.g. an Idempotency-Key reused with another body, or an API key past the user's or the organization's cap",
+  "409":
+    "Conflict: e.g. an Idempotency-Key reused with another body, or an API key past the user's or the organization's cap",
   "413": "PayloadTooLarge",
-  "429": "RateLimited: over the credential's or the organization's rate limit or open-stream cap, an API key cap, or a queue is full; `Retry-After` says when to try again",
+  "429":
+    "RateLimited: over the credential's or the organization's rate limit or open-stream cap, an API key cap, or a queue is full; `Retry-After` says when to try again",
   "500": "ServiceError",
   "503": "Unavailable: a dependency is down; see Retry-After",
 };
@@ -40,7 +43,9 @@ function nullableOptionals(schema: JsonSchemaObject): JsonSchemaObject {
   const required = new Set((schema.required as string[] | undefined) ?? []);
   return {
     ...schema,
-    properties: Object.fromEntries(Object.entries(properties).map(([name, p]) => [name, required.has(name) ? p : { anyOf: [p, { type: "null" }] }])),
+    properties: Object.fromEntries(
+      Object.entries(properties).map(([name, p]) => [name, required.has(name) ? p : { anyOf: [p, { type: "null" }] }]),
+    ),
   };
 }
 
@@ -70,8 +75,16 @@ function serverSentEvent(data: z.ZodType | undefined, eventIds: boolean): JsonSc
     required: eventIds ? ["id", "data"] : ["data"],
     properties: {
       ...(eventIds ? { id: { type: "string", pattern: "^[0-9]+$" } } : {}),
-      event: { type: "string", const: "message", description: "no `event:` field is sent, so parsers report the default" },
-      data: { type: "string", contentMediaType: "application/json", ...(data ? { contentSchema: jsonSchema(data, "output") } : {}) },
+      event: {
+        type: "string",
+        const: "message",
+        description: "no `event:` field is sent, so parsers report the default",
+      },
+      data: {
+        type: "string",
+        contentMediaType: "application/json",
+        ...(data ? { contentSchema: jsonSchema(data, "output") } : {}),
+      },
     },
   };
 }
@@ -91,9 +104,17 @@ export function openApiDocument(operations: Operation[]) {
   const paths: Record<string, Record<string, object>> = {};
   for (const op of operations) {
     const success = op.response.stream
-      ? { description: op.response.description, content: { "text/event-stream": { schema: serverSentEvent(op.response.schema, op.response.eventIds === true) } } }
+      ? {
+          description: op.response.description,
+          content: {
+            "text/event-stream": { schema: serverSentEvent(op.response.schema, op.response.eventIds === true) },
+          },
+        }
       : op.response.schema
-        ? { description: op.response.description, content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } } }
+        ? {
+            description: op.response.description,
+            content: { "application/json": { schema: jsonSchema(op.response.schema, "output") } },
+          }
         : { description: op.response.description };
     (paths[op.path] ??= {})[op.method.toLowerCase()] = {
       operationId: op.id,
@@ -101,7 +122,12 @@ export function openApiDocument(operations: Operation[]) {
       security: [{ bearer: [] }],
       parameters: parameters(op),
       ...(op.body
-        ? { requestBody: { required: op.body.required, content: { "application/json": { schema: requestBodySchema(op.body) } } } }
+        ? {
+            requestBody: {
+              required: op.body.required,
+              content: { "application/json": { schema: requestBodySchema(op.body) } },
+            },
+          }
         : {}),
       responses: {
         [String(op.response.status)]: success,
@@ -123,7 +149,9 @@ export function openApiDocument(operations: Operation[]) {
     },
     paths,
     components: {
-      securitySchemes: { bearer: { type: "http", scheme: "bearer", description: "An API key (loom_...) or a JWT access token" } },
+      securitySchemes: {
+        bearer: { type: "http", scheme: "bearer", description: "An API key (loom_...) or a JWT access token" },
+      },
       schemas: { ErrorBody: jsonSchema(errorBodySchema, "output") },
     },
   };

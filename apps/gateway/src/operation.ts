@@ -1,9 +1,9 @@
 import type { Readable } from "node:stream";
-import type { Context, Middleware } from "koa";
 import type { Router } from "@koa/router";
-import type { z } from "zod";
 import { clientGoneSignal } from "@loom/server/client-gone";
 import { headersFor, type Principal } from "@loom/server/principal";
+import type { Context, Middleware } from "koa";
+import type { z } from "zod";
 import { bodyLimits, readJsonBody } from "./body.ts";
 import { callHeaders } from "./call-headers.ts";
 import { trackSseConnection } from "./metrics.ts";
@@ -28,7 +28,11 @@ export interface OperationInput<P, Q, B> {
  * same object mounts the route and documents it in /openapi.json, so the two
  * cannot drift apart.
  */
-export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType = z.ZodType, B extends z.ZodType = z.ZodType> {
+export interface Operation<
+  P extends z.ZodType = z.ZodType,
+  Q extends z.ZodType = z.ZodType,
+  B extends z.ZodType = z.ZodType,
+> {
   id: string;
   method: HttpMethod;
   /** OpenAPI-style path, e.g. `/api-keys/{api_key_id}`. */
@@ -50,7 +54,9 @@ export interface Operation<P extends z.ZodType = z.ZodType, Q extends z.ZodType 
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
 }
 
-export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(op: Operation<P, Q, B>): Operation {
+export function defineOperation<P extends z.ZodType, Q extends z.ZodType, B extends z.ZodType>(
+  op: Operation<P, Q, B>,
+): Operation {
   return op as unknown as Operation;
 }
 
@@ -64,7 +70,11 @@ export function routerPath(path: string, restOfPath?: string): string {
 }
 
 /** `beforeStream` runs ahead of every stream operation's handler (open-streams.ts: the stream caps, and stopping streams of deleted keys). */
-export function mountOperations(router: Router, operations: Operation[], options: { beforeStream?: Middleware } = {}): void {
+export function mountOperations(
+  router: Router,
+  operations: Operation[],
+  options: { beforeStream?: Middleware } = {},
+): void {
   for (const op of operations) {
     const answer = async (ctx: Context) => {
       nameRequestSpan(op.id, op.path);
@@ -90,7 +100,11 @@ export function mountOperations(router: Router, operations: Operation[], options
       });
       if (op.response.stream) {
         ctx.status = op.response.status;
-        ctx.set({ "Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", "X-Accel-Buffering": "no" });
+        ctx.set({
+          "Content-Type": "text/event-stream; charset=utf-8",
+          "Cache-Control": "no-cache",
+          "X-Accel-Buffering": "no",
+        });
         ctx.req.socket.setNoDelay(true);
         trackSseConnection(ctx.res);
         ctx.body = result as Readable | Buffer;

@@ -23,7 +23,9 @@ export const credentialKey = (credential: string) => hash("sha256", credential, 
  * `trusted` says whether revocations can reach it now (the bus is connected):
  * while not, nothing is served from it or added to it.
  */
-export function createPrincipalCache(options: { maxEntries?: number; now?: () => number; trusted?: () => boolean } = {}) {
+export function createPrincipalCache(
+  options: { maxEntries?: number; now?: () => number; trusted?: () => boolean } = {},
+) {
   const maxEntries = options.maxEntries ?? 10_000;
   const now = options.now ?? Date.now;
   const trusted = options.trusted ?? (() => true);

@@ -1,6 +1,6 @@
+import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import type { Context, Next } from "koa";
 import { RateLimiterMemory, RateLimiterRes } from "rate-limiter-flexible";
-import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { rateLimited } from "./errors.ts";
 
 const refusals = rateLimitRefusals.labels("requests");
@@ -26,10 +26,16 @@ interface Quota {
 export function rateLimit(options: { perCredential?: number; perOrganization?: number; windowSeconds: number }) {
   const { windowSeconds } = options;
   const quota = (scope: Quota["scope"], requests: number | undefined, keyOf: Quota["keyOf"]): Quota[] =>
-    requests ? [{ scope, requests, keyOf, limiter: new RateLimiterMemory({ points: requests, duration: windowSeconds }) }] : [];
+    requests
+      ? [{ scope, requests, keyOf, limiter: new RateLimiterMemory({ points: requests, duration: windowSeconds }) }]
+      : [];
   const quotas = [
     ...quota("credential", options.perCredential, (ctx) => ctx.state.credentialKey as string),
-    ...quota("organization", options.perOrganization, (ctx) => (ctx.state.principal as { organizationId: string }).organizationId),
+    ...quota(
+      "organization",
+      options.perOrganization,
+      (ctx) => (ctx.state.principal as { organizationId: string }).organizationId,
+    ),
   ];
   const policy = quotas.map((q) => `${q.requests};w=${windowSeconds}`).join(", ");
   const advertise = (ctx: Context, quota: Quota, state: RateLimiterRes) => {
@@ -51,7 +57,10 @@ export function rateLimit(options: { perCredential?: number; perOrganization?: n
         if (!(rejected instanceof RateLimiterRes)) throw rejected;
         advertise(ctx, quota, rejected);
         refusals.inc();
-        throw rateLimited(`over the rate limit of ${quota.requests} requests per ${windowSeconds} s for this ${quota.scope}`, rejected.msBeforeNext);
+        throw rateLimited(
+          `over the rate limit of ${quota.requests} requests per ${windowSeconds} s for this ${quota.scope}`,
+          rejected.msBeforeNext,
+        );
       }
       if (!closest || state.remainingPoints < closest.state.remainingPoints) closest = { quota, state };
     }

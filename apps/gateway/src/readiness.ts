@@ -12,7 +12,9 @@ export interface Readiness {
 }
 
 /** Each service's own /readyz, by name; a service that does not answer in 2 s is unavailable. */
-export async function servicesStatus(baseUrls: Record<string, string>): Promise<Record<string, "ready" | "unavailable">> {
+export async function servicesStatus(
+  baseUrls: Record<string, string>,
+): Promise<Record<string, "ready" | "unavailable">> {
   const answers = await Promise.all(
     Object.entries(baseUrls).map(async ([name, url]) => {
       const ok = await fetch(new URL("/readyz", url), { signal: AbortSignal.timeout(2_000) }).then(

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { producedUuidPatternSource } from "@loom/contracts/ids";
 import { runStatuses } from "@loom/contracts/run-lifecycle";
+import { z } from "zod";
 
 /**
  * Response shapes of docs/api.md §2, as zod schemas: documented in
@@ -8,7 +8,10 @@ import { runStatuses } from "@loom/contracts/run-lifecycle";
  */
 export const timestamp = z.iso.datetime({ offset: false, precision: 3 });
 /** An id as Loom produces it: a v4 uuid in lower case. */
-export const uuidString = z.string().regex(new RegExp(producedUuidPatternSource), "must be a lower-case v4 uuid").meta({ format: "uuid" });
+export const uuidString = z
+  .string()
+  .regex(new RegExp(producedUuidPatternSource), "must be a lower-case v4 uuid")
+  .meta({ format: "uuid" });
 
 export const paginationSchema = z.strictObject({
   page_number: z.number().int(),
@@ -65,7 +68,10 @@ export const assistantSchema = z.strictObject({
   updated_at: timestamp,
 });
 
-export const assistantListSchema = z.strictObject({ assistants: z.array(assistantSchema), pagination: paginationSchema });
+export const assistantListSchema = z.strictObject({
+  assistants: z.array(assistantSchema),
+  pagination: paginationSchema,
+});
 
 export const runStatusSchema = z.enum(runStatuses);
 
@@ -99,7 +105,10 @@ export const assistantRunSchema = z.strictObject({
   updated_at: timestamp,
 });
 
-export const assistantRunListSchema = z.strictObject({ assistant_runs: z.array(assistantRunSchema), pagination: paginationSchema });
+export const assistantRunListSchema = z.strictObject({
+  assistant_runs: z.array(assistantRunSchema),
+  pagination: paginationSchema,
+});
 
 export const threadSchema = z.strictObject({
   thread_id: uuidString,
@@ -125,7 +134,13 @@ const eventFields = {
 export const assistantEventSchema = z.strictObject({ ...eventFields, assistant_run_id: uuidString });
 export const structureEventSchema = z.strictObject({ ...eventFields, structure_run_id: uuidString });
 
-const eventListFields = { count: z.number().int(), limit: z.number().int(), offset: z.number().int(), next_offset: z.number().int(), total_count: z.number().int() };
+const eventListFields = {
+  count: z.number().int(),
+  limit: z.number().int(),
+  offset: z.number().int(),
+  next_offset: z.number().int(),
+  total_count: z.number().int(),
+};
 export const assistantEventListSchema = z.strictObject({ events: z.array(assistantEventSchema), ...eventListFields });
 export const structureEventListSchema = z.strictObject({ events: z.array(structureEventSchema), ...eventListFields });
 
@@ -141,7 +156,10 @@ export const bucketSchema = z.strictObject({
 export const bucketListSchema = z.strictObject({ buckets: z.array(bucketSchema), pagination: paginationSchema });
 
 /** An asset's bytes in JSON: UTF-8 text as a string, anything else in base64. */
-export const assetContentsSchema = z.union([z.string(), z.strictObject({ encoding: z.literal("base64"), data: z.base64() })]);
+export const assetContentsSchema = z.union([
+  z.string(),
+  z.strictObject({ encoding: z.literal("base64"), data: z.base64() }),
+]);
 
 export const assetSchema = z.strictObject({
   name: z.string(),

@@ -9,6 +9,10 @@ import { contextOf, inSpanSync, SpanKind } from "@loom/telemetry/tracing";
  */
 export function deliverEvent(event: Event, deliver: () => void, subscribers: number): void {
   if (!event.traceparent) return deliver();
-  const attributes = { "loom.event.offset": Number(event.offset), "loom.event.type": event.type, "loom.sse.subscribers": subscribers };
+  const attributes = {
+    "loom.event.offset": Number(event.offset),
+    "loom.event.type": event.type,
+    "loom.sse.subscribers": subscribers,
+  };
   inSpanSync("SSE deliver", { kind: SpanKind.PRODUCER, attributes }, contextOf(event.traceparent), deliver);
 }

@@ -1,6 +1,6 @@
 import type { Client } from "@connectrpc/connect";
-import type { Middleware } from "koa";
 import type { BillingService } from "@loom/proto/identity/v1/billing_pb";
+import type { Middleware } from "koa";
 import { readRawBody } from "./body.ts";
 import { callHeaders } from "./call-headers.ts";
 

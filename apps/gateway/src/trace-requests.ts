@@ -1,5 +1,15 @@
+import {
+  contextOfHeaders,
+  endWhenSettled,
+  nameActiveSpan,
+  runInSpan,
+  SpanKind,
+  SpanStatusCode,
+  startSpan,
+  tracing,
+  unsampledTraceHeaders,
+} from "@loom/telemetry/tracing";
 import type { Context, Middleware, Next } from "koa";
-import { contextOfHeaders, endWhenSettled, nameActiveSpan, runInSpan, SpanKind, SpanStatusCode, startSpan, tracing, unsampledTraceHeaders } from "@loom/telemetry/tracing";
 
 const probes = new Set(["/healthz", "/readyz"]);
 

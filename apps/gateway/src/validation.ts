@@ -1,14 +1,18 @@
-import { z } from "zod";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
-import { lengthProblem, nameProblem, namePatternSource } from "@loom/contracts/text";
+import { lengthProblem, namePatternSource, nameProblem } from "@loom/contracts/text";
+import { z } from "zod";
 
 /**
  * Parses one part of a request (`path`, `query` or `body`) with a zod schema;
  * every problem becomes one `errors` item with its public path.
  */
-export function parseInput<S extends z.ZodType>(part: "path" | "query" | "body", schema: S, value: unknown): z.output<S> {
+export function parseInput<S extends z.ZodType>(
+  part: "path" | "query" | "body",
+  schema: S,
+  value: unknown,
+): z.output<S> {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
   throw invalidArgument(
@@ -17,11 +21,18 @@ export function parseInput<S extends z.ZodType>(part: "path" | "query" | "body",
 }
 
 function publicPath(part: string, path: PropertyKey[]): string {
-  return path.reduce<string>((acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`), part);
+  return path.reduce<string>(
+    (acc, key) => (typeof key === "number" ? `${acc}[${key}]` : `${acc}.${String(key)}`),
+    part,
+  );
 }
 
 /** Text bounded in characters (code points), per docs/behaviour.md §9; the checks are custom, so /openapi.json gets them as metadata. */
-function boundedString(max: number, problemOf: (value: string, min: number, max: number) => string | undefined, meta: Record<string, unknown> = {}) {
+function boundedString(
+  max: number,
+  problemOf: (value: string, min: number, max: number) => string | undefined,
+  meta: Record<string, unknown> = {},
+) {
   return z
     .string()
     .check((ctx) => {
@@ -61,7 +72,11 @@ function jsonDepth(value: unknown, limit: number): number {
 /** Any JSON value, nested at most `maxJsonDepth` levels. */
 export const jsonValue = z.unknown().check((ctx) => {
   if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
-    ctx.issues.push({ code: "custom", message: `must be nested at most ${maxJsonDepth} levels deep`, input: ctx.value });
+    ctx.issues.push({
+      code: "custom",
+      message: `must be nested at most ${maxJsonDepth} levels deep`,
+      input: ctx.value,
+    });
   }
 });
 

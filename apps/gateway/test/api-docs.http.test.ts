@@ -1,8 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger } from "@loom/telemetry/logger";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { noBlobs } from "./no-blobs.ts";
@@ -24,7 +24,8 @@ describe("the API reference page, /docs", () => {
   });
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
-  const get = (path: string, headers: Record<string, string> = {}) => fetch(base + path, { headers, redirect: "manual" });
+  const get = (path: string, headers: Record<string, string> = {}) =>
+    fetch(base + path, { headers, redirect: "manual" });
 
   it("redirects / (and /api) to /docs, without a credential", async () => {
     for (const path of ["/", "/api"]) {
@@ -43,7 +44,12 @@ describe("the API reference page, /docs", () => {
     expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
     const html = await page.text();
     const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
-    expect(sources).toEqual(["docs/swagger-ui.css", "docs/favicon-32x32.png", "docs/swagger-ui-bundle.js", "docs/init.js"]);
+    expect(sources).toEqual([
+      "docs/swagger-ui.css",
+      "docs/favicon-32x32.png",
+      "docs/swagger-ui-bundle.js",
+      "docs/init.js",
+    ]);
     expect(html).not.toMatch(/<script>|<style|http/);
     for (const source of sources) {
       const res = await get(`/${source}`);
@@ -58,7 +64,12 @@ describe("the API reference page, /docs", () => {
   });
 
   it("answers unknown files under /docs as any unknown path (401 without a credential), never the package's other files", async () => {
-    for (const path of ["/docs/index.html", "/docs/swagger-initializer.js", "/docs/../package.json", "/docs/swagger-ui-bundle.js.map"]) {
+    for (const path of [
+      "/docs/index.html",
+      "/docs/swagger-initializer.js",
+      "/docs/../package.json",
+      "/docs/swagger-ui-bundle.js.map",
+    ]) {
       expect((await get(path)).status, path).toBe(401);
     }
   });
@@ -70,7 +81,9 @@ describe("the API reference page, /docs", () => {
     expect(etag).toMatch(/^".+"$/);
     const plain = Buffer.from(await first.arrayBuffer());
     // As a browser revalidates (fetch would add `Cache-Control: no-cache`, which asks for the body whatever the ETag).
-    expect((await get("/docs/swagger-ui-bundle.js", { "if-none-match": etag, "cache-control": "max-age=0" })).status).toBe(304);
+    expect(
+      (await get("/docs/swagger-ui-bundle.js", { "if-none-match": etag, "cache-control": "max-age=0" })).status,
+    ).toBe(304);
 
     const zipped = await get("/docs/swagger-ui-bundle.js", { "accept-encoding": "gzip" });
     expect(zipped.headers.get("content-encoding")).toBe("gzip");

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, type ApiClient } from "@loom/testing/http";
-import { storeKinds } from "@loom/testing/servers";
-import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { storeKinds } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError } from "./expect-error.ts";
 
 /** Minting keys is bounded: per user and per organization, checked by identity on its real store. */
 describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s store)", (store) => {
@@ -13,7 +13,9 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
   let userId: string;
   let orgId: string;
   beforeAll(async () => {
-    stack = await startStack(store, { identity: { API_KEYS_PER_USER: perUser, API_KEYS_PER_ORGANIZATION: perOrganization } });
+    stack = await startStack(store, {
+      identity: { API_KEYS_PER_USER: perUser, API_KEYS_PER_ORGANIZATION: perOrganization },
+    });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     const user = (await admin.get("/users")).body.users[0];
     userId = user.user_id;
@@ -26,11 +28,14 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
 
   it("refuses a user's key past API_KEYS_PER_USER with 429 and Retry-After naming the cap, stores nothing, and creates again once one is deleted", async () => {
     // Concurrent creates at the edge: never more than the cap, whatever the order.
-    const answers = await Promise.all(Array.from({ length: perUser + 4 }, (_, i) => admin.post(`/users/${userId}/api-keys`, { name: `k${i}` })));
+    const answers = await Promise.all(
+      Array.from({ length: perUser + 4 }, (_, i) => admin.post(`/users/${userId}/api-keys`, { name: `k${i}` })),
+    );
     expect(answers.filter((a) => a.status === 201).length).toBeLessThanOrEqual(perUser);
     for (const refused of answers.filter((a) => a.status !== 201)) expect(refused.status).toBe(429);
     // Fill up to the cap one by one (concurrent refusals may have left room).
-    while ((await userKeys()).pagination.total_count < perUser) expect((await admin.post(`/users/${userId}/api-keys`, { name: "fill" })).status).toBe(201);
+    while ((await userKeys()).pagination.total_count < perUser)
+      expect((await admin.post(`/users/${userId}/api-keys`, { name: "fill" })).status).toBe(201);
     const over = await admin.post(`/users/${userId}/api-keys`, { name: "one too many" });
     const error = expectError(over, 429, "RateLimited");
     expect(over.headers.get("retry-after")).toBe("60");
@@ -49,7 +54,9 @@ describe.each(storeKinds("API key caps over HTTP"))("API key caps over HTTP (%s 
       expect((await admin.post(`/organizations/${orgId}/api-keys`, { name: "org" })).status).toBe(201);
     }
     const over = await admin.post(`/organizations/${orgId}/api-keys`, { name: "one too many" });
-    expect(expectError(over, 429, "RateLimited").errors[0]!.message).toMatch(/organization may have at most 6 API keys/);
+    expect(expectError(over, 429, "RateLimited").errors[0]!.message).toMatch(
+      /organization may have at most 6 API keys/,
+    );
     expect((await orgKeys()).pagination.total_count + (await userKeys()).pagination.total_count).toBe(perOrganization);
   });
 });

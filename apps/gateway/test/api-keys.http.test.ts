@@ -1,12 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { laterThan } from "@loom/testing/clock";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema, userSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
-
 
 describe.each(storeKinds("users and API keys over HTTP"))("users and API keys over HTTP (%s store)", (store) => {
   let stack: TestStack;
@@ -24,7 +23,10 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
     const users = await admin.get("/users");
     adminUserId = users.body.users[0].user_id;
     orgId = users.body.users[0].organizations[0];
-    stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: "stranger", email: "stranger@example.com", name: "Stranger" }));
+    stranger = apiClient(
+      stack.gatewayUrl,
+      await signAccessToken({ sub: "stranger", email: "stranger@example.com", name: "Stranger" }),
+    );
     const strangerUsers = await stranger.get("/users");
     strangerUserId = strangerUsers.body.users[0].user_id;
     strangerOrgId = strangerUsers.body.users[0].organizations[0];
@@ -130,7 +132,10 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
         for (const path of [`/users/${adminUserId}/api-keys`, `/organizations/${orgId}/api-keys`]) {
           const res = await admin.post(path, { name: name(length) });
           if (ok) expect(res.status).toBe(201);
-          else expect(expectError(res, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: expect.any(String) }]);
+          else
+            expect(expectError(res, 400, "ValidationError").errors).toEqual([
+              { path: "body.name", message: expect.any(String) },
+            ]);
         }
       });
 
@@ -145,16 +150,25 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
 
     it("counts characters, not UTF-16 units: 200 emoji fit, 201 do not", async () => {
       expect((await admin.post(`/users/${adminUserId}/api-keys`, { name: "😀".repeat(200) })).status).toBe(201);
-      expectError(await admin.post(`/users/${adminUserId}/api-keys`, { name: "😀".repeat(201) }), 400, "ValidationError");
+      expectError(
+        await admin.post(`/users/${adminUserId}/api-keys`, { name: "😀".repeat(201) }),
+        400,
+        "ValidationError",
+      );
     });
   });
 
   describe("bad input is a clear error and writes nothing", () => {
-    const countUserKeys = async () => (await admin.get(`/users/${adminUserId}/api-keys`)).body.pagination.total_count as number;
+    const countUserKeys = async () =>
+      (await admin.get(`/users/${adminUserId}/api-keys`)).body.pagination.total_count as number;
 
     it("rejects malformed JSON", async () => {
       const before = await countUserKeys();
-      const body = expectError(await admin.post(`/users/${adminUserId}/api-keys`, '{"name": "x"'), 400, "ValidationError");
+      const body = expectError(
+        await admin.post(`/users/${adminUserId}/api-keys`, '{"name": "x"'),
+        400,
+        "ValidationError",
+      );
       expect(body.errors).toEqual([{ path: "body", message: "malformed JSON" }]);
       expect(await countUserKeys()).toBe(before);
     });
@@ -176,7 +190,7 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
         expect(body.errors[0]?.path).toBe("body.name");
       }
       expectError(await admin.post(`/users/${adminUserId}/api-keys`, [1, 2]), 400, "ValidationError");
-      expectError(await admin.post(`/users/${adminUserId}/api-keys`, "\"just a string\""), 400, "ValidationError");
+      expectError(await admin.post(`/users/${adminUserId}/api-keys`, '"just a string"'), 400, "ValidationError");
       expect(await countUserKeys()).toBe(before);
     });
 
@@ -202,7 +216,11 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
 
     it("rejects a body over 1 MiB with 413 and writes nothing", async () => {
       const before = await countUserKeys();
-      expectError(await admin.post(`/users/${adminUserId}/api-keys`, { name: "x", pad: "x".repeat(1024 * 1024) }), 413, "PayloadTooLarge");
+      expectError(
+        await admin.post(`/users/${adminUserId}/api-keys`, { name: "x", pad: "x".repeat(1024 * 1024) }),
+        413,
+        "PayloadTooLarge",
+      );
       expect(await countUserKeys()).toBe(before);
     });
   });
@@ -213,7 +231,11 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
       expectError(await admin.as("garbage").get("/users"), 401, "Unauthorized");
       expectError(await admin.as("loom_" + "A".repeat(43)).get("/users"), 401, "Unauthorized");
       expectError(await admin.as("a.b.c").get("/users"), 401, "Unauthorized");
-      expectError(await apiClient(stack.gatewayUrl).get("/users", { authorization: `Basic ${stack.bootstrapKey}` }), 401, "Unauthorized");
+      expectError(
+        await apiClient(stack.gatewayUrl).get("/users", { authorization: `Basic ${stack.bootstrapKey}` }),
+        401,
+        "Unauthorized",
+      );
     });
 
     it("401 for an expired access token, or one signed with another secret", async () => {
@@ -225,9 +247,13 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
 
     it("401 for an access token without an expiry, or one that expires further ahead than ACCESS_TOKEN_MAX_LIFETIME_SECONDS (a day)", async () => {
       const forever = await signAccessToken({ sub: "forever" }, { expiresIn: null });
-      expect(expectError(await admin.as(forever).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(/no expiry/);
+      expect(expectError(await admin.as(forever).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(
+        /no expiry/,
+      );
       const tooLong = await signAccessToken({ sub: "for-a-year" }, { expiresIn: "365d" });
-      expect(expectError(await admin.as(tooLong).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(/at most 86400 s ahead/);
+      expect(expectError(await admin.as(tooLong).get("/users"), 401, "Unauthorized").errors[0]!.message).toMatch(
+        /at most 86400 s ahead/,
+      );
       const withinADay = await signAccessToken({ sub: "for-a-day" }, { expiresIn: "23h" });
       expect((await admin.as(withinADay).get("/users")).status).toBe(200);
     });
@@ -284,17 +310,39 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
     beforeAll(async () => {
       owner = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `pager-${store}`, email: "pager@example.com" }));
       ownerId = (await owner.get("/users")).body.users[0].user_id;
-      for (let i = 0; i < 5; i++) created.push((await owner.post(`/users/${ownerId}/api-keys`, { name: `k${i}` })).body.api_key_id);
+      for (let i = 0; i < 5; i++)
+        created.push((await owner.post(`/users/${ownerId}/api-keys`, { name: `k${i}` })).body.api_key_id);
     });
 
     it("pages newest first, stably, with next and previous pages", async () => {
       const first = await owner.get(`/users/${ownerId}/api-keys?page_size=2`);
-      expect(apiKeyListSchema.parse(first.body).pagination).toEqual({ page_number: 1, page_size: 2, total_count: 5, total_pages: 3, next_page: 2 });
+      expect(apiKeyListSchema.parse(first.body).pagination).toEqual({
+        page_number: 1,
+        page_size: 2,
+        total_count: 5,
+        total_pages: 3,
+        next_page: 2,
+      });
       const second = await owner.get(`/users/${ownerId}/api-keys?page=2&page_size=2`);
-      expect(second.body.pagination).toEqual({ page_number: 2, page_size: 2, total_count: 5, total_pages: 3, next_page: 3, previous_page: 1 });
+      expect(second.body.pagination).toEqual({
+        page_number: 2,
+        page_size: 2,
+        total_count: 5,
+        total_pages: 3,
+        next_page: 3,
+        previous_page: 1,
+      });
       const third = await owner.get(`/users/${ownerId}/api-keys?page=3&page_size=2`);
-      expect(third.body.pagination).toEqual({ page_number: 3, page_size: 2, total_count: 5, total_pages: 3, previous_page: 2 });
-      const ids = [...first.body.api_keys, ...second.body.api_keys, ...third.body.api_keys].map((k: { api_key_id: string }) => k.api_key_id);
+      expect(third.body.pagination).toEqual({
+        page_number: 3,
+        page_size: 2,
+        total_count: 5,
+        total_pages: 3,
+        previous_page: 2,
+      });
+      const ids = [...first.body.api_keys, ...second.body.api_keys, ...third.body.api_keys].map(
+        (k: { api_key_id: string }) => k.api_key_id,
+      );
       expect(ids).toEqual([...created].reverse());
     });
 
@@ -329,15 +377,24 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
     });
 
     it("an empty list has zero pages", async () => {
-      const res = await owner.get(`/organizations/${(await owner.get("/users")).body.users[0].organizations[0]}/api-keys`);
-      expect(res.body).toEqual({ api_keys: [], pagination: { page_number: 1, page_size: 20, total_count: 0, total_pages: 0 } });
+      const res = await owner.get(
+        `/organizations/${(await owner.get("/users")).body.users[0].organizations[0]}/api-keys`,
+      );
+      expect(res.body).toEqual({
+        api_keys: [],
+        pagination: { page_number: 1, page_size: 20, total_count: 0, total_pages: 0 },
+      });
     });
   });
 
   describe("HTTP conventions", () => {
     it("echoes a sane X-Request-Id and replaces an insane one", async () => {
-      expect((await admin.get("/users", { "x-request-id": "trace-123" })).headers.get("x-request-id")).toBe("trace-123");
-      const replaced = (await admin.get("/users", { "x-request-id": "bad id with spaces" })).headers.get("x-request-id");
+      expect((await admin.get("/users", { "x-request-id": "trace-123" })).headers.get("x-request-id")).toBe(
+        "trace-123",
+      );
+      const replaced = (await admin.get("/users", { "x-request-id": "bad id with spaces" })).headers.get(
+        "x-request-id",
+      );
       expect(replaced).toMatch(/^[0-9a-f-]{36}$/);
     });
 

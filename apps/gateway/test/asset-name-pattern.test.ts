@@ -1,13 +1,13 @@
-import { describe, expect, it } from "vitest";
-import { charLength } from "@loom/contracts/text";
-import { assetNamePatternSource } from "@loom/contracts/text";
+import { assetNamePatternSource, charLength } from "@loom/contracts/text";
 import { assetNameProblem } from "@loom/storage/asset-names";
+import { describe, expect, it } from "vitest";
 
 /** Every string of up to `length` characters over `alphabet`. */
 function* strings(alphabet: string[], length: number): Generator<string> {
   yield "";
   if (length === 0) return;
-  for (const shorter of strings(alphabet, length - 1)) if (charLength(shorter) === length - 1) for (const c of alphabet) yield shorter + c;
+  for (const shorter of strings(alphabet, length - 1))
+    if (charLength(shorter) === length - 1) for (const c of alphabet) yield shorter + c;
 }
 
 describe("the asset name pattern of /openapi.json", () => {
@@ -22,7 +22,18 @@ describe("the asset name pattern of /openapi.json", () => {
       checked++;
     }
     expect(checked).toBeGreaterThan(30_000);
-    for (const name of ["x".repeat(256), "x".repeat(257), "😀".repeat(256), `a/${".".repeat(254)}`, "dir/../x", "dir/..", "../x", "a/./b", "a//b", "a/"]) {
+    for (const name of [
+      "x".repeat(256),
+      "x".repeat(257),
+      "😀".repeat(256),
+      `a/${".".repeat(254)}`,
+      "dir/../x",
+      "dir/..",
+      "../x",
+      "a/./b",
+      "a//b",
+      "a/",
+    ]) {
       expect(documented(name), name).toBe(assetNameProblem(name) === undefined);
     }
   });

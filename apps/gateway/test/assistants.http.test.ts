@@ -1,14 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { laterThan } from "@loom/testing/clock";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assistantListSchema, assistantSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
-
 
 describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s store)", (store) => {
   let stack: TestStack;
@@ -27,15 +26,34 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
   });
   afterAll(() => stack?.close());
 
-  const countAssistants = async (client = admin) => (await client.get("/assistants")).body.pagination.total_count as number;
+  const countAssistants = async (client = admin) =>
+    (await client.get("/assistants")).body.pagination.total_count as number;
 
   describe("CreateAssistant", () => {
     it("creates with every field, answering 201 in the public shape", async () => {
-      const ids = { knowledge_base_ids: [uuid()], retriever_ids: [uuid()], ruleset_ids: [uuid(), uuid()], structure_ids: [], tool_ids: [uuid()] };
-      const res = await admin.post("/assistants", { name: "Helper", description: "Helps", input: "Say {{ args[0] }}", ...ids });
+      const ids = {
+        knowledge_base_ids: [uuid()],
+        retriever_ids: [uuid()],
+        ruleset_ids: [uuid(), uuid()],
+        structure_ids: [],
+        tool_ids: [uuid()],
+      };
+      const res = await admin.post("/assistants", {
+        name: "Helper",
+        description: "Helps",
+        input: "Say {{ args[0] }}",
+        ...ids,
+      });
       expect(res.status).toBe(201);
       const a = assistantSchema.parse(res.body);
-      expect(a).toMatchObject({ name: "Helper", description: "Helps", input: "Say {{ args[0] }}", organization_id: orgId, created_by: adminUserId, ...ids });
+      expect(a).toMatchObject({
+        name: "Helper",
+        description: "Helps",
+        input: "Say {{ args[0] }}",
+        organization_id: orgId,
+        created_by: adminUserId,
+        ...ids,
+      });
       expect(a.created_at).toBe(a.updated_at);
     });
 
@@ -43,7 +61,14 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
       const res = await admin.post("/api/assistants", { name: "Minimal", input: null, tool_ids: null });
       expect(res.status).toBe(201);
       const a = assistantSchema.parse(res.body);
-      expect(a).toMatchObject({ description: "", knowledge_base_ids: [], retriever_ids: [], ruleset_ids: [], structure_ids: [], tool_ids: [] });
+      expect(a).toMatchObject({
+        description: "",
+        knowledge_base_ids: [],
+        retriever_ids: [],
+        ruleset_ids: [],
+        structure_ids: [],
+        tool_ids: [],
+      });
       expect(a).not.toHaveProperty("input");
     });
 
@@ -53,7 +78,10 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
       expect(res.body.tool_ids).toEqual([id]);
     });
 
-    for (const [field, max] of [["name", 200], ["description", 200]] as const) {
+    for (const [field, max] of [
+      ["name", 200],
+      ["description", 200],
+    ] as const) {
       it.each([
         [0, false],
         [1, true],
@@ -65,7 +93,9 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
         const res = await admin.post("/assistants", body);
         if (ok) expect(res.status).toBe(201);
         else {
-          expect(expectError(res, 400, "ValidationError").errors).toEqual([{ path: `body.${field}`, message: expect.any(String) }]);
+          expect(expectError(res, 400, "ValidationError").errors).toEqual([
+            { path: `body.${field}`, message: expect.any(String) },
+          ]);
           expect(await countAssistants()).toBe(before);
         }
       });
@@ -78,10 +108,19 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
         400,
         "ValidationError",
       );
-      expect(body.errors.map((e) => e.path).sort()).toEqual(["body.input", "body.name", "body.ruleset_ids", "body.tool_ids[0]"]);
+      expect(body.errors.map((e) => e.path).sort()).toEqual([
+        "body.input",
+        "body.name",
+        "body.ruleset_ids",
+        "body.tool_ids[0]",
+      ]);
       expectError(await admin.post("/assistants", "{bad json"), 400, "ValidationError");
       expectError(await admin.post("/assistants"), 400, "ValidationError");
-      expectError(await admin.post("/assistants", { name: "x", tool_ids: Array.from({ length: 101 }, uuid) }), 400, "ValidationError");
+      expectError(
+        await admin.post("/assistants", { name: "x", tool_ids: Array.from({ length: 101 }, uuid) }),
+        400,
+        "ValidationError",
+      );
       expect(await countAssistants()).toBe(before);
     });
   });
@@ -89,7 +128,15 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
   describe("Get, Update, Delete", () => {
     let assistantId: string;
     beforeAll(async () => {
-      assistantId = (await admin.post("/assistants", { name: "Editable", description: "d", input: "in", tool_ids: [uuid()], retriever_ids: [uuid()] })).body.assistant_id;
+      assistantId = (
+        await admin.post("/assistants", {
+          name: "Editable",
+          description: "d",
+          input: "in",
+          tool_ids: [uuid()],
+          retriever_ids: [uuid()],
+        })
+      ).body.assistant_id;
     });
 
     it("gets one assistant", async () => {
@@ -101,9 +148,20 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
     it("updates only the fields sent; an empty list replaces; retriever_ids is ignored", async () => {
       const before = (await admin.get(`/assistants/${assistantId}`)).body;
       await laterThan(before.updated_at);
-      const res = await admin.patch(`/assistants/${assistantId}`, { name: "Edited", tool_ids: [], retriever_ids: [uuid()], description: null });
+      const res = await admin.patch(`/assistants/${assistantId}`, {
+        name: "Edited",
+        tool_ids: [],
+        retriever_ids: [uuid()],
+        description: null,
+      });
       expect(res.status).toBe(200);
-      expect(res.body).toMatchObject({ name: "Edited", description: "d", input: "in", tool_ids: [], retriever_ids: before.retriever_ids });
+      expect(res.body).toMatchObject({
+        name: "Edited",
+        description: "d",
+        input: "in",
+        tool_ids: [],
+        retriever_ids: before.retriever_ids,
+      });
       expect(Date.parse(res.body.updated_at)).toBeGreaterThan(Date.parse(before.updated_at));
       expect((await admin.get(`/assistants/${assistantId}`)).body).toEqual(res.body);
     });
@@ -116,8 +174,16 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
 
     it("a rejected update changes nothing", async () => {
       const before = (await admin.get(`/assistants/${assistantId}`)).body;
-      expectError(await admin.patch(`/assistants/${assistantId}`, { name: "", tool_ids: [uuid()] }), 400, "ValidationError");
-      expectError(await admin.patch(`/assistants/${assistantId}`, { name: "ok", description: "x".repeat(201) }), 400, "ValidationError");
+      expectError(
+        await admin.patch(`/assistants/${assistantId}`, { name: "", tool_ids: [uuid()] }),
+        400,
+        "ValidationError",
+      );
+      expectError(
+        await admin.patch(`/assistants/${assistantId}`, { name: "ok", description: "x".repeat(201) }),
+        400,
+        "ValidationError",
+      );
       expect((await admin.get(`/assistants/${assistantId}`)).body).toEqual(before);
     });
 
@@ -132,7 +198,9 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
     it("404 for an unknown id, 400 for a malformed one", async () => {
       expectError(await admin.get(`/assistants/${uuid()}`), 404, "NotFound");
       expectError(await admin.patch(`/assistants/${uuid()}`, { name: "x" }), 404, "NotFound");
-      expect(expectError(await admin.get("/assistants/123"), 400, "ValidationError").errors[0]?.path).toBe("path.assistant_id");
+      expect(expectError(await admin.get("/assistants/123"), 400, "ValidationError").errors[0]?.path).toBe(
+        "path.assistant_id",
+      );
     });
 
     it("deletes: 204, then 404", async () => {
@@ -155,10 +223,24 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
 
     it("pages newest first with next and previous pages", async () => {
       const first = await lister.get("/assistants?page_size=2");
-      expect(assistantListSchema.parse(first.body).pagination).toEqual({ page_number: 1, page_size: 2, total_count: 3, total_pages: 2, next_page: 2 });
+      expect(assistantListSchema.parse(first.body).pagination).toEqual({
+        page_number: 1,
+        page_size: 2,
+        total_count: 3,
+        total_pages: 2,
+        next_page: 2,
+      });
       const second = await lister.get("/assistants?page=2&page_size=2");
-      expect(second.body.pagination).toEqual({ page_number: 2, page_size: 2, total_count: 3, total_pages: 2, previous_page: 1 });
-      expect([...first.body.assistants, ...second.body.assistants].map((a: { assistant_id: string }) => a.assistant_id)).toEqual([...made].reverse());
+      expect(second.body.pagination).toEqual({
+        page_number: 2,
+        page_size: 2,
+        total_count: 3,
+        total_pages: 2,
+        previous_page: 1,
+      });
+      expect(
+        [...first.body.assistants, ...second.body.assistants].map((a: { assistant_id: string }) => a.assistant_id),
+      ).toEqual([...made].reverse());
       expect((await lister.get("/assistants?page=3&page_size=2")).body.assistants).toEqual([]);
     });
 

@@ -1,10 +1,18 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
-import { answer, callTools, cutAfter, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { anthropicAnswer, anthropicError, anthropicToolUse } from "@loom/testing/fake-anthropic";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import {
+  answer,
+  callTools,
+  cutAfter,
+  type FakeOpenAI,
+  failWith,
+  hang,
+  startFakeOpenAI,
+} from "@loom/testing/fake-openai";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
 import { within } from "@loom/testing/within";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 
 /**
  * Key sets of griptape 1.13's serialization (griptape/common/prompt_stack,
@@ -23,7 +31,14 @@ const keys = {
 };
 const keysOf = (o: object) => Object.keys(o).sort();
 
-const textArtifact = (value: string) => ({ type: "TextArtifact", id: "a1", reference: null, meta: {}, name: "a1", value });
+const textArtifact = (value: string) => ({
+  type: "TextArtifact",
+  id: "a1",
+  reference: null,
+  meta: {},
+  name: "a1",
+  value,
+});
 const userText = (text: string) => ({
   type: "Message",
   role: "user",
@@ -36,7 +51,13 @@ const calculator = {
     {
       name: "calculate",
       description: "Calculates an expression",
-      json_schema: { type: "object", properties: { values: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] } }, required: ["values"] },
+      json_schema: {
+        type: "object",
+        properties: {
+          values: { type: "object", properties: { expression: { type: "string" } }, required: ["expression"] },
+        },
+        required: ["values"],
+      },
     },
   ],
 };
@@ -44,7 +65,13 @@ const body = (over: Record<string, unknown> = {}) => ({
   messages: [{ ...userText("You are terse."), role: "system" }, userText("Hi there")],
   tools: [],
   output_schema: null,
-  driver_configuration: { max_tokens: 50, temperature: 0.2, use_native_tools: true, structured_output_strategy: "native", extra_params: {} },
+  driver_configuration: {
+    max_tokens: 50,
+    temperature: 0.2,
+    use_native_tools: true,
+    structured_output_strategy: "native",
+    extra_params: {},
+  },
   ...over,
 });
 
@@ -113,54 +140,128 @@ describe("chat messages over HTTP", () => {
   });
 
   it("runs a whole agent loop: a tool call comes back as ActionCallMessageContent, its result goes back to the model", async () => {
-    fake.reply(callTools([{ id: "call_abc", name: "Calculator_calculate", arguments: { values: { expression: "6*7" } } }]));
+    fake.reply(
+      callTools([{ id: "call_abc", name: "Calculator_calculate", arguments: { values: { expression: "6*7" } } }]),
+    );
     const first = await admin.post("/chat/messages", body({ tools: [calculator] }));
     expect(first.status).toBe(201);
     expectGriptapeMessage(first.body);
     const toolsSent = fake.requests.at(-1)!.body.tools;
-    expect(toolsSent).toEqual([{ type: "function", function: { name: "Calculator_calculate", description: "Calculates an expression", parameters: calculator.activities[0]!.json_schema } }]);
+    expect(toolsSent).toEqual([
+      {
+        type: "function",
+        function: {
+          name: "Calculator_calculate",
+          description: "Calculates an expression",
+          parameters: calculator.activities[0]!.json_schema,
+        },
+      },
+    ]);
     const [callContent] = first.body.content;
     expect(callContent.type).toBe("ActionCallMessageContent");
     expect(callContent.artifact.type).toBe("ActionArtifact");
-    expect(callContent.artifact.value).toEqual({ type: "ToolAction", tag: "call_abc", name: "Calculator", path: "calculate", input: { values: { expression: "6*7" } } });
+    expect(callContent.artifact.value).toEqual({
+      type: "ToolAction",
+      tag: "call_abc",
+      name: "Calculator",
+      path: "calculate",
+      input: { values: { expression: "6*7" } },
+    });
 
     fake.reply(answer("It is 42."));
     const result = {
       type: "Message",
       role: "user",
-      content: [{ type: "ActionResultMessageContent", artifact: textArtifact("42"), action: callContent.artifact.value }],
+      content: [
+        { type: "ActionResultMessageContent", artifact: textArtifact("42"), action: callContent.artifact.value },
+      ],
       usage: { type: "Message.Usage", input_tokens: null, output_tokens: null },
     };
-    const second = await admin.post("/chat/messages", body({ tools: [calculator], messages: [...body().messages, first.body, result] }));
+    const second = await admin.post(
+      "/chat/messages",
+      body({ tools: [calculator], messages: [...body().messages, first.body, result] }),
+    );
     expect(second.status).toBe(201);
     expect(second.body.content[0].artifact.value).toBe("It is 42.");
     const sent = fake.requests.at(-1)!.body.messages;
-    expect(sent.at(-2)).toMatchObject({ role: "assistant", tool_calls: [{ id: "call_abc", type: "function", function: { name: "Calculator_calculate" } }] });
+    expect(sent.at(-2)).toMatchObject({
+      role: "assistant",
+      tool_calls: [{ id: "call_abc", type: "function", function: { name: "Calculator_calculate" } }],
+    });
     expect(JSON.parse(sent.at(-2).tool_calls[0].function.arguments)).toEqual({ values: { expression: "6*7" } });
     expect(sent.at(-1)).toEqual({ role: "tool", tool_call_id: "call_abc", content: "42" });
   });
 
   it("sends a JSON tool result as JSON, and loom:echo answers a tool result with its text", async () => {
     const action = { type: "ToolAction", tag: "call_j", name: "Calculator", path: "calculate", input: {} };
-    const call = { type: "Message", role: "assistant", content: [{ type: "ActionCallMessageContent", artifact: { type: "ActionArtifact", id: "c1", reference: null, meta: {}, name: "c1", value: action } }], usage: { type: "Message.Usage", input_tokens: 1, output_tokens: 1 } };
-    const result = { ...userText(""), content: [{ type: "ActionResultMessageContent", artifact: { type: "JsonArtifact", id: "j1", reference: null, meta: {}, name: "j1", value: { result: 42 } }, action }] };
-    const res = await admin.post("/chat/messages", body({ tools: [calculator], messages: [userText("6*7?"), call, result] }));
+    const call = {
+      type: "Message",
+      role: "assistant",
+      content: [
+        {
+          type: "ActionCallMessageContent",
+          artifact: { type: "ActionArtifact", id: "c1", reference: null, meta: {}, name: "c1", value: action },
+        },
+      ],
+      usage: { type: "Message.Usage", input_tokens: 1, output_tokens: 1 },
+    };
+    const result = {
+      ...userText(""),
+      content: [
+        {
+          type: "ActionResultMessageContent",
+          artifact: { type: "JsonArtifact", id: "j1", reference: null, meta: {}, name: "j1", value: { result: 42 } },
+          action,
+        },
+      ],
+    };
+    const res = await admin.post(
+      "/chat/messages",
+      body({ tools: [calculator], messages: [userText("6*7?"), call, result] }),
+    );
     expect(res.status, JSON.stringify(res.body)).toBe(201);
-    expect(fake.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: "tool", tool_call_id: "call_j", content: '{"result":42}' });
-    const echoed = await admin.post("/chat/messages", body({ tools: [calculator], messages: [userText("6*7?"), call, result], driver_configuration: { model: "loom:echo" } }));
+    expect(fake.requests.at(-1)!.body.messages.at(-1)).toEqual({
+      role: "tool",
+      tool_call_id: "call_j",
+      content: '{"result":42}',
+    });
+    const echoed = await admin.post(
+      "/chat/messages",
+      body({
+        tools: [calculator],
+        messages: [userText("6*7?"), call, result],
+        driver_configuration: { model: "loom:echo" },
+      }),
+    );
     expect(echoed.body.content[0].artifact.value).toBe('Echo: {"result":42}');
   });
 
   it("sends no tools with use_native_tools false (griptape then prompts for them)", async () => {
-    const res = await admin.post("/chat/messages", body({ tools: [calculator], driver_configuration: { use_native_tools: false } }));
+    const res = await admin.post(
+      "/chat/messages",
+      body({ tools: [calculator], driver_configuration: { use_native_tools: false } }),
+    );
     expect(res.status).toBe(201);
     expect(fake.requests.at(-1)!.body.tools).toBeUndefined();
   });
 
   it("sends images as base64 image parts", async () => {
     const png = Buffer.from("fake png bytes").toString("base64");
-    const image = { type: "ImageArtifact", id: "i1", reference: null, meta: {}, name: "i1.png", value: png, format: "png", width: 1, height: 1 };
-    const message = { ...userText("What is this?"), content: [{ type: "ImageMessageContent", artifact: image }, userText("What is this?").content[0]] };
+    const image = {
+      type: "ImageArtifact",
+      id: "i1",
+      reference: null,
+      meta: {},
+      name: "i1.png",
+      value: png,
+      format: "png",
+      width: 1,
+      height: 1,
+    };
+    const message = {
+      ...userText("What is this?"),
+      content: [{ type: "ImageMessageContent", artifact: image }, userText("What is this?").content[0]],
+    };
     const res = await admin.post("/chat/messages", body({ messages: [message] }));
     expect(res.status).toBe(201);
     const [part] = fake.requests.at(-1)!.body.messages[0].content;
@@ -169,7 +270,12 @@ describe("chat messages over HTTP", () => {
   });
 
   it("structured output: native sends the schema as response_format, tool forces the schema's tool", async () => {
-    const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"], additionalProperties: false };
+    const schema = {
+      type: "object",
+      properties: { answer: { type: "string" } },
+      required: ["answer"],
+      additionalProperties: false,
+    };
     fake.reply(answer('{"answer":"yes"}'));
     const native = await admin.post("/chat/messages", body({ output_schema: schema }));
     expect(native.status).toBe(201);
@@ -180,13 +286,34 @@ describe("chat messages over HTTP", () => {
     const invalid = await admin.post("/chat/messages", body({ output_schema: schema }));
     expect(invalid.status).toBe(503);
 
-    fake.reply(callTools([{ id: "call_so", name: "StructuredOutputTool_provide_output", arguments: { answer: "yes" } }]));
-    const viaTool = await admin.post("/chat/messages", body({ output_schema: schema, driver_configuration: { ...body().driver_configuration, structured_output_strategy: "tool" } }));
+    fake.reply(
+      callTools([{ id: "call_so", name: "StructuredOutputTool_provide_output", arguments: { answer: "yes" } }]),
+    );
+    const viaTool = await admin.post(
+      "/chat/messages",
+      body({
+        output_schema: schema,
+        driver_configuration: { ...body().driver_configuration, structured_output_strategy: "tool" },
+      }),
+    );
     expect(viaTool.status).toBe(201);
-    expect(fake.requests.at(-1)!.body.tool_choice).toEqual({ type: "function", function: { name: "StructuredOutputTool_provide_output" } });
-    expect(viaTool.body.content[0].artifact.value).toMatchObject({ name: "StructuredOutputTool", path: "provide_output", input: { answer: "yes" } });
+    expect(fake.requests.at(-1)!.body.tool_choice).toEqual({
+      type: "function",
+      function: { name: "StructuredOutputTool_provide_output" },
+    });
+    expect(viaTool.body.content[0].artifact.value).toMatchObject({
+      name: "StructuredOutputTool",
+      path: "provide_output",
+      input: { answer: "yes" },
+    });
 
-    const rule = await admin.post("/chat/messages", body({ output_schema: schema, driver_configuration: { ...body().driver_configuration, structured_output_strategy: "rule" } }));
+    const rule = await admin.post(
+      "/chat/messages",
+      body({
+        output_schema: schema,
+        driver_configuration: { ...body().driver_configuration, structured_output_strategy: "rule" },
+      }),
+    );
     expect(rule.status).toBe(201);
     expect(fake.requests.at(-1)!.body.response_format).toBeUndefined();
   });
@@ -194,19 +321,43 @@ describe("chat messages over HTTP", () => {
   it("refuses bad input with 400 and paths, and accepts null for optional fields", async () => {
     const missing = await admin.post("/chat/messages", {});
     expect(missing.status).toBe(400);
-    expect(missing.body.errors.map((e: { path: string }) => e.path).sort()).toEqual(["body.driver_configuration", "body.messages", "body.tools"]);
+    expect(missing.body.errors.map((e: { path: string }) => e.path).sort()).toEqual([
+      "body.driver_configuration",
+      "body.messages",
+      "body.tools",
+    ]);
     const badRole = await admin.post("/chat/messages", body({ messages: [{ ...userText("hi"), role: "wizard" }] }));
     expect(badRole.status).toBe(400);
     expect(badRole.body.errors[0].path).toBe("body.messages[0].role");
-    const unknownModel = await admin.post("/chat/messages", body({ driver_configuration: { model: "openai-compatible:other" } }));
+    const unknownModel = await admin.post(
+      "/chat/messages",
+      body({ driver_configuration: { model: "openai-compatible:other" } }),
+    );
     expect(unknownModel.status).toBe(400);
     expect(unknownModel.body.errors[0]).toMatchObject({ path: "body.driver_configuration.model" });
-    expect(unknownModel.body.errors[0].message).toContain("openai-compatible:fake-model, loom:echo, anthropic:claude-haiku-4-5");
-    const extra = await admin.post("/chat/messages", body({ driver_configuration: { extra_params: { logit_bias: {} } } }));
+    expect(unknownModel.body.errors[0].message).toContain(
+      "openai-compatible:fake-model, loom:echo, anthropic:claude-haiku-4-5",
+    );
+    const extra = await admin.post(
+      "/chat/messages",
+      body({ driver_configuration: { extra_params: { logit_bias: {} } } }),
+    );
     expect(extra.status).toBe(400);
     expect(extra.body.errors[0].path).toBe("body.driver_configuration.extra_params.logit_bias");
     const requests = fake.requests.length;
-    const nulls = await admin.post("/chat/messages", body({ driver_configuration: { model: null, max_tokens: null, temperature: null, use_native_tools: null, structured_output_strategy: null, extra_params: null } }));
+    const nulls = await admin.post(
+      "/chat/messages",
+      body({
+        driver_configuration: {
+          model: null,
+          max_tokens: null,
+          temperature: null,
+          use_native_tools: null,
+          structured_output_strategy: null,
+          extra_params: null,
+        },
+      }),
+    );
     expect(nulls.status).toBe(201);
     expect(fake.requests.length).toBe(requests + 1);
   });
@@ -220,7 +371,10 @@ describe("chat messages over HTTP", () => {
   });
 
   it("passes allowed extra_params to the provider", async () => {
-    const res = await admin.post("/chat/messages", body({ driver_configuration: { extra_params: { top_p: 0.5, seed: 7, stop: ["END"] } } }));
+    const res = await admin.post(
+      "/chat/messages",
+      body({ driver_configuration: { extra_params: { top_p: 0.5, seed: 7, stop: ["END"] } } }),
+    );
     expect(res.status).toBe(201);
     expect(fake.requests.at(-1)!.body).toMatchObject({ top_p: 0.5, seed: 7, stop: ["END"] });
   });
@@ -250,9 +404,21 @@ describe("chat messages over HTTP", () => {
     const text = await admin.post("/chat/messages", body({ driver_configuration: echo }));
     expect(text.status).toBe(201);
     expect(text.body.content[0].artifact.value).toBe("Echo: Hi there");
-    const call = await admin.post("/chat/messages", body({ driver_configuration: echo, tools: [calculator], messages: [userText('call Calculator_calculate {"values":{"expression":"1+1"}}')] }));
+    const call = await admin.post(
+      "/chat/messages",
+      body({
+        driver_configuration: echo,
+        tools: [calculator],
+        messages: [userText('call Calculator_calculate {"values":{"expression":"1+1"}}')],
+      }),
+    );
     expectGriptapeMessage(call.body);
-    expect(call.body.content[0].artifact.value).toMatchObject({ type: "ToolAction", name: "Calculator", path: "calculate", input: { values: { expression: "1+1" } } });
+    expect(call.body.content[0].artifact.value).toMatchObject({
+      type: "ToolAction",
+      name: "Calculator",
+      path: "calculate",
+      input: { values: { expression: "1+1" } },
+    });
     expect(fake.requests.length).toBe(requests);
   });
 
@@ -278,12 +444,19 @@ describe("chat messages over HTTP", () => {
       for (const d of deltas) expect(keysOf(d.content)).toEqual(keys.textDelta);
       expect(deltas.map((d) => d.content.text).join("")).toBe("Hello there, world!");
       expect(deltas.every((d) => d.content.index === 0)).toBe(true);
-      expect(frames.at(-1)).toEqual({ type: "DeltaMessage", role: "assistant", content: null, usage: { type: "Message.Usage", input_tokens: 11, output_tokens: 7 } });
+      expect(frames.at(-1)).toEqual({
+        type: "DeltaMessage",
+        role: "assistant",
+        content: null,
+        usage: { type: "Message.Usage", input_tokens: 11, output_tokens: 7 },
+      });
       expect(frames.filter((f) => f.content === null)).toHaveLength(1);
     });
 
     it("streams tool calls as ActionCallDeltaMessageContent that griptape reassembles", async () => {
-      fake.reply(callTools([{ id: "call_s1", name: "Calculator_calculate", arguments: { values: { expression: "2+2" } } }]));
+      fake.reply(
+        callTools([{ id: "call_s1", name: "Calculator_calculate", arguments: { values: { expression: "2+2" } } }]),
+      );
       const sse = await openSse(url(), auth, body({ tools: [calculator] }));
       await sse.ended;
       const frames = sse.events.map((e) => JSON.parse(e.data));
@@ -314,7 +487,12 @@ describe("chat messages over HTTP", () => {
       type CallDelta = { index: number; tag?: string; partial_input?: string };
       const byIndex = Map.groupBy(calls as CallDelta[], (d) => d.index);
       expect([...byIndex.keys()].sort()).toEqual([1, 2]);
-      expect([...byIndex.values()].map((group) => [group[0]!.tag, JSON.parse(group.map((d) => d.partial_input ?? "").join(""))])).toEqual([
+      expect(
+        [...byIndex.values()].map((group) => [
+          group[0]!.tag,
+          JSON.parse(group.map((d) => d.partial_input ?? "").join("")),
+        ]),
+      ).toEqual([
         ["call_t1", { values: { expression: "1+1" } }],
         ["call_t2", { values: { expression: "2+2" } }],
       ]);
@@ -323,9 +501,15 @@ describe("chat messages over HTTP", () => {
       const plain = await admin.post("/chat/messages", body({ tools: [calculator] }));
       expect(plain.status).toBe(201);
       expectGriptapeMessage(plain.body);
-      expect(plain.body.content.map((c: { type: string }) => c.type)).toEqual(["TextMessageContent", "ActionCallMessageContent", "ActionCallMessageContent"]);
+      expect(plain.body.content.map((c: { type: string }) => c.type)).toEqual([
+        "TextMessageContent",
+        "ActionCallMessageContent",
+        "ActionCallMessageContent",
+      ]);
       expect(plain.body.content[0].artifact.value).toBe("Let me compute.");
-      expect(plain.body.content.slice(1).map((c: { artifact: { value: { tag: string } } }) => c.artifact.value.tag)).toEqual(["call_t1", "call_t2"]);
+      expect(
+        plain.body.content.slice(1).map((c: { artifact: { value: { tag: string } } }) => c.artifact.value.tag),
+      ).toEqual(["call_t1", "call_t2"]);
     });
 
     it("answers an error before the first frame as plain JSON", async () => {
@@ -355,7 +539,13 @@ describe("chat messages over HTTP", () => {
       const request = await arrived;
       await sse.waitFor(1);
       sse.close();
-      expect(await within("the provider request aborted after the client hung up", 5_000, request.closedEarly.then(() => "aborted"))).toBe("aborted");
+      expect(
+        await within(
+          "the provider request aborted after the client hung up",
+          5_000,
+          request.closedEarly.then(() => "aborted"),
+        ),
+      ).toBe("aborted");
     });
 
     it("deleting the stream's API key ends it at once, saying so, and aborts the provider request", async () => {
@@ -377,13 +567,19 @@ describe("chat messages over HTTP", () => {
       await sse.ended;
       const frames = sse.events.map((e) => JSON.parse(e.data));
       expectDeltaFrames(frames);
-      expect(frames.slice(0, -1).map((f) => f.content.text).join("")).toBe("Echo: Hi there");
+      expect(
+        frames
+          .slice(0, -1)
+          .map((f) => f.content.text)
+          .join(""),
+      ).toBe("Echo: Hi there");
       expect(frames.at(-1).content).toBeNull();
     });
   });
 
   describe("the Anthropic protocol", () => {
-    const claude = (over: Record<string, unknown> = {}) => body({ driver_configuration: { ...body().driver_configuration, model: "anthropic:claude-haiku-4-5" }, ...over });
+    const claude = (over: Record<string, unknown> = {}) =>
+      body({ driver_configuration: { ...body().driver_configuration, model: "anthropic:claude-haiku-4-5" }, ...over });
 
     it("answers text with usage, system as the system prompt, settings passed", async () => {
       anthropic.reply(anthropicAnswer("Bonjour."));
@@ -400,20 +596,42 @@ describe("chat messages over HTTP", () => {
     });
 
     it("runs the agent loop: tool_use comes back as ActionCallMessageContent, the result goes back as tool_result", async () => {
-      anthropic.reply(anthropicToolUse([{ id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } }]));
+      anthropic.reply(
+        anthropicToolUse([{ id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } }]),
+      );
       const first = await admin.post("/chat/messages", claude({ tools: [calculator] }));
       expect(first.status, JSON.stringify(first.body)).toBe(201);
       expectGriptapeMessage(first.body);
-      expect(anthropic.requests.at(-1)!.body.tools[0]).toMatchObject({ name: "Calculator_calculate", description: "Calculates an expression" });
+      expect(anthropic.requests.at(-1)!.body.tools[0]).toMatchObject({
+        name: "Calculator_calculate",
+        description: "Calculates an expression",
+      });
       const action = first.body.content[0].artifact.value;
-      expect(action).toEqual({ type: "ToolAction", tag: "toolu_1", name: "Calculator", path: "calculate", input: { values: { expression: "6*7" } } });
+      expect(action).toEqual({
+        type: "ToolAction",
+        tag: "toolu_1",
+        name: "Calculator",
+        path: "calculate",
+        input: { values: { expression: "6*7" } },
+      });
       anthropic.reply(anthropicAnswer("42."));
-      const result = { ...userText("ignored"), content: [{ type: "ActionResultMessageContent", artifact: textArtifact("42"), action }] };
-      const second = await admin.post("/chat/messages", claude({ tools: [calculator], messages: [...claude().messages, first.body, result] }));
+      const result = {
+        ...userText("ignored"),
+        content: [{ type: "ActionResultMessageContent", artifact: textArtifact("42"), action }],
+      };
+      const second = await admin.post(
+        "/chat/messages",
+        claude({ tools: [calculator], messages: [...claude().messages, first.body, result] }),
+      );
       expect(second.status).toBe(201);
       expect(second.body.content[0].artifact.value).toBe("42.");
       const sent = anthropic.requests.at(-1)!.body.messages;
-      expect(sent.at(-2)).toMatchObject({ role: "assistant", content: [{ type: "tool_use", id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } }] });
+      expect(sent.at(-2)).toMatchObject({
+        role: "assistant",
+        content: [
+          { type: "tool_use", id: "toolu_1", name: "Calculator_calculate", input: { values: { expression: "6*7" } } },
+        ],
+      });
       expect(sent.at(-1)).toMatchObject({ role: "user", content: [{ type: "tool_result", tool_use_id: "toolu_1" }] });
       expect(JSON.stringify(sent.at(-1).content[0].content)).toContain("42");
     });
@@ -423,20 +641,40 @@ describe("chat messages over HTTP", () => {
       const text = await openSse(`${stack.gatewayUrl}/chat/messages/stream`, auth, claude());
       await text.ended;
       const frames = text.events.map((e) => JSON.parse(e.data));
-      expect(frames.slice(0, -1).map((f) => f.content.text).join("")).toBe("one two three");
-      expect(frames.at(-1)).toEqual({ type: "DeltaMessage", role: "assistant", content: null, usage: { type: "Message.Usage", input_tokens: 13, output_tokens: 5 } });
+      expect(
+        frames
+          .slice(0, -1)
+          .map((f) => f.content.text)
+          .join(""),
+      ).toBe("one two three");
+      expect(frames.at(-1)).toEqual({
+        type: "DeltaMessage",
+        role: "assistant",
+        content: null,
+        usage: { type: "Message.Usage", input_tokens: 13, output_tokens: 5 },
+      });
 
-      anthropic.reply(anthropicToolUse([{ id: "toolu_2", name: "Calculator_calculate", input: { values: { expression: "1+2" } } }]));
+      anthropic.reply(
+        anthropicToolUse([{ id: "toolu_2", name: "Calculator_calculate", input: { values: { expression: "1+2" } } }]),
+      );
       const call = await openSse(`${stack.gatewayUrl}/chat/messages/stream`, auth, claude({ tools: [calculator] }));
       await call.ended;
-      const deltas = call.events.map((e) => JSON.parse(e.data)).slice(0, -1).map((f) => f.content);
+      const deltas = call.events
+        .map((e) => JSON.parse(e.data))
+        .slice(0, -1)
+        .map((f) => f.content);
       for (const d of deltas) expect(keysOf(d)).toEqual(keys.actionCallDelta);
       expect(deltas[0]).toMatchObject({ tag: "toolu_2", name: "Calculator", path: "calculate" });
       expect(JSON.parse(deltas.map((d) => d.partial_input ?? "").join(""))).toEqual({ values: { expression: "1+2" } });
     });
 
     it("structured output: native and tool", async () => {
-      const schema = { type: "object", properties: { answer: { type: "string" } }, required: ["answer"], additionalProperties: false };
+      const schema = {
+        type: "object",
+        properties: { answer: { type: "string" } },
+        required: ["answer"],
+        additionalProperties: false,
+      };
       anthropic.reply(anthropicAnswer('{"answer":"oui"}'));
       const native = await admin.post("/chat/messages", claude({ output_schema: schema }));
       expect(native.status, JSON.stringify(native.body)).toBe(201);
@@ -448,14 +686,28 @@ describe("chat messages over HTTP", () => {
       anthropic.reply(anthropicAnswer('{"answer":42}'));
       expect((await admin.post("/chat/messages", claude({ output_schema: schema }))).status).toBe(503);
 
-      anthropic.reply(anthropicToolUse([{ id: "toolu_so", name: "StructuredOutputTool_provide_output", input: { answer: "oui" } }]));
-      const viaTool = await admin.post("/chat/messages", claude({ output_schema: schema, driver_configuration: { ...claude().driver_configuration, structured_output_strategy: "tool" } }));
+      anthropic.reply(
+        anthropicToolUse([{ id: "toolu_so", name: "StructuredOutputTool_provide_output", input: { answer: "oui" } }]),
+      );
+      const viaTool = await admin.post(
+        "/chat/messages",
+        claude({
+          output_schema: schema,
+          driver_configuration: { ...claude().driver_configuration, structured_output_strategy: "tool" },
+        }),
+      );
       expect(viaTool.status, JSON.stringify(viaTool.body)).toBe(201);
       expectGriptapeMessage(viaTool.body);
       const sent = anthropic.requests.at(-1)!.body;
       expect(sent.tool_choice).toMatchObject({ type: "tool", name: "StructuredOutputTool_provide_output" });
       expect(sent.tools.map((t: { name: string }) => t.name)).toContain("StructuredOutputTool_provide_output");
-      expect(viaTool.body.content[0].artifact.value).toEqual({ type: "ToolAction", tag: "toolu_so", name: "StructuredOutputTool", path: "provide_output", input: { answer: "oui" } });
+      expect(viaTool.body.content[0].artifact.value).toEqual({
+        type: "ToolAction",
+        tag: "toolu_so",
+        name: "StructuredOutputTool",
+        path: "provide_output",
+        input: { answer: "oui" },
+      });
     });
 
     it("answers the provider's rejection with 400", async () => {

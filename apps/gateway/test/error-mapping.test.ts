@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { listen, type RunningServer } from "@loom/server/rpc-server";
 import { createHttpServer } from "@loom/server/turn-batched-response";
 import { createLogger } from "@loom/telemetry/logger";
-import { listen, type RunningServer } from "@loom/server/rpc-server";
 import { apiClient } from "@loom/testing/http";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
-import { noBlobs } from "./no-blobs.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { expectError } from "./expect-error.ts";
+import { noBlobs } from "./no-blobs.ts";
 
 /** The gateway's one mapping table, driven by an identity double that fails on demand. */
 describe("RPC errors become the HTTP errors of docs/behaviour.md §2", () => {
@@ -18,14 +18,20 @@ describe("RPC errors become the HTTP errors of docs/behaviour.md §2", () => {
       router.service(IdentityService, {
         authenticate: async ({ credential }) => {
           const [kind, retryAfter] = credential.split("-");
-          if (kind === "wait") throw new ConnectError("queue full", Code.ResourceExhausted, { "retry-after": retryAfter! });
+          if (kind === "wait")
+            throw new ConnectError("queue full", Code.ResourceExhausted, { "retry-after": retryAfter! });
           if (kind === "raw") throw new Error("MongoServerError: E11000 at /srv/app/node_modules/mongodb/lib/x.js:1:2");
           const code = Code[kind as keyof typeof Code];
           throw new ConnectError(`failed with ${kind}`, code);
         },
       }),
     );
-    const { app } = buildApp({ clients: serviceClients(oneTransport(identity)), blobs: noBlobs, logger: createLogger("test", "silent"), readiness: async () => ({ ready: false }) });
+    const { app } = buildApp({
+      clients: serviceClients(oneTransport(identity)),
+      blobs: noBlobs,
+      logger: createLogger("test", "silent"),
+      readiness: async () => ({ ready: false }),
+    });
     gateway = await listen(createHttpServer(app.callback()), 0, "127.0.0.1");
   });
   afterAll(() => gateway?.close());
@@ -50,7 +56,8 @@ describe("RPC errors become the HTTP errors of docs/behaviour.md §2", () => {
   });
 
   it("uses the wait an error carries as Retry-After, and the table's default for none or nonsense", async () => {
-    const retryAfter = async (credential: string) => (await apiClient(gateway.url, credential).get("/users")).headers.get("retry-after");
+    const retryAfter = async (credential: string) =>
+      (await apiClient(gateway.url, credential).get("/users")).headers.get("retry-after");
     expect(await retryAfter("wait-7")).toBe("7");
     expect(await retryAfter("wait-soon")).toBe("1");
     expect(await retryAfter("ResourceExhausted-x")).toBe("1");

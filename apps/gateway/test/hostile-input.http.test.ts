@@ -1,10 +1,10 @@
 import { request } from "node:http";
 import { connect } from "node:net";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, type ApiClient } from "@loom/testing/http";
 import { maxJsonDepth } from "../src/validation.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** JSON nested `depth` levels: objects and arrays in turn around a number. */
 function nested(depth: number): unknown {
@@ -26,14 +26,16 @@ function nestedText(depth: number): string {
 
 /** A request by node:http, which (unlike fetch) may send any method, TRACE included. */
 function rawRequest(url: string, method: string, headers: Record<string, string>) {
-  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>((resolve, reject) => {
-    const req = request(url, { method, headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
-    });
-    req.on("error", reject).end();
-  });
+  return new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: string }>(
+    (resolve, reject) => {
+      const req = request(url, { method, headers }, (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, headers: res.headers, body }));
+      });
+      req.on("error", reject).end();
+    },
+  );
 }
 
 /**
@@ -58,11 +60,16 @@ describe("hostile input", () => {
       const runId = crypto.randomUUID();
       for (const depth of [maxJsonDepth + 1, 99, 100_000]) {
         const body = expectError(
-          await admin.post(`/structure-runs/${runId}/events`, `{"events":[{"type":"ok","timestamp":1,"payload":{}},{"type":"deep","timestamp":2,"payload":${nestedText(depth)}}]}`),
+          await admin.post(
+            `/structure-runs/${runId}/events`,
+            `{"events":[{"type":"ok","timestamp":1,"payload":{}},{"type":"deep","timestamp":2,"payload":${nestedText(depth)}}]}`,
+          ),
           400,
           "ValidationError",
         );
-        expect(body.errors).toEqual([{ path: "body.events[1].payload", message: `must be nested at most ${maxJsonDepth} levels deep` }]);
+        expect(body.errors).toEqual([
+          { path: "body.events[1].payload", message: `must be nested at most ${maxJsonDepth} levels deep` },
+        ]);
       }
       expectError(await admin.get(`/structure-runs/${runId}/events`), 404, "NotFound");
     });
@@ -70,7 +77,13 @@ describe("hostile input", () => {
     it(`stores and returns a payload nested exactly ${maxJsonDepth} levels`, async () => {
       expect(JSON.parse(nestedText(maxJsonDepth))).toEqual(nested(maxJsonDepth));
       const runId = crypto.randomUUID();
-      expect((await admin.post(`/structure-runs/${runId}/events`, [{ type: "deep", timestamp: 1, payload: nested(maxJsonDepth) }])).status).toBe(202);
+      expect(
+        (
+          await admin.post(`/structure-runs/${runId}/events`, [
+            { type: "deep", timestamp: 1, payload: nested(maxJsonDepth) },
+          ])
+        ).status,
+      ).toBe(202);
       const list = await admin.get(`/structure-runs/${runId}/events`);
       expect(list.body.events[0].payload).toEqual(nested(maxJsonDepth));
     });
@@ -90,7 +103,8 @@ describe("hostile input", () => {
       );
       const chunk = Buffer.alloc(64 * 1024, "a");
       socket.write(`${(chunk.length + 10).toString(16)}\r\n{"name":"x${chunk.toString()}\r\n`);
-      for (let i = 0; i < 24 && !socket.destroyed; i++) socket.write(`${chunk.length.toString(16)}\r\n${chunk.toString()}\r\n`);
+      for (let i = 0; i < 24 && !socket.destroyed; i++)
+        socket.write(`${chunk.length.toString(16)}\r\n${chunk.toString()}\r\n`);
       await closed; // before the fix the connection stayed open: this waited until the test timed out
       expect(received).toMatch(/^HTTP\/1\.1 413 /);
       expect(received.toLowerCase()).toContain("connection: close");
@@ -104,7 +118,11 @@ describe("hostile input", () => {
         headers: { authorization: `Bearer ${stack.bootstrapKey}`, "content-type": "application/json" },
         body: bytes,
       });
-      const body = expectError({ status: res.status, headers: res.headers, body: await res.json() }, 400, "ValidationError");
+      const body = expectError(
+        { status: res.status, headers: res.headers, body: await res.json() },
+        400,
+        "ValidationError",
+      );
       expect(body.errors).toEqual([{ path: "body", message: "must be UTF-8 text" }]);
       expect((await admin.get("/assistants")).body.assistants).toHaveLength(0);
     });
@@ -113,13 +131,21 @@ describe("hostile input", () => {
       // JSON allows the escape; the string it makes is not Unicode text, and stored as UTF-8 it would become U+FFFD.
       for (const name of ['"a\\ud800"', '"\\udfffb"', '"x\\uDE00\\uD83D"']) {
         const res = await admin.post("/assistants", `{"name":${name}}`);
-        expect(expectError(res, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: "must be Unicode text: holds a lone UTF-16 surrogate" }]);
+        expect(expectError(res, 400, "ValidationError").errors).toEqual([
+          { path: "body.name", message: "must be Unicode text: holds a lone UTF-16 surrogate" },
+        ]);
       }
       // In free-form JSON too, in a value or in a key, at its path.
       const runId = crypto.randomUUID();
-      const inValue = await admin.post(`/structure-runs/${runId}/events`, '[{"type":"Open","timestamp":1,"payload":{"tags":["ok","\\ud83d"]}}]');
+      const inValue = await admin.post(
+        `/structure-runs/${runId}/events`,
+        '[{"type":"Open","timestamp":1,"payload":{"tags":["ok","\\ud83d"]}}]',
+      );
       expect(expectError(inValue, 400, "ValidationError").errors[0]!.path).toBe("body[0].payload.tags[1]");
-      const inKey = await admin.post(`/structure-runs/${runId}/events`, '[{"type":"Open","timestamp":1,"payload":{"\\udc00":1}}]');
+      const inKey = await admin.post(
+        `/structure-runs/${runId}/events`,
+        '[{"type":"Open","timestamp":1,"payload":{"\\udc00":1}}]',
+      );
       expect(expectError(inKey, 400, "ValidationError").errors[0]!.path).toBe("body[0].payload");
       expect((await admin.get(`/structure-runs/${runId}/events`)).body.events ?? []).toHaveLength(0);
       expect((await admin.get("/assistants")).body.assistants).toHaveLength(0);
@@ -131,7 +157,9 @@ describe("hostile input", () => {
     });
 
     it("reads a JSON body whatever its Content-Type says (curl -d sends a form type)", async () => {
-      const res = await admin.post("/threads", '{"name":"from curl"}', { "content-type": "application/x-www-form-urlencoded" });
+      const res = await admin.post("/threads", '{"name":"from curl"}', {
+        "content-type": "application/x-www-form-urlencoded",
+      });
       expect(res.status).toBe(201);
       expect(res.body.name).toBe("from curl");
     });
@@ -167,20 +195,28 @@ describe("hostile input", () => {
   describe("methods", () => {
     it("answers a known path's other methods with 405 and Allow (RFC 9110), also methods the router does not know", async () => {
       for (const method of ["PUT", "DELETE", "TRACE", "QUERY"]) {
-        const res = await rawRequest(`${stack.gatewayUrl}/users`, method, { authorization: `Bearer ${stack.bootstrapKey}` });
+        const res = await rawRequest(`${stack.gatewayUrl}/users`, method, {
+          authorization: `Bearer ${stack.bootstrapKey}`,
+        });
         expect(res.status, method).toBe(405);
         expect(String(res.headers.allow).split(", ").sort()).toEqual(["GET", "HEAD"]);
         expect(JSON.parse(res.body).type).toBe("MethodNotAllowed");
       }
-      const keys = await rawRequest(`${stack.gatewayUrl}/users/${me}/api-keys`, "PATCH", { authorization: `Bearer ${stack.bootstrapKey}` });
+      const keys = await rawRequest(`${stack.gatewayUrl}/users/${me}/api-keys`, "PATCH", {
+        authorization: `Bearer ${stack.bootstrapKey}`,
+      });
       expect(String(keys.headers.allow).split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
     });
 
     it("answers OPTIONS on a known path with 204 and Allow; unknown paths stay 404", async () => {
-      const options = await rawRequest(`${stack.gatewayUrl}/assistants`, "OPTIONS", { authorization: `Bearer ${stack.bootstrapKey}` });
+      const options = await rawRequest(`${stack.gatewayUrl}/assistants`, "OPTIONS", {
+        authorization: `Bearer ${stack.bootstrapKey}`,
+      });
       expect(options.status).toBe(204);
       expect(String(options.headers.allow).split(", ").sort()).toEqual(["GET", "HEAD", "POST"]);
-      const unknown = await rawRequest(`${stack.gatewayUrl}/nowhere`, "TRACE", { authorization: `Bearer ${stack.bootstrapKey}` });
+      const unknown = await rawRequest(`${stack.gatewayUrl}/nowhere`, "TRACE", {
+        authorization: `Bearer ${stack.bootstrapKey}`,
+      });
       expect(unknown.status).toBe(404);
     });
   });
@@ -189,7 +225,8 @@ describe("hostile input", () => {
     it("gives Last-Event-ID the bounds of offset: a start in 0..2^53-1, 400 beyond", async () => {
       const runId = crypto.randomUUID();
       await admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 1 }]);
-      const stream = (headers: Record<string, string>, query = "") => admin.get(`/structure-runs/${runId}/events/stream${query}`, headers);
+      const stream = (headers: Record<string, string>, query = "") =>
+        admin.get(`/structure-runs/${runId}/events/stream${query}`, headers);
       const max = Number.MAX_SAFE_INTEGER;
       expectError(await stream({}, `?offset=${max + 1}`), 400, "ValidationError");
       for (const id of [String(max), "99999999999999999999", "1".repeat(400), "-1", "1e3"]) {
@@ -197,8 +234,14 @@ describe("hostile input", () => {
         expect(body.errors[0]?.path).toBe("header.Last-Event-ID");
       }
       // The largest start each way is accepted: an empty stream that ends after the log's terminal event.
-      for (const res of [await fetch(new URL(`/structure-runs/${runId}/events/stream?offset=${max}`, stack.gatewayUrl), { headers: { authorization: `Bearer ${stack.bootstrapKey}` } }),
-        await fetch(new URL(`/structure-runs/${runId}/events/stream`, stack.gatewayUrl), { headers: { authorization: `Bearer ${stack.bootstrapKey}`, "Last-Event-ID": String(max - 1) } })]) {
+      for (const res of [
+        await fetch(new URL(`/structure-runs/${runId}/events/stream?offset=${max}`, stack.gatewayUrl), {
+          headers: { authorization: `Bearer ${stack.bootstrapKey}` },
+        }),
+        await fetch(new URL(`/structure-runs/${runId}/events/stream`, stack.gatewayUrl), {
+          headers: { authorization: `Bearer ${stack.bootstrapKey}`, "Last-Event-ID": String(max - 1) },
+        }),
+      ]) {
         expect(res.status).toBe(200);
         expect(await res.text()).not.toContain("data:");
       }

@@ -1,5 +1,5 @@
-import { describe, expect, it } from "vitest";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import { describe, expect, it } from "vitest";
 import { isoTime } from "../src/json.ts";
 
 describe("isoTime", () => {

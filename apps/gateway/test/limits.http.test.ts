@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { metricsRegistry } from "@loom/telemetry/metrics";
-import { apiClient, type ApiResponse } from "@loom/testing/http";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiResponse, apiClient } from "@loom/testing/http";
 import { openSse, type SseConnection } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { errorBodySchema } from "../src/schemas.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** A credential of its own (a fresh user), so no test shares a counter with another. */
 const freshCredential = () => signAccessToken({ sub: `limits-${crypto.randomUUID()}` });
@@ -13,8 +13,14 @@ const rateHeaders = (res: ApiResponse) => [...res.headers.keys()].filter((name) 
 /** A series' value in this process's registry (the in-process gateway counts here), 0 while it has none. */
 async function sampleOf(name: string, labels: Record<string, string>): Promise<number> {
   const metric = metricsRegistry.getSingleMetric(name.replace(/_count$/, ""));
-  const values = (await metric!.get()).values as Array<{ metricName?: string; labels: Record<string, string | number>; value: number }>;
-  const found = values.find((v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));
+  const values = (await metric!.get()).values as Array<{
+    metricName?: string;
+    labels: Record<string, string | number>;
+    value: number;
+  }>;
+  const found = values.find(
+    (v) => (v.metricName ?? name) === name && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want),
+  );
   return found?.value ?? 0;
 }
 
@@ -42,7 +48,13 @@ describe("rate limits are off by default", () => {
 
 describe("rate limits per credential, when on", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 } })));
+  beforeAll(
+    async () =>
+      void (stack = await startStack("sqlite", {
+        memoryBus: true,
+        gateway: { RATE_LIMIT_REQUESTS: 5, RATE_LIMIT_WINDOW_SECONDS: 60 },
+      })),
+  );
   afterAll(() => stack?.close());
 
   it("every answer carries the draft-06 RateLimit headers, Remaining counting down", async () => {
@@ -63,7 +75,8 @@ describe("rate limits per credential, when on", () => {
     const credential = await freshCredential();
     const client = apiClient(stack.gatewayUrl, credential);
     const refusals = () => sampleOf("loom_rate_limit_refusals_total", { limit: "requests" });
-    const refusedListUsers = () => sampleOf("loom_http_request_duration_seconds_count", { operation: "ListUsers", status: "429" });
+    const refusedListUsers = () =>
+      sampleOf("loom_http_request_duration_seconds_count", { operation: "ListUsers", status: "429" });
     const [refusalsBefore, listUsersBefore] = [await refusals(), await refusedListUsers()];
     for (let i = 0; i < 5; i++) expect((await client.get("/users")).status).toBe(200);
     const over = await client.get("/users");
@@ -75,7 +88,9 @@ describe("rate limits per credential, when on", () => {
     expect(Number(over.headers.get("retry-after"))).toBeGreaterThan(50);
     expect(Number(over.headers.get("retry-after"))).toBeLessThanOrEqual(60);
     expect(over.headers.get("ratelimit-remaining")).toBe("0");
-    const stream = await openSse(`${stack.gatewayUrl}/structure-runs/${crypto.randomUUID()}/events/stream`, { authorization: `Bearer ${credential}` });
+    const stream = await openSse(`${stack.gatewayUrl}/structure-runs/${crypto.randomUUID()}/events/stream`, {
+      authorization: `Bearer ${credential}`,
+    });
     expectRateLimited(stream, stream.errorBody);
   });
 
@@ -92,7 +107,11 @@ describe("rate limits per credential, when on", () => {
     const anonymous = apiClient(stack.gatewayUrl);
     const bad = apiClient(stack.gatewayUrl, "loom_not-a-key-0123456789abcdefghijklmnopqrstuvwxyz");
     for (let i = 0; i < 8; i++) {
-      for (const res of [await anonymous.get("/healthz"), await anonymous.get("/readyz"), await anonymous.get("/openapi.json")]) {
+      for (const res of [
+        await anonymous.get("/healthz"),
+        await anonymous.get("/readyz"),
+        await anonymous.get("/openapi.json"),
+      ]) {
         expect(res.status).toBe(200);
         expect(rateHeaders(res)).toEqual([]);
       }
@@ -105,7 +124,13 @@ describe("rate limits per credential, when on", () => {
 
 describe("a rate-limited credential", () => {
   let stack: TestStack;
-  beforeAll(async () => void (stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 } })));
+  beforeAll(
+    async () =>
+      void (stack = await startStack("sqlite", {
+        memoryBus: true,
+        gateway: { RATE_LIMIT_REQUESTS: 3, RATE_LIMIT_WINDOW_SECONDS: 1 },
+      })),
+  );
   afterAll(() => stack?.close());
 
   it("is served again once the window has passed, no later than Retry-After said", async () => {
@@ -119,7 +144,10 @@ describe("a rate-limited credential", () => {
     expectRateLimited(over!, over!.body);
     const refusedAt = Date.now();
     const retryAfterMs = Number(over!.headers.get("retry-after")) * 1000;
-    await vi.waitFor(async () => expect((await client.get("/users")).status).toBe(200), { timeout: retryAfterMs + 2_000, interval: 50 });
+    await vi.waitFor(async () => expect((await client.get("/users")).status).toBe(200), {
+      timeout: retryAfterMs + 2_000,
+      interval: 50,
+    });
     expect(Date.now() - refusedAt).toBeLessThanOrEqual(retryAfterMs + 1_000); // slack for a busy machine
   });
 });
@@ -142,7 +170,8 @@ describe("concurrent event streams per credential", () => {
     await admin.post(`/structure-runs/${runId}/events`, [{ type: "Open", timestamp: 1 }]);
     return { runId, url: `${stack.gatewayUrl}/structure-runs/${runId}/events/stream` };
   };
-  const end = (runId: string) => admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 2 }]);
+  const end = (runId: string) =>
+    admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 2 }]);
   /** Opens a stream once a slot is free: a closed stream gives its slot back when the server sees it close. */
   const openWhenFree = async (url: string, headers = auth) => {
     let stream: SseConnection | undefined;
@@ -213,14 +242,18 @@ describe("limits per organization, over all its credentials", () => {
   let admin: ReturnType<typeof apiClient>;
   let userId: string;
   beforeAll(async () => {
-    stack = await startStack("sqlite", { memoryBus: true, gateway: { RATE_LIMIT_ORGANIZATION_REQUESTS: 7, RATE_LIMIT_WINDOW_SECONDS: 60 } });
+    stack = await startStack("sqlite", {
+      memoryBus: true,
+      gateway: { RATE_LIMIT_ORGANIZATION_REQUESTS: 7, RATE_LIMIT_WINDOW_SECONDS: 60 },
+    });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     userId = (await admin.get("/users")).body.users[0].user_id;
   });
   afterAll(() => stack?.close());
 
   /** A fresh key of the bootstrap organization (creating it is one of the organization's requests). */
-  const mintKey = async () => (await admin.post(`/users/${userId}/api-keys`, { name: "one more" })).body.value as string;
+  const mintKey = async () =>
+    (await admin.post(`/users/${userId}/api-keys`, { name: "one more" })).body.value as string;
 
   it("counts every request of the organization's keys together: 429 with Retry-After past the quota; another organization is not limited", async () => {
     // Requests 1 to 3 (the admin key is one of the organization's credentials too): ListUsers, two CreateApiKey.
@@ -256,7 +289,11 @@ describe("event streams per organization, over all its credentials", () => {
 
   it("refuses the organization's stream 3 with 429 whichever key opens it, and frees the slot on close; another organization is unaffected", async () => {
     const userId = (await admin.get("/users")).body.users[0].user_id;
-    const keys = await Promise.all([1, 2, 3].map(async () => (await admin.post(`/users/${userId}/api-keys`, { name: "streamer" })).body.value as string));
+    const keys = await Promise.all(
+      [1, 2, 3].map(
+        async () => (await admin.post(`/users/${userId}/api-keys`, { name: "streamer" })).body.value as string,
+      ),
+    );
     const bearer = (credential: string) => ({ authorization: `Bearer ${credential}` });
     const held = [await openSse(await liveRun(), bearer(keys[0]!)), await openSse(await liveRun(), bearer(keys[1]!))];
     expect(held.map((s) => s.status)).toEqual([200, 200]);
@@ -267,11 +304,14 @@ describe("event streams per organization, over all its credentials", () => {
     const elsewhere = await openSse(await liveRun(apiClient(stack.gatewayUrl, outsider)), bearer(outsider));
     expect(elsewhere.status).toBe(200);
     held[0]!.close();
-    await vi.waitFor(async () => {
-      const again = await openSse(await liveRun(), bearer(keys[2]!));
-      expect(again.status).toBe(200);
-      held.push(again);
-    }, { timeout: 5_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const again = await openSse(await liveRun(), bearer(keys[2]!));
+        expect(again.status).toBe(200);
+        held.push(again);
+      },
+      { timeout: 5_000, interval: 50 },
+    );
     for (const s of [...held, elsewhere]) s.close();
   });
 });

@@ -1,6 +1,6 @@
-import { describe, expect, it } from "vitest";
 import { createRouterTransport } from "@connectrpc/connect";
 import { createLogger } from "@loom/telemetry/logger";
+import { describe, expect, it } from "vitest";
 import { buildApp } from "../src/app.ts";
 
 import { oneTransport, serviceClients } from "../src/clients.ts";
@@ -14,7 +14,10 @@ const { router, operations } = buildApp({
   logger: createLogger("test", "silent"),
   readiness: async () => ({ ready: true }),
 });
-const document = openApiDocument(operations) as { openapi: string; paths: Record<string, Record<string, { operationId: string }>> };
+const document = openApiDocument(operations) as {
+  openapi: string;
+  paths: Record<string, Record<string, { operationId: string }>>;
+};
 
 describe("/openapi.json", () => {
   it("documents every mounted route, and documents nothing that is not mounted", () => {
@@ -23,7 +26,9 @@ describe("/openapi.json", () => {
     );
     const restOfPath = (id: string) => operations.find((o) => o.id === id)?.restOfPath;
     const documented = Object.entries(document.paths).flatMap(([path, methods]) =>
-      Object.entries(methods).map(([method, o]) => `${method.toUpperCase()} ${routerPath(path, restOfPath(o.operationId))}`),
+      Object.entries(methods).map(
+        ([method, o]) => `${method.toUpperCase()} ${routerPath(path, restOfPath(o.operationId))}`,
+      ),
     );
     expect(mounted.length).toBeGreaterThan(0);
     expect([...mounted].sort()).toEqual([...documented].sort());
@@ -74,12 +79,14 @@ describe("/openapi.json", () => {
       DeleteAsset: "204",
       CreateAssetUrl: "200",
     };
-    for (const [id, status] of Object.entries(expected)) expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
+    for (const [id, status] of Object.entries(expected))
+      expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
     expect(document.openapi).toBe("3.1.0");
   });
 
   it("documents the name bounds of the request bodies", () => {
-    const create = (document.paths["/users/{user_id}/api-keys"] as any).post.requestBody.content["application/json"].schema;
+    const create = (document.paths["/users/{user_id}/api-keys"] as any).post.requestBody.content["application/json"]
+      .schema;
     expect(create.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 200 });
     expect(create.required).toEqual(["name"]);
   });
@@ -103,10 +110,18 @@ describe("/openapi.json", () => {
     const param = (name: string) => list.find((p: any) => p.name === name)?.schema;
     expect(param("page")).toEqual({ type: "integer", minimum: 1, maximum: Number.MAX_SAFE_INTEGER });
     expect(param("page_size")).toEqual({ type: "integer", minimum: 1, maximum: 100 });
-    expect(param("status")).toEqual({ type: "array", minItems: 1, items: { type: "string", enum: ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] } });
+    expect(param("status")).toEqual({
+      type: "array",
+      minItems: 1,
+      items: { type: "string", enum: ["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"] },
+    });
     const events = op("/assistant-runs/{assistant_run_id}/events", "get").parameters;
     expect(events.find((p: any) => p.name === "offset").schema).toMatchObject({ type: "integer", minimum: 0 });
-    expect(events.find((p: any) => p.name === "limit").schema).toMatchObject({ type: "integer", minimum: 1, maximum: 1000 });
+    expect(events.find((p: any) => p.name === "limit").schema).toMatchObject({
+      type: "integer",
+      minimum: 1,
+      maximum: 1000,
+    });
     const name = op("/threads", "post").requestBody.content["application/json"].schema.properties.name;
     expect(new RegExp(name.pattern).test("ok name")).toBe(true);
     expect(new RegExp(name.pattern).test("nul\u0000")).toBe(false);
@@ -138,19 +153,31 @@ describe("/openapi.json", () => {
       expect(name).toMatchObject({ type: "string", minLength: 1, maxLength: 256 });
       const pattern = new RegExp(name.pattern, "u");
       expect(["dir/file.txt", "a", ".hidden/x..y"].map((n) => pattern.test(n))).toEqual([true, true, true]);
-      expect(["../x", "a/../b", "/a", "a\\b", "a\u0000"].map((n) => pattern.test(n))).toEqual([false, false, false, false, false]);
+      expect(["../x", "a/../b", "/a", "a\\b", "a\u0000"].map((n) => pattern.test(n))).toEqual([
+        false,
+        false,
+        false,
+        false,
+        false,
+      ]);
     }
-    expect(op("/buckets/{bucket_id}/assets/{name}", "get").parameters.find((p: any) => p.name === "include_contents")).toMatchObject({ in: "query", required: false, schema: { type: "boolean" } });
+    expect(
+      op("/buckets/{bucket_id}/assets/{name}", "get").parameters.find((p: any) => p.name === "include_contents"),
+    ).toMatchObject({ in: "query", required: false, schema: { type: "boolean" } });
     const url = op("/buckets/{bucket_id}/asset-urls/{name}", "post");
     expect(url.requestBody.required).toBe(false);
-    expect(url.requestBody.content["application/json"].schema.anyOf[0].properties.operation.anyOf[0]).toMatchObject({ enum: ["PUT", "GET"] });
+    expect(url.requestBody.content["application/json"].schema.anyOf[0].properties.operation.anyOf[0]).toMatchObject({
+      enum: ["PUT", "GET"],
+    });
     expect(url.responses["200"].content["application/json"].schema.required).toEqual(["url", "headers", "expires_at"]);
   });
 
   it("lists every error answer with the error body on every operation", () => {
     for (const o of ops) {
       for (const status of ["400", "401", "403", "404", "409", "413", "429", "500", "503"]) {
-        expect(o.responses[status]?.content["application/json"].schema, `${o.operationId} ${status}`).toEqual({ $ref: "#/components/schemas/ErrorBody" });
+        expect(o.responses[status]?.content["application/json"].schema, `${o.operationId} ${status}`).toEqual({
+          $ref: "#/components/schemas/ErrorBody",
+        });
       }
     }
   });
@@ -163,10 +190,16 @@ describe("/openapi.json", () => {
   });
 
   it("describes each event of a stream: the offset as id, the event's JSON as data", () => {
-    for (const [path, runField] of [["/assistant-runs/{assistant_run_id}/events/stream", "assistant_run_id"], ["/structure-runs/{structure_run_id}/events/stream", "structure_run_id"]] as const) {
+    for (const [path, runField] of [
+      ["/assistant-runs/{assistant_run_id}/events/stream", "assistant_run_id"],
+      ["/structure-runs/{structure_run_id}/events/stream", "structure_run_id"],
+    ] as const) {
       const event = op(path, "get").responses["200"].content["text/event-stream"].schema;
       expect(event.required).toEqual(["id", "data"]);
-      expect(event.properties.data).toMatchObject({ contentMediaType: "application/json", contentSchema: { required: expect.arrayContaining(["event_id", runField, "type"]) } });
+      expect(event.properties.data).toMatchObject({
+        contentMediaType: "application/json",
+        contentSchema: { required: expect.arrayContaining(["event_id", runField, "type"]) },
+      });
     }
   });
 });

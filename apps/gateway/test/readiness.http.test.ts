@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "@loom/testing/http";
 import { serviceNames } from "@loom/services/registry";
-import { testServers } from "@loom/testing/servers";
-import { expectError } from "./expect-error.ts";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { apiClient } from "@loom/testing/http";
+import { testServers } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expectError } from "./expect-error.ts";
 
 /**
  * One backing service down must not take the gateway out of rotation (every
@@ -31,7 +31,9 @@ describe("readiness when a backing service is down", () => {
 
     const readyz = await anonymous.get("/readyz");
     expect(readyz.status).toBe(200);
-    expect(readyz.body.services).toEqual(Object.fromEntries(serviceNames.map((name) => [name, name === "assistants" ? "unavailable" : "ready"])));
+    expect(readyz.body.services).toEqual(
+      Object.fromEntries(serviceNames.map((name) => [name, name === "assistants" ? "unavailable" : "ready"])),
+    );
     const down = await admin.get("/assistants");
     expectError(down, 503, "Unavailable");
     expect(Number(down.headers.get("retry-after"))).toBeGreaterThan(0);
@@ -44,7 +46,9 @@ describe("readiness when a backing service is down", () => {
     const fromGateway = await admin.get("/assistants");
     const fromRuns = await admin.post(`/assistants/${crypto.randomUUID()}/runs`, {}); // runs asks assistants for the assistant
     for (const down of [fromGateway, fromRuns]) {
-      expect(expectError(down, 503, "Unavailable").errors).toEqual([{ message: "the assistants service is unavailable, try again later" }]);
+      expect(expectError(down, 503, "Unavailable").errors).toEqual([
+        { message: "the assistants service is unavailable, try again later" },
+      ]);
       expect(JSON.stringify(down.body)).not.toMatch(/ECONN|127\.0\.0\.1|localhost|:\d{2,5}\b/);
     }
   });

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { apiClient } from "@loom/testing/http";
 import { needs } from "@loom/testing/servers";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 describe.skipIf(!needs("MONGODB_URL", "identity survives a restart"))("identity on MongoDB survives a restart", () => {
   let stack: TestStack;

@@ -1,12 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { subjects } from "@loom/contracts/subjects";
-import { apiClient, type ApiClient } from "@loom/testing/http";
-import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { needsOwnServers, type OwnServer, startOwnNats } from "@loom/testing/own-servers";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { testServers } from "@loom/testing/servers";
 import { openSse } from "@loom/testing/sse";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startHoldingProxy } from "./holding-proxy.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -28,7 +28,11 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
   });
   afterAll(() => stack?.close());
 
-  const newKey = async () => (await admin.post(`/users/${userId}/api-keys`, { name: "revoked soon" })).body as { api_key_id: string; value: string };
+  const newKey = async () =>
+    (await admin.post(`/users/${userId}/api-keys`, { name: "revoked soon" })).body as {
+      api_key_id: string;
+      value: string;
+    };
 
   /** Resolves when the revocation of `apiKeyId` is on the bus (seen through the test's own subscription). */
   const revocationHeard = (apiKeyId: string) =>
@@ -105,7 +109,8 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
     await Promise.all([here.waitFor(5), there.waitFor(5)]);
 
     expect((await admin.delete(`/api-keys/${key.api_key_id}`)).status).toBe(204);
-    const endedWithin = (sse: { ended: Promise<void> }) => Promise.race([sse.ended.then(() => "ended"), sleep(2_000).then(() => "still open")]);
+    const endedWithin = (sse: { ended: Promise<void> }) =>
+      Promise.race([sse.ended.then(() => "ended"), sleep(2_000).then(() => "still open")]);
     expect(await endedWithin(here)).toBe("ended");
     expect(await endedWithin(there)).toBe("ended");
     const delivered = [here.events.length, there.events.length];
@@ -126,49 +131,59 @@ describe(`revocation across gateway replicas (${testServers.natsUrl ? "NATS" : "
  * revocations, so it serves no credential from its cache (and caches none),
  * and forgets what it cached before once the connection is back.
  */
-describe.skipIf(!needsOwnServers("revocation while a gateway's NATS is lost", "nats"))("revocation while a gateway replica's NATS is lost", () => {
-  let stack: TestStack;
-  let admin: ApiClient;
-  let userId: string;
-  let nats: OwnServer | undefined;
-  beforeAll(async () => {
-    stack = await startStack("sqlite");
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
-    userId = (await admin.get("/users")).body.users[0].user_id;
-  });
-  afterAll(async () => {
-    await stack?.close();
-    await nats?.close();
-  });
+describe.skipIf(!needsOwnServers("revocation while a gateway's NATS is lost", "nats"))(
+  "revocation while a gateway replica's NATS is lost",
+  () => {
+    let stack: TestStack;
+    let admin: ApiClient;
+    let userId: string;
+    let nats: OwnServer | undefined;
+    beforeAll(async () => {
+      stack = await startStack("sqlite");
+      admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+      userId = (await admin.get("/users")).body.users[0].user_id;
+    });
+    afterAll(async () => {
+      await stack?.close();
+      await nats?.close();
+    });
 
-  it("refuses a key deleted during the outage at once, and one deleted before the bus came back after it", { timeout: 30_000 }, async () => {
-    // The replica's bus is on a NATS of its own, which the test stops: the replica alone loses it.
-    nats = await startOwnNats();
-    const replica = await stack.addGateway({ natsUrl: nats.url });
-    const busOf = async () => (await apiClient(replica).get("/readyz")).body.bus as string;
-    const waitForBus = async (state: string) => {
-      const deadline = Date.now() + 15_000;
-      while ((await busOf()) !== state) {
-        if (Date.now() > deadline) throw new Error(`the replica's bus never became ${state}`);
-        await sleep(50);
-      }
-    };
-    const newKey = async (name: string) => (await admin.post(`/users/${userId}/api-keys`, { name })).body as { api_key_id: string; value: string };
-    const [during, beforeReturn] = [await newKey("deleted during the outage"), await newKey("deleted before the bus is back")];
-    for (const key of [during, beforeReturn]) expect((await apiClient(replica, key.value).get("/users")).status).toBe(200); // cached on the replica
-    expect(await busOf()).toBe("connected");
+    it("refuses a key deleted during the outage at once, and one deleted before the bus came back after it", {
+      timeout: 30_000,
+    }, async () => {
+      // The replica's bus is on a NATS of its own, which the test stops: the replica alone loses it.
+      nats = await startOwnNats();
+      const replica = await stack.addGateway({ natsUrl: nats.url });
+      const busOf = async () => (await apiClient(replica).get("/readyz")).body.bus as string;
+      const waitForBus = async (state: string) => {
+        const deadline = Date.now() + 15_000;
+        while ((await busOf()) !== state) {
+          if (Date.now() > deadline) throw new Error(`the replica's bus never became ${state}`);
+          await sleep(50);
+        }
+      };
+      const newKey = async (name: string) =>
+        (await admin.post(`/users/${userId}/api-keys`, { name })).body as { api_key_id: string; value: string };
+      const [during, beforeReturn] = [
+        await newKey("deleted during the outage"),
+        await newKey("deleted before the bus is back"),
+      ];
+      for (const key of [during, beforeReturn])
+        expect((await apiClient(replica, key.value).get("/users")).status).toBe(200); // cached on the replica
+      expect(await busOf()).toBe("connected");
 
-    await nats.stop("SIGKILL");
-    await waitForBus("disconnected");
-    expect((await admin.delete(`/api-keys/${during.api_key_id}`)).status).toBe(204);
-    expect((await apiClient(replica, during.value).get("/users")).status).toBe(401);
-    // Deleted while the replica could not hear it, and not used there until the bus is back.
-    expect((await admin.delete(`/api-keys/${beforeReturn.api_key_id}`)).status).toBe(204);
+      await nats.stop("SIGKILL");
+      await waitForBus("disconnected");
+      expect((await admin.delete(`/api-keys/${during.api_key_id}`)).status).toBe(204);
+      expect((await apiClient(replica, during.value).get("/users")).status).toBe(401);
+      // Deleted while the replica could not hear it, and not used there until the bus is back.
+      expect((await admin.delete(`/api-keys/${beforeReturn.api_key_id}`)).status).toBe(204);
 
-    await nats.start();
-    await waitForBus("connected");
-    expect((await apiClient(replica, beforeReturn.value).get("/users")).status).toBe(401);
-    // A live key still works, and is cached again.
-    expect((await apiClient(replica, stack.bootstrapKey).get("/users")).status).toBe(200);
-  });
-});
+      await nats.start();
+      await waitForBus("connected");
+      expect((await apiClient(replica, beforeReturn.value).get("/users")).status).toBe(401);
+      // A live key still works, and is cached again.
+      expect((await apiClient(replica, stack.bootstrapKey).get("/users")).status).toBe(200);
+    });
+  },
+);

@@ -1,19 +1,25 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { isTerminal, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { ModelFailure } from "@loom/runs/models/port";
+import type { WiredRunsService } from "@loom/runs/process";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
-import { ModelFailure } from "@loom/runs/models/port";
-import type { WiredRunsService } from "@loom/runs/process";
-import { assistantEventListSchema, assistantRunListSchema, assistantRunSchema, textArtifactSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import {
+  assistantEventListSchema,
+  assistantRunListSchema,
+  assistantRunSchema,
+  textArtifactSchema,
+  threadListSchema,
+  threadSchema,
+} from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
 /** The run worker of the stack's runs service. */
 const runWorker = (stack: TestStack) => (stack.wired("runs") as WiredRunsService).worker;
-
 
 describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP (%s store)", (store) => {
   let stack: TestStack;
@@ -28,7 +34,8 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
   });
   afterAll(() => stack?.close());
 
-  const assistant = async (body: Record<string, unknown> = {}) => (await admin.post("/assistants", { name: "a", ...body })).body.assistant_id as string;
+  const assistant = async (body: Record<string, unknown> = {}) =>
+    (await admin.post("/assistants", { name: "a", ...body })).body.assistant_id as string;
   const created: string[] = [];
   const run = async (assistantId: string, body?: unknown, headers?: Record<string, string>) => {
     const res = await admin.post(`/assistants/${assistantId}/runs`, body, headers);
@@ -56,7 +63,8 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     await vi.waitFor(
       async () => {
         run = (await client.get(`/assistant-runs/${runId}`)).body;
-        const last = (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
+        const last =
+          (await client.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events?.at(-1)?.type ?? "";
         expect(isTerminal(run.status), `run ${runId} is ${run.status}`).toBe(true);
         expect(terminalLifecycleEvents.has(last), `its log ends with ${last}`).toBe(true);
       },
@@ -72,7 +80,13 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       const res = await run(await assistant(), { input: "question" });
       expect(res.status).toBe(201);
       const created = assistantRunSchema.parse(res.body);
-      expect(created).toMatchObject({ status: "QUEUED", completed_at: null, input: "question", args: [], stream: false });
+      expect(created).toMatchObject({
+        status: "QUEUED",
+        completed_at: null,
+        input: "question",
+        args: [],
+        stream: false,
+      });
       const done = assistantRunSchema.parse(await settled(created.assistant_run_id));
       expect(done.status).toBe("SUCCEEDED");
       expect(textArtifactSchema.parse(done.output).value).toBe("the answer");
@@ -88,7 +102,12 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     });
 
     it.each([
-      ["the run's input wins", { input: "A {{ args[0] }}" }, { input: "R {{ args[1] }}|{{ args }}", args: ["x", "y"] }, "R y|x y"],
+      [
+        "the run's input wins",
+        { input: "A {{ args[0] }}" },
+        { input: "R {{ args[1] }}|{{ args }}", args: ["x", "y"] },
+        "R y|x y",
+      ],
       ["else the assistant's input", { input: "A {{ args[0] }} {{args[5]}}!" }, { args: ["x"] }, "A x !"],
       ["else the args joined", {}, { args: ["one", "two"] }, "one two"],
     ])("renders the user message: %s", async (_what, assistantBody, runBody, expected) => {
@@ -110,8 +129,17 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     it("validates the body whole and writes nothing when it is bad", async () => {
       const id = await assistant();
       const before = (await admin.get(`/assistants/${id}/runs`)).body.pagination.total_count;
-      const body = expectError(await run(id, { args: [1], stream: "yes", thread_id: "nope", tool_ids: ["x"] }), 400, "ValidationError");
-      expect(body.errors.map((e) => e.path).sort()).toEqual(["body.args[0]", "body.stream", "body.thread_id", "body.tool_ids[0]"]);
+      const body = expectError(
+        await run(id, { args: [1], stream: "yes", thread_id: "nope", tool_ids: ["x"] }),
+        400,
+        "ValidationError",
+      );
+      expect(body.errors.map((e) => e.path).sort()).toEqual([
+        "body.args[0]",
+        "body.stream",
+        "body.thread_id",
+        "body.tool_ids[0]",
+      ]);
       expectError(await run(id, "{"), 400, "ValidationError");
       expectError(await run(id, [1]), 400, "ValidationError");
       expect((await admin.get(`/assistants/${id}/runs`)).body.pagination.total_count).toBe(before);
@@ -128,7 +156,10 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       const id = await assistant();
       model.script({ fail: () => new ModelFailure("failed", "ProviderRejected", "bad request") });
       const failed = await settled((await run(id)).body.assistant_run_id);
-      expect(failed).toMatchObject({ status: "FAILED", status_detail: { reason: "ProviderRejected", message: "bad request" } });
+      expect(failed).toMatchObject({
+        status: "FAILED",
+        status_detail: { reason: "ProviderRejected", message: "bad request" },
+      });
       model.script({ fail: () => new ModelFailure("error", "ProviderUnavailable", "down") });
       const errored = await settled((await run(id)).body.assistant_run_id);
       expect(errored).toMatchObject({ status: "ERROR", status_detail: { reason: "ProviderUnavailable" } });
@@ -177,7 +208,12 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     });
 
     it("creates, reads, lists by alias and deletes threads, within the organization", async () => {
-      for (const [length, ok] of [[0, false], [1, true], [256, true], [257, false]] as const) {
+      for (const [length, ok] of [
+        [0, false],
+        [1, true],
+        [256, true],
+        [257, false],
+      ] as const) {
         const res = await admin.post("/threads", { name: "t".repeat(length) });
         if (ok) expect(threadSchema.parse(res.body).name).toHaveLength(length);
         else expectError(res, 400, "ValidationError");
@@ -215,7 +251,9 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       model.script({ answer: () => "ok" });
       const id = await assistant();
       const key = { "idempotency-key": `burst-${uuid()}` };
-      const answers = await Promise.all(Array.from({ length: 20 }, () => run(id, { input: "same", args: ["a", "b"] }, key)));
+      const answers = await Promise.all(
+        Array.from({ length: 20 }, () => run(id, { input: "same", args: ["a", "b"] }, key)),
+      );
       expect(answers.map((a) => a.status)).toEqual(Array(20).fill(201));
       const ids = new Set(answers.map((a) => assistantRunSchema.parse(a.body).assistant_run_id));
       expect(ids.size).toBe(1);
@@ -241,14 +279,21 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
 
   describe("queued cap", () => {
     it("a create past RUN_MAX_QUEUED_PER_ORGANIZATION is 429 RateLimited with Retry-After, and writes nothing", async () => {
-      const capped = await startStack(store, { inject: { runs: { model } }, runs: { RUN_MAX_QUEUED_PER_ORGANIZATION: 2 } });
+      const capped = await startStack(store, {
+        inject: { runs: { model } },
+        runs: { RUN_MAX_QUEUED_PER_ORGANIZATION: 2 },
+      });
       try {
         await runWorker(capped).stop(); // nothing leaves the queue while the test fills it
         const api = apiClient(capped.gatewayUrl, capped.bootstrapKey);
         const id = (await api.post("/assistants", { name: "capped" })).body.assistant_id;
         for (let i = 0; i < 2; i++) expect((await api.post(`/assistants/${id}/runs`, {})).status).toBe(201);
         const threads = (await api.get("/threads")).body.pagination.total_count;
-        const refused = await api.post(`/assistants/${id}/runs`, { new_thread: true }, { "idempotency-key": `cap-${uuid()}` });
+        const refused = await api.post(
+          `/assistants/${id}/runs`,
+          { new_thread: true },
+          { "idempotency-key": `cap-${uuid()}` },
+        );
         expectError(refused, 429, "RateLimited");
         expect(Number(refused.headers.get("retry-after"))).toBeGreaterThan(0);
         expect((await api.get(`/assistants/${id}/runs`)).body.pagination.total_count).toBe(2);
@@ -327,13 +372,18 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       const failed = (await admin.get(`/assistants/${id}/runs?status=FAILED`)).body;
       expect(failed.assistant_runs.map((r: { assistant_run_id: string }) => r.assistant_run_id)).toEqual([made[3]]);
       expect((await admin.get(`/assistants/${id}/runs?status=FAILED,SUCCEEDED`)).body.pagination.total_count).toBe(4);
-      expect((await admin.get(`/assistants/${id}/runs?status=FAILED&status=SUCCEEDED`)).body.pagination.total_count).toBe(4);
+      expect(
+        (await admin.get(`/assistants/${id}/runs?status=FAILED&status=SUCCEEDED`)).body.pagination.total_count,
+      ).toBe(4);
       expect((await admin.get(`/assistants/${id}/runs?status=QUEUED`)).body.assistant_runs).toEqual([]);
     });
 
-    it.each(["status=DONE", "status=FAILED,nope", "page_size=0", "page_size=101", "page=0"])("400 for %s", async (query) => {
-      expectError(await admin.get(`/assistants/${id}/runs?${query}`), 400, "ValidationError");
-    });
+    it.each(["status=DONE", "status=FAILED,nope", "page_size=0", "page_size=101", "page=0"])(
+      "400 for %s",
+      async (query) => {
+        expectError(await admin.get(`/assistants/${id}/runs?${query}`), 400, "ValidationError");
+      },
+    );
 
     it("404 for an unknown or another organization's assistant", async () => {
       expectError(await admin.get(`/assistants/${uuid()}/runs`), 404, "NotFound");
@@ -363,14 +413,28 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     it("lists the lifecycle and griptape events in order, with offset paging", async () => {
       const all = assistantEventListSchema.parse((await admin.get(`/assistant-runs/${runId}/events`)).body);
       expect(all.events.map((e) => e.type)).toEqual([
-        "AssistantRunQueued", "AssistantRunStarting", "AssistantRunRunning", "StartStructureRunEvent", "StartPromptEvent",
-        "TextChunkEvent", "TextChunkEvent", "TextChunkEvent", "FinishPromptEvent", "FinishStructureRunEvent", "AssistantRunSucceeded",
+        "AssistantRunQueued",
+        "AssistantRunStarting",
+        "AssistantRunRunning",
+        "StartStructureRunEvent",
+        "StartPromptEvent",
+        "TextChunkEvent",
+        "TextChunkEvent",
+        "TextChunkEvent",
+        "FinishPromptEvent",
+        "FinishStructureRunEvent",
+        "AssistantRunSucceeded",
       ]);
       expect(all).toMatchObject({ count: 11, total_count: 11, offset: 0, limit: 100, next_offset: 11 });
       const page = (await admin.get(`/assistant-runs/${runId}/events?offset=3&limit=2`)).body;
       expect(page).toMatchObject({ count: 2, offset: 3, limit: 2, next_offset: 5, total_count: 11 });
-      expect(page.events.map((e: { event_id: string }) => e.event_id)).toEqual(all.events.slice(3, 5).map((e) => e.event_id));
-      expect((await admin.get(`/assistant-runs/${runId}/events?offset=11`)).body).toMatchObject({ count: 0, next_offset: 11 });
+      expect(page.events.map((e: { event_id: string }) => e.event_id)).toEqual(
+        all.events.slice(3, 5).map((e) => e.event_id),
+      );
+      expect((await admin.get(`/assistant-runs/${runId}/events?offset=11`)).body).toMatchObject({
+        count: 0,
+        next_offset: 11,
+      });
     });
 
     it("carries ASSISTANT payloads with exactly the griptape keys", async () => {
@@ -396,8 +460,14 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
       expect(prompt.model).toBe(model.id);
       expect(Object.keys(prompt.prompt_stack).sort()).toEqual(["messages", "type"]);
       expect(Object.keys(prompt.prompt_stack.messages[0]).sort()).toEqual(["content", "role", "type", "usage"]);
-      expect(Object.keys(prompt.prompt_stack.messages[0].usage).sort()).toEqual(["input_tokens", "output_tokens", "type"]);
-      const lifecycle = events.filter((e: { origin: string }) => e.origin === "SYSTEM").map((e: { payload: unknown }) => e.payload);
+      expect(Object.keys(prompt.prompt_stack.messages[0].usage).sort()).toEqual([
+        "input_tokens",
+        "output_tokens",
+        "type",
+      ]);
+      const lifecycle = events
+        .filter((e: { origin: string }) => e.origin === "SYSTEM")
+        .map((e: { payload: unknown }) => e.payload);
       expect(lifecycle.at(-1)).toEqual({ status: "SUCCEEDED" });
     });
 

@@ -1,13 +1,13 @@
 import { createHash } from "node:crypto";
 import { readdir } from "node:fs/promises";
 import { request as httpRequest, type IncomingHttpHeaders } from "node:http";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assetListSchema, assetSchema, assetUrlSchema, bucketListSchema, bucketSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 /** The largest asset the test stacks store: just over include_contents' 1 MiB, so that limit can be reached. */
 const maxAssetBytes = 1024 * 1024 + 4096;
@@ -28,19 +28,32 @@ interface BlobAnswer {
  * conditional request). The answer is read as soon as it arrives, even when
  * the server refuses an upload before it was sent whole.
  */
-function blob(method: string, url: string, init: { body?: Uint8Array | string; headers?: Record<string, string>; pathAsIs?: string } = {}): Promise<BlobAnswer> {
+function blob(
+  method: string,
+  url: string,
+  init: { body?: Uint8Array | string; headers?: Record<string, string>; pathAsIs?: string } = {},
+): Promise<BlobAnswer> {
   return new Promise((resolve, reject) => {
     // pathAsIs: sent as given (as `curl --path-as-is`), where URL parsing would remove `.` and `%2E` segments.
-    const req = httpRequest(url, { method, headers: init.headers, ...(init.pathAsIs ? { path: init.pathAsIs } : {}) }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on("data", (chunk: Buffer) => chunks.push(chunk));
-      res.on("end", () => {
-        const bytes = Buffer.concat(chunks);
-        const json = /^application\/json/.test(res.headers["content-type"] ?? "") && bytes.length > 0;
-        resolve({ status: res.statusCode!, headers: res.headers, bytes, body: json ? JSON.parse(bytes.toString("utf8")) : undefined });
-      });
-      res.on("error", reject);
-    });
+    const req = httpRequest(
+      url,
+      { method, headers: init.headers, ...(init.pathAsIs ? { path: init.pathAsIs } : {}) },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (chunk: Buffer) => chunks.push(chunk));
+        res.on("end", () => {
+          const bytes = Buffer.concat(chunks);
+          const json = /^application\/json/.test(res.headers["content-type"] ?? "") && bytes.length > 0;
+          resolve({
+            status: res.statusCode!,
+            headers: res.headers,
+            bytes,
+            body: json ? JSON.parse(bytes.toString("utf8")) : undefined,
+          });
+        });
+        res.on("error", reject);
+      },
+    );
     req.on("error", () => {}); // the server may close while the body is still going: the answer is what counts
     req.end(init.body);
   });
@@ -48,7 +61,11 @@ function blob(method: string, url: string, init: { body?: Uint8Array | string; h
 
 /** expectError for a blob answer. */
 const expectBlobError = (answer: BlobAnswer, status: number, type: string) =>
-  expectError({ status: answer.status, body: answer.body, headers: new Headers(answer.headers as Record<string, string>) }, status, type);
+  expectError(
+    { status: answer.status, body: answer.body, headers: new Headers(answer.headers as Record<string, string>) },
+    status,
+    type,
+  );
 
 /** Every file under a directory, as paths relative to it. */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -88,7 +105,8 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
   });
   afterAll(() => stack?.close());
 
-  const newBucket = async (name = "bucket") => bucketSchema.parse((await admin.post("/buckets", { name })).body).bucket_id;
+  const newBucket = async (name = "bucket") =>
+    bucketSchema.parse((await admin.post("/buckets", { name })).body).bucket_id;
   const newAsset = async (bucketId: string, name: string) => {
     const res = await admin.put(`/buckets/${bucketId}/assets`, { name });
     expect(res.status, JSON.stringify(res.body)).toBe(201);
@@ -100,13 +118,22 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
     return assetUrlSchema.parse(res.body).url;
   };
   /** Creates the asset and uploads `bytes` to it through a signed URL. */
-  const upload = async (bucketId: string, name: string, bytes: Uint8Array | string, contentType = "application/octet-stream") => {
+  const upload = async (
+    bucketId: string,
+    name: string,
+    bytes: Uint8Array | string,
+    contentType = "application/octet-stream",
+  ) => {
     await newAsset(bucketId, name);
-    const res = await blob("PUT", await assetUrl(bucketId, name, "PUT"), { body: bytes, headers: { "content-type": contentType } });
+    const res = await blob("PUT", await assetUrl(bucketId, name, "PUT"), {
+      body: bytes,
+      headers: { "content-type": contentType },
+    });
     expect(res.status, JSON.stringify(res.body)).toBe(200);
   };
   const countBuckets = async () => (await admin.get("/buckets")).body.pagination.total_count as number;
-  const countAssets = async (bucketId: string) => (await admin.get(`/buckets/${bucketId}/assets`)).body.pagination.total_count as number;
+  const countAssets = async (bucketId: string) =>
+    (await admin.get(`/buckets/${bucketId}/assets`)).body.pagination.total_count as number;
 
   describe("buckets", () => {
     it("creates, reads, renames, lists and deletes a bucket, in the public shape", async () => {
@@ -121,7 +148,11 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
 
       const renamed = await admin.patch(`/buckets/${bucket.bucket_id}`, { name: "Reports 2026" });
       expect(renamed.status).toBe(200);
-      expect(bucketSchema.parse(renamed.body)).toMatchObject({ bucket_id: bucket.bucket_id, name: "Reports 2026", created_at: bucket.created_at });
+      expect(bucketSchema.parse(renamed.body)).toMatchObject({
+        bucket_id: bucket.bucket_id,
+        name: "Reports 2026",
+        created_at: bucket.created_at,
+      });
       expect(renamed.body.updated_at >= bucket.updated_at).toBe(true);
       const untouched = await admin.patch(`/buckets/${bucket.bucket_id}`);
       expect([untouched.status, untouched.body]).toEqual([200, renamed.body]);
@@ -147,12 +178,17 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       const created = await admin.post("/buckets", { name });
       const bucketId = ok ? bucketSchema.parse(created.body).bucket_id : await newBucket("to rename");
       if (ok) expect(created.status).toBe(201);
-      else expect(expectError(created, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: expect.any(String) }]);
+      else
+        expect(expectError(created, 400, "ValidationError").errors).toEqual([
+          { path: "body.name", message: expect.any(String) },
+        ]);
       expect(await countBuckets()).toBe(before + 1);
       const renamed = await admin.patch(`/buckets/${bucketId}`, { name });
       if (ok) expect(renamed.body.name).toBe(name);
       else {
-        expect(expectError(renamed, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: expect.any(String) }]);
+        expect(expectError(renamed, 400, "ValidationError").errors).toEqual([
+          { path: "body.name", message: expect.any(String) },
+        ]);
         expect((await admin.get(`/buckets/${bucketId}`)).body.name).toBe("to rename");
       }
     });
@@ -161,7 +197,9 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expectError(await admin.post("/buckets", { name: "tab\there" }), 400, "ValidationError");
       expectError(await admin.post("/buckets", { name: 7 }), 400, "ValidationError");
       expectError(await admin.post("/buckets"), 400, "ValidationError");
-      expect(expectError(await admin.get("/buckets/not-a-uuid"), 400, "ValidationError").errors).toEqual([{ path: "path.bucket_id", message: "must be a uuid" }]);
+      expect(expectError(await admin.get("/buckets/not-a-uuid"), 400, "ValidationError").errors).toEqual([
+        { path: "path.bucket_id", message: "must be a uuid" },
+      ]);
       expectError(await admin.get(`/buckets/${crypto.randomUUID()}`), 404, "NotFound");
     });
 
@@ -174,8 +212,16 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect(first.pagination).toEqual({ page_number: 1, page_size: 2, total_count: 3, total_pages: 2, next_page: 2 });
       const second = bucketListSchema.parse((await org.get("/buckets?page_size=2&page=2")).body);
       expect(second.buckets.map((b) => b.bucket_id)).toEqual([ids[0]]);
-      expect(second.pagination).toEqual({ page_number: 2, page_size: 2, total_count: 3, total_pages: 2, previous_page: 1 });
-      expect(expectError(await org.get("/buckets?page_size=101"), 400, "ValidationError").errors[0]!.path).toBe("query.page_size");
+      expect(second.pagination).toEqual({
+        page_number: 2,
+        page_size: 2,
+        total_count: 3,
+        total_pages: 2,
+        previous_page: 1,
+      });
+      expect(expectError(await org.get("/buckets?page_size=101"), 400, "ValidationError").errors[0]!.path).toBe(
+        "query.page_size",
+      );
     });
 
     it("hides another organization's bucket, its assets and its URLs (404, never 403)", async () => {
@@ -229,7 +275,14 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       const first = await admin.put(`/buckets/${bucketId}/assets`, { name: "notes/upsert.txt" });
       expect(first.status).toBe(201);
       const asset = assetSchema.parse(first.body);
-      expect(asset).toEqual({ name: "notes/upsert.txt", organization_id: orgId, bucket_id: bucketId, created_at: asset.created_at, created_by: adminUserId, updated_at: asset.created_at });
+      expect(asset).toEqual({
+        name: "notes/upsert.txt",
+        organization_id: orgId,
+        bucket_id: bucketId,
+        created_at: asset.created_at,
+        created_by: adminUserId,
+        updated_at: asset.created_at,
+      });
       const before = await countAssets(bucketId);
       const again = await admin.put(`/api/buckets/${bucketId}/assets`, { name: "notes/upsert.txt" });
       expect([again.status, again.body]).toEqual([201, asset]);
@@ -249,9 +302,18 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
         expect(res.status).toBe(201);
         expect((await admin.get(`/buckets/${bucketId}/assets/${encodeURIComponent(name)}`)).body.name).toBe(name);
       } else {
-        expect(expectError(res, 400, "ValidationError").errors).toEqual([{ path: "body.name", message: expect.any(String) }]);
+        expect(expectError(res, 400, "ValidationError").errors).toEqual([
+          { path: "body.name", message: expect.any(String) },
+        ]);
         expect(await countAssets(bucketId)).toBe(before);
-        if (length > 0) expect(expectError(await admin.get(`/buckets/${bucketId}/assets/${encodeURIComponent(name)}`), 400, "ValidationError").errors[0]!.path).toBe("path.name");
+        if (length > 0)
+          expect(
+            expectError(
+              await admin.get(`/buckets/${bucketId}/assets/${encodeURIComponent(name)}`),
+              400,
+              "ValidationError",
+            ).errors[0]!.path,
+          ).toBe("path.name");
       }
     });
 
@@ -271,17 +333,22 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       ["a leading /", "/rooted.txt"],
     ])("refuses a name with %s, in the body and in paths, and stores nothing", async (_, name) => {
       const before = await countAssets(bucketId);
-      expect(expectError(await admin.put(`/buckets/${bucketId}/assets`, { name }), 400, "ValidationError").errors).toEqual([{ path: "body.name", message: expect.any(String) }]);
+      expect(
+        expectError(await admin.put(`/buckets/${bucketId}/assets`, { name }), 400, "ValidationError").errors,
+      ).toEqual([{ path: "body.name", message: expect.any(String) }]);
       expect(await countAssets(bucketId)).toBe(before);
       // Sent as is, dots encoded: a client would remove a `.` segment before sending (the aliasing refused here).
       const encoded = encodeURIComponent(name).replaceAll(".", "%2E");
-      const asIs = (method: string, path: string) => blob(method, stack.gatewayUrl, { pathAsIs: path, headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
+      const asIs = (method: string, path: string) =>
+        blob(method, stack.gatewayUrl, { pathAsIs: path, headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
       for (const res of [
         await asIs("GET", `/buckets/${bucketId}/assets/${encoded}`),
         await asIs("DELETE", `/buckets/${bucketId}/assets/${encoded}`),
         await asIs("POST", `/buckets/${bucketId}/asset-urls/${encoded}`),
       ]) {
-        expect(expectBlobError(res, 400, "ValidationError").errors).toEqual([{ path: "path.name", message: expect.any(String) }]);
+        expect(expectBlobError(res, 400, "ValidationError").errors).toEqual([
+          { path: "path.name", message: expect.any(String) },
+        ]);
       }
     });
 
@@ -292,13 +359,17 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect(raw.body).toMatchObject({ name: "deep/dir/file.txt", size: 9, contents: "deep text" });
       const encoded = await admin.get(`/buckets/${bucketId}/assets/deep%2Fdir%2Ffile.txt?include_contents=true`);
       expect(encoded.body).toEqual(raw.body);
-      expect((await admin.get(`/api/buckets/${bucketId}/assets/deep/dir%2Ffile.txt`)).body.name).toBe("deep/dir/file.txt");
+      expect((await admin.get(`/api/buckets/${bucketId}/assets/deep/dir%2Ffile.txt`)).body.name).toBe(
+        "deep/dir/file.txt",
+      );
       // A name that looks like another route's path is still a name.
       await newAsset(bucketId, "asset-urls/x");
       expect((await admin.get(`/buckets/${bucketId}/assets/asset-urls/x`)).body.name).toBe("asset-urls/x");
 
       const rawUrl = await assetUrl(bucketId, "deep/dir/file.txt", "GET");
-      const encodedUrl = (await admin.post(`/buckets/${bucketId}/asset-urls/deep%2Fdir%2Ffile.txt`, { operation: "GET" })).body.url;
+      const encodedUrl = (
+        await admin.post(`/buckets/${bucketId}/asset-urls/deep%2Fdir%2Ffile.txt`, { operation: "GET" })
+      ).body.url;
       expect((await blob("GET", rawUrl)).bytes.toString()).toBe("deep text");
       expect((await blob("GET", encodedUrl)).bytes.toString()).toBe("deep text");
 
@@ -312,13 +383,25 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
 
     it("answers 405 with Allow on the asset paths, and OPTIONS with Allow", async () => {
       expectError(await admin.put(`/buckets/${bucketId}/assets/some/name.txt`, { name: "x" }), 405, "MethodNotAllowed");
-      const res = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets/some/name.txt`, { method: "PATCH", headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
+      const res = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets/some/name.txt`, {
+        method: "PATCH",
+        headers: { authorization: `Bearer ${stack.bootstrapKey}` },
+      });
       expect([res.status, res.headers.get("allow")]).toEqual([405, "HEAD, GET, DELETE"]);
-      const list = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets`, { method: "POST", headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
+      const list = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${stack.bootstrapKey}` },
+      });
       expect([list.status, list.headers.get("allow")]).toEqual([405, "HEAD, GET, PUT"]);
-      const urls = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/asset-urls/a/b`, { method: "GET", headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
+      const urls = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/asset-urls/a/b`, {
+        method: "GET",
+        headers: { authorization: `Bearer ${stack.bootstrapKey}` },
+      });
       expect([urls.status, urls.headers.get("allow")]).toEqual([405, "POST"]);
-      const options = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets/a/b`, { method: "OPTIONS", headers: { authorization: `Bearer ${stack.bootstrapKey}` } });
+      const options = await fetch(`${stack.gatewayUrl}/buckets/${bucketId}/assets/a/b`, {
+        method: "OPTIONS",
+        headers: { authorization: `Bearer ${stack.bootstrapKey}` },
+      });
       expect([options.status, options.headers.get("allow")]).toEqual([204, "HEAD, GET, DELETE"]);
     });
 
@@ -340,35 +423,55 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
 
       const bytes = new Uint8Array([0xff, 0xfe, 0x00, 0x80, 0x41, 0xc3]); // not UTF-8
       await upload(bucketId, "contents/binary.bin", bytes);
-      const asBinary = assetSchema.parse((await admin.get(`/buckets/${bucketId}/assets/contents/binary.bin?include_contents=true`)).body);
+      const asBinary = assetSchema.parse(
+        (await admin.get(`/buckets/${bucketId}/assets/contents/binary.bin?include_contents=true`)).body,
+      );
       expect(asBinary.contents).toEqual({ encoding: "base64", data: Buffer.from(bytes).toString("base64") });
       expect(asBinary.size).toBe(6);
 
       await upload(bucketId, "contents/empty.txt", "");
-      expect((await admin.get(`/buckets/${bucketId}/assets/contents/empty.txt?include_contents=true`)).body).toMatchObject({ size: 0, contents: "" });
+      expect(
+        (await admin.get(`/buckets/${bucketId}/assets/contents/empty.txt?include_contents=true`)).body,
+      ).toMatchObject({ size: 0, contents: "" });
 
-      expect((await admin.get(`/buckets/${bucketId}/assets/contents/text.txt?include_contents=false`)).body).not.toHaveProperty("contents");
+      expect(
+        (await admin.get(`/buckets/${bucketId}/assets/contents/text.txt?include_contents=false`)).body,
+      ).not.toHaveProperty("contents");
       expect((await admin.get(`/buckets/${bucketId}/assets/contents/text.txt`)).body).not.toHaveProperty("contents");
       await newAsset(bucketId, "contents/never.txt");
       const never = (await admin.get(`/buckets/${bucketId}/assets/contents/never.txt?include_contents=true`)).body;
       expect(never).not.toHaveProperty("contents");
       expect(never).not.toHaveProperty("size");
-      expect(expectError(await admin.get(`/buckets/${bucketId}/assets/contents/text.txt?include_contents=yes`), 400, "ValidationError").errors[0]!.path).toBe("query.include_contents");
+      expect(
+        expectError(
+          await admin.get(`/buckets/${bucketId}/assets/contents/text.txt?include_contents=yes`),
+          400,
+          "ValidationError",
+        ).errors[0]!.path,
+      ).toBe("query.include_contents");
     });
 
     it("include_contents over 1 MiB is 400; exactly 1 MiB is answered", async () => {
       const mib = 1024 * 1024;
       await upload(bucketId, "big/exact.txt", "x".repeat(mib));
-      expect(((await admin.get(`/buckets/${bucketId}/assets/big/exact.txt?include_contents=true`)).body.contents as string).length).toBe(mib);
+      expect(
+        ((await admin.get(`/buckets/${bucketId}/assets/big/exact.txt?include_contents=true`)).body.contents as string)
+          .length,
+      ).toBe(mib);
       await upload(bucketId, "big/over.txt", "x".repeat(mib + 1));
-      const over = expectError(await admin.get(`/buckets/${bucketId}/assets/big/over.txt?include_contents=true`), 400, "ValidationError");
+      const over = expectError(
+        await admin.get(`/buckets/${bucketId}/assets/big/over.txt?include_contents=true`),
+        400,
+        "ValidationError",
+      );
       expect(over.errors).toEqual([{ path: "query.include_contents", message: expect.any(String) }]);
       expect((await admin.get(`/buckets/${bucketId}/assets/big/over.txt`)).body.size).toBe(mib + 1);
     });
 
     it("lists newest first, pages, and filters by prefix and postfix, echoing them", async () => {
       const listed = await newBucket("listing");
-      for (const name of ["docs/a.md", "docs/b.txt", "img/c.png", "docs/d.md", "readme.md"]) await newAsset(listed, name);
+      for (const name of ["docs/a.md", "docs/b.txt", "img/c.png", "docs/d.md", "readme.md"])
+        await newAsset(listed, name);
       const all = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets`)).body);
       expect(all.assets.map((a) => a.name)).toEqual(["readme.md", "docs/d.md", "img/c.png", "docs/b.txt", "docs/a.md"]);
       expect(all).not.toHaveProperty("prefix");
@@ -376,13 +479,26 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
 
       const page2 = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets?page=2&page_size=2`)).body);
       expect(page2.assets.map((a) => a.name)).toEqual(["img/c.png", "docs/b.txt"]);
-      expect(page2.pagination).toEqual({ page_number: 2, page_size: 2, total_count: 5, total_pages: 3, next_page: 3, previous_page: 1 });
+      expect(page2.pagination).toEqual({
+        page_number: 2,
+        page_size: 2,
+        total_count: 5,
+        total_pages: 3,
+        next_page: 3,
+        previous_page: 1,
+      });
 
       const docs = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets?prefix=docs/`)).body);
-      expect([docs.assets.map((a) => a.name), docs.prefix, docs.pagination.total_count]).toEqual([["docs/d.md", "docs/b.txt", "docs/a.md"], "docs/", 3]);
+      expect([docs.assets.map((a) => a.name), docs.prefix, docs.pagination.total_count]).toEqual([
+        ["docs/d.md", "docs/b.txt", "docs/a.md"],
+        "docs/",
+        3,
+      ]);
       const md = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets?postfix=.md`)).body);
       expect([md.assets.map((a) => a.name), md.postfix]).toEqual([["readme.md", "docs/d.md", "docs/a.md"], ".md"]);
-      const both = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets?prefix=docs%2F&postfix=.md&page_size=1`)).body);
+      const both = assetListSchema.parse(
+        (await admin.get(`/buckets/${listed}/assets?prefix=docs%2F&postfix=.md&page_size=1`)).body,
+      );
       expect(both).toMatchObject({ prefix: "docs/", postfix: ".md", pagination: { total_count: 2, total_pages: 2 } });
       expect(both.assets.map((a) => a.name)).toEqual(["docs/d.md"]);
       const none = assetListSchema.parse((await admin.get(`/buckets/${listed}/assets?prefix=zzz`)).body);
@@ -406,7 +522,13 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
     it("CreateAssetUrl needs an existing asset, and a known operation", async () => {
       expectError(await admin.post(`/buckets/${bucketId}/asset-urls/nothing-here.txt`), 404, "NotFound");
       await newAsset(bucketId, "op.txt");
-      expect(expectError(await admin.post(`/buckets/${bucketId}/asset-urls/op.txt`, { operation: "DELETE" }), 400, "ValidationError").errors[0]!.path).toBe("body.operation");
+      expect(
+        expectError(
+          await admin.post(`/buckets/${bucketId}/asset-urls/op.txt`, { operation: "DELETE" }),
+          400,
+          "ValidationError",
+        ).errors[0]!.path,
+      ).toBe("body.operation");
     });
   });
 
@@ -438,7 +560,9 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect(got.headers["etag"]).toMatch(/^"[^"]+"$/);
       expect(got.headers["x-request-id"]).toBeTruthy();
       // Under the compat prefix too, and a bearer that means nothing is not looked at.
-      const alias = await blob("GET", url.replace("/blobs/", "/api/blobs/"), { headers: { authorization: "Bearer not-a-credential" } });
+      const alias = await blob("GET", url.replace("/blobs/", "/api/blobs/"), {
+        headers: { authorization: "Bearer not-a-credential" },
+      });
       expect(sha256(alias.bytes)).toBe(sha256(bytes));
     });
 
@@ -474,7 +598,12 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       await upload(bucketId, "range.txt", "0123456789", "text/plain");
       const url = await assetUrl(bucketId, "range.txt", "GET");
       const part = await blob("GET", url, { headers: { range: "bytes=2-5" } });
-      expect([part.status, part.bytes.toString(), part.headers["content-range"], part.headers["content-length"]]).toEqual([206, "2345", "bytes 2-5/10", "4"]);
+      expect([
+        part.status,
+        part.bytes.toString(),
+        part.headers["content-range"],
+        part.headers["content-length"],
+      ]).toEqual([206, "2345", "bytes 2-5/10", "4"]);
       const tail = await blob("GET", url, { headers: { range: "bytes=-3" } });
       expect([tail.status, tail.bytes.toString()]).toEqual([206, "789"]);
       const unsatisfiable = await blob("GET", url, { headers: { range: "bytes=50-60" } });
@@ -489,7 +618,12 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       expect((await fetch(url, { headers: { "if-none-match": etag! } })).status).toBe(304);
 
       const head = await blob("HEAD", url);
-      expect([head.status, head.bytes.length, head.headers["content-length"], head.headers["etag"]]).toEqual([200, 0, "10", etag]);
+      expect([head.status, head.bytes.length, head.headers["content-length"], head.headers["etag"]]).toEqual([
+        200,
+        0,
+        "10",
+        etag,
+      ]);
     });
 
     it("a URL for one operation refuses the other with 403, and changes nothing", async () => {
@@ -532,8 +666,12 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       }
       expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1); // one answer for every kind of bad token
       expect((await blob("GET", url)).bytes.toString()).toBe("asset A");
-      expect((await admin.get(`/buckets/${bucketId}/assets/b.txt?include_contents=true`)).body.contents).toBe("asset B");
-      expect((await admin.get(`/buckets/${otherBucket}/assets/a.txt?include_contents=true`)).body.contents).toBe("other bucket's A");
+      expect((await admin.get(`/buckets/${bucketId}/assets/b.txt?include_contents=true`)).body.contents).toBe(
+        "asset B",
+      );
+      expect((await admin.get(`/buckets/${otherBucket}/assets/a.txt?include_contents=true`)).body.contents).toBe(
+        "other bucket's A",
+      );
     });
 
     it("an old URL neither reads nor writes a new asset of the same name: deleting the asset revokes it", async () => {
@@ -543,13 +681,21 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       await upload(bucketId, "recreated.txt", "second life");
       expectBlobError(await blob("GET", oldUrl), 404, "NotFound");
       expectBlobError(await blob("PUT", oldUrl, { body: "planted through a leaked URL" }), 404, "NotFound");
-      expect((await admin.get(`/buckets/${bucketId}/assets/recreated.txt?include_contents=true`)).body).toMatchObject({ contents: "second life", size: 11 });
-      expect((await blob("GET", await assetUrl(bucketId, "recreated.txt", "GET"))).bytes.toString()).toBe("second life");
+      expect((await admin.get(`/buckets/${bucketId}/assets/recreated.txt?include_contents=true`)).body).toMatchObject({
+        contents: "second life",
+        size: 11,
+      });
+      expect((await blob("GET", await assetUrl(bucketId, "recreated.txt", "GET"))).bytes.toString()).toBe(
+        "second life",
+      );
     });
 
     it("refuses an upload on a bad token at once, and closes the connection rather than read the rest", async () => {
       const big = Buffer.alloc(64 * 1024 * 1024, 3);
-      const refused = await blob("PUT", `${stack.gatewayUrl}/blobs/not-a-token`, { body: big, headers: { "content-length": String(big.length) } });
+      const refused = await blob("PUT", `${stack.gatewayUrl}/blobs/not-a-token`, {
+        body: big,
+        headers: { "content-length": String(big.length) },
+      });
       expectBlobError(refused, 403, "Forbidden");
       expect(refused.headers.connection).toBe("close");
     });
@@ -563,9 +709,20 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
       await upload(bucketId, "limit.bin", "small");
       const url = await assetUrl(bucketId, "limit.bin", "PUT");
       const tooBig = Buffer.alloc(maxAssetBytes + 1, 1);
-      expectBlobError(await blob("PUT", url, { body: tooBig, headers: { "content-length": String(tooBig.length) } }), 413, "PayloadTooLarge");
-      expectBlobError(await blob("PUT", url, { body: tooBig, headers: { "transfer-encoding": "chunked" } }), 413, "PayloadTooLarge");
-      expect((await admin.get(`/buckets/${bucketId}/assets/limit.bin?include_contents=true`)).body).toMatchObject({ size: 5, contents: "small" });
+      expectBlobError(
+        await blob("PUT", url, { body: tooBig, headers: { "content-length": String(tooBig.length) } }),
+        413,
+        "PayloadTooLarge",
+      );
+      expectBlobError(
+        await blob("PUT", url, { body: tooBig, headers: { "transfer-encoding": "chunked" } }),
+        413,
+        "PayloadTooLarge",
+      );
+      expect((await admin.get(`/buckets/${bucketId}/assets/limit.bin?include_contents=true`)).body).toMatchObject({
+        size: 5,
+        contents: "small",
+      });
       const exactly = Buffer.alloc(maxAssetBytes, 2);
       expect((await blob("PUT", url, { body: exactly })).status).toBe(200);
       expect((await admin.get(`/buckets/${bucketId}/assets/limit.bin`)).body.size).toBe(maxAssetBytes);

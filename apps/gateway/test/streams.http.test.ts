@@ -1,13 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
-import { EventSource } from "eventsource";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { storeKinds } from "@loom/testing/servers";
 import { openSse } from "@loom/testing/sse";
 import { signAccessToken } from "@loom/testing/tokens";
+import { EventSource } from "eventsource";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assistantEventSchema, errorBodySchema } from "../src/schemas.ts";
-import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 
 const uuid = () => crypto.randomUUID();
 
@@ -19,7 +19,11 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
 
   beforeAll(async () => {
     // One key opens 100 streams at once while the last 100 may still be closing: above the default cap.
-    stack = await startStack(store, { inject: { runs: { model } }, memoryBus: true, gateway: { STREAMS_PER_CREDENTIAL: 1_000 } });
+    stack = await startStack(store, {
+      inject: { runs: { model } },
+      memoryBus: true,
+      gateway: { STREAMS_PER_CREDENTIAL: 1_000 },
+    });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     auth = { authorization: `Bearer ${stack.bootstrapKey}` };
   });
@@ -102,7 +106,9 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     expect(errorBodySchema.parse(unknown.errorBody).type).toBe("NotFound");
     model.script({ answer: () => "x" });
     const run = (await admin.post(`/assistants/${await assistant()}/runs`, {})).body;
-    const stranger = await openSse(streamUrl(run.assistant_run_id), { authorization: `Bearer ${await signAccessToken({ sub: `sse-${store}` })}` });
+    const stranger = await openSse(streamUrl(run.assistant_run_id), {
+      authorization: `Bearer ${await signAccessToken({ sub: `sse-${store}` })}`,
+    });
     expect(stranger.status).toBe(404);
     const bad = await openSse(streamUrl(run.assistant_run_id), { ...auth, "last-event-id": "abc" });
     expect(bad.status).toBe(400);
@@ -114,16 +120,27 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     await admin.post(`/structure-runs/${runId}/events`, [{ type: "StartStructureRunEvent", timestamp: 1 }]);
     const sse = await openSse(`${stack.gatewayUrl}/structure-runs/${runId}/events/stream`, auth);
     await sse.waitFor(1);
-    await admin.post(`/structure-runs/${runId}/events`, [{ type: "Progress", timestamp: 2 }, { type: "StructureRunCompleted", timestamp: 3 }]);
+    await admin.post(`/structure-runs/${runId}/events`, [
+      { type: "Progress", timestamp: 2 },
+      { type: "StructureRunCompleted", timestamp: 3 },
+    ]);
     await sse.ended;
-    expect(sse.events.map((e) => JSON.parse(e.data).type)).toEqual(["StartStructureRunEvent", "Progress", "StructureRunCompleted"]);
+    expect(sse.events.map((e) => JSON.parse(e.data).type)).toEqual([
+      "StartStructureRunEvent",
+      "Progress",
+      "StructureRunCompleted",
+    ]);
   });
 
   it("shares one upstream follow among a run's subscribers, each getting every event once from its own start", async () => {
     const bus = stack.bus as unknown as { subscriberCount(): number };
     const runId = uuid();
     const url = `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
-    const post = (...types: string[]) => admin.post(`/structure-runs/${runId}/events`, types.map((type, i) => ({ type, timestamp: i })));
+    const post = (...types: string[]) =>
+      admin.post(
+        `/structure-runs/${runId}/events`,
+        types.map((type, i) => ({ type, timestamp: i })),
+      );
     const before = bus.subscriberCount();
     await post("E0", "E1", "E2");
     const fromStart = await Promise.all(Array.from({ length: 20 }, () => openSse(url, auth)));
@@ -145,7 +162,9 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     expect(types(fromOffset)).toEqual(log.slice(1));
     expect(types(resumed)).toEqual(log.slice(3));
     expect(types(ahead)).toEqual(log.slice(5));
-    expect(all.every((s) => s.events.every((e, i) => i === 0 || Number(e.id) === Number(s.events[i - 1]!.id) + 1))).toBe(true);
+    expect(
+      all.every((s) => s.events.every((e, i) => i === 0 || Number(e.id) === Number(s.events[i - 1]!.id) + 1)),
+    ).toBe(true);
     const deadline = Date.now() + 5_000;
     while (bus.subscriberCount() !== before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     expect(bus.subscriberCount()).toBe(before);
@@ -155,7 +174,10 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     const bus = stack.bus as unknown as { subscriberCount(): number };
     const runId = uuid();
     const url = `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
-    await admin.post(`/structure-runs/${runId}/events`, ["E0", "E1", "E2"].map((type) => ({ type, timestamp: 1 })));
+    await admin.post(
+      `/structure-runs/${runId}/events`,
+      ["E0", "E1", "E2"].map((type) => ({ type, timestamp: 1 })),
+    );
     const before = bus.subscriberCount();
     const resumer = await openSse(url, { ...auth, "last-event-id": "1" });
     const fresh = await Promise.all(Array.from({ length: 10 }, () => openSse(url, auth)));
@@ -164,14 +186,18 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     await admin.post(`/structure-runs/${runId}/events`, [{ type: "StructureRunCompleted", timestamp: 2 }]);
     await Promise.all([resumer, ...fresh].map((s) => s.ended));
     expect(resumer.events.map((e) => JSON.parse(e.data).type)).toEqual(["E2", "StructureRunCompleted"]);
-    for (const s of fresh) expect(s.events.map((e) => JSON.parse(e.data).type)).toEqual(["E0", "E1", "E2", "StructureRunCompleted"]);
+    for (const s of fresh)
+      expect(s.events.map((e) => JSON.parse(e.data).type)).toEqual(["E0", "E1", "E2", "StructureRunCompleted"]);
   });
 
   it("replays a finished run to a crowd from one follow: each stream gets the whole log once, resumes get its tail", async () => {
     const runId = uuid();
     const url = `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
     const log = [...Array.from({ length: 30 }, (_, i) => `E${i}`), "StructureRunCompleted"];
-    await admin.post(`/structure-runs/${runId}/events`, log.map((type, i) => ({ type, timestamp: i })));
+    await admin.post(
+      `/structure-runs/${runId}/events`,
+      log.map((type, i) => ({ type, timestamp: i })),
+    );
     // Every follow of this run subscribes to its subject on the bus first: count them.
     const bus = stack.bus as { subscribe: typeof stack.bus.subscribe };
     const subscribe = bus.subscribe;
@@ -201,7 +227,9 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
       expect(past.events).toEqual([]);
       expect(follows).toBe(1);
       // Another organization still gets a plain 404, not the kept log.
-      const stranger = await openSse(url, { authorization: `Bearer ${await signAccessToken({ sub: `sse-replay-${store}` })}` });
+      const stranger = await openSse(url, {
+        authorization: `Bearer ${await signAccessToken({ sub: `sse-replay-${store}` })}`,
+      });
       expect(stranger.status).toBe(404);
     } finally {
       bus.subscribe = subscribe;
@@ -216,7 +244,9 @@ describe.each(storeKinds("event streams over HTTP"))("event streams over HTTP (%
     const url = (runId: string) => `${stack.gatewayUrl}/structure-runs/${runId}/events/stream`;
     const before = bus.subscriberCount();
     for (let batch = 0; batch < 10; batch++) {
-      const streams = await Promise.all(Array.from({ length: 100 }, (_, i) => openSse(url(runs[i % 2 === 0 ? 50 : (i - 1) / 2]!), auth)));
+      const streams = await Promise.all(
+        Array.from({ length: 100 }, (_, i) => openSse(url(runs[i % 2 === 0 ? 50 : (i - 1) / 2]!), auth)),
+      );
       expect(streams.every((s) => s.status === 200)).toBe(true);
       expect(bus.subscriberCount()).toBe(before + 51);
       streams.forEach((s) => s.close());

@@ -1,6 +1,6 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { createRemoteJWKSet, errors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from "jose";
 import { unauthenticated } from "@loom/contracts/errors";
+import { createRemoteJWKSet, errors, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose";
 
 /** What Loom reads from a verified access token. */
 export interface TokenClaims {
@@ -63,14 +63,17 @@ export function createAccessTokenVerifier(options: AccessTokenOptions): AccessTo
       } catch (error) {
         if (error instanceof ConnectError) throw error;
         if (error instanceof errors.JWTExpired) throw unauthenticated("access token expired");
-        if (error instanceof errors.JWTClaimValidationFailed && error.claim === "exp") throw unauthenticated("access token has no expiry (exp)");
+        if (error instanceof errors.JWTClaimValidationFailed && error.claim === "exp")
+          throw unauthenticated("access token has no expiry (exp)");
         if (error instanceof errors.JOSEError) throw unauthenticated("invalid access token");
         throw error;
       }
       if (typeof payload.sub !== "string" || payload.sub === "") throw unauthenticated("access token has no subject");
       // jose checked that `exp` is a number in the future.
       if (payload.exp! - Date.now() / 1000 > maxLifetimeSeconds) {
-        throw unauthenticated(`access token lives too long: its expiry (exp) may be at most ${maxLifetimeSeconds} s ahead`);
+        throw unauthenticated(
+          `access token lives too long: its expiry (exp) may be at most ${maxLifetimeSeconds} s ahead`,
+        );
       }
       const text = (claim: unknown) => (typeof claim === "string" && claim !== "" ? claim : undefined);
       return {
@@ -96,8 +99,12 @@ function reachableOrUnavailable(remote: JWTVerifyGetKey): JWTVerifyGetKey {
       return await remote(header, token);
     } catch (error) {
       const unreachable =
-        !(error instanceof errors.JOSEError) || error instanceof errors.JWKSTimeout || error instanceof errors.JWKSInvalid || error.code === "ERR_JOSE_GENERIC";
-      if (unreachable) throw new ConnectError("the access token issuer's keys cannot be fetched right now", Code.Unavailable);
+        !(error instanceof errors.JOSEError) ||
+        error instanceof errors.JWKSTimeout ||
+        error instanceof errors.JWKSInvalid ||
+        error.code === "ERR_JOSE_GENERIC";
+      if (unreachable)
+        throw new ConnectError("the access token issuer's keys cannot be fetched right now", Code.Unavailable);
       throw error;
     }
   };

@@ -31,6 +31,13 @@ export function newApiKey(
   at: Date,
   value: string = newApiKeySecret(),
 ): { record: ApiKeyRecord; value: string } {
-  const record: ApiKeyRecord = { id: newId(), ...fields, secretHash: hashApiKeySecret(value), createdAt: at, updatedAt: at, lastUsed: at };
+  const record: ApiKeyRecord = {
+    id: newId(),
+    ...fields,
+    secretHash: hashApiKeySecret(value),
+    createdAt: at,
+    updatedAt: at,
+    lastUsed: at,
+  };
   return { record, value };
 }

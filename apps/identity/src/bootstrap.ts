@@ -1,7 +1,7 @@
-import type { Logger } from "@loom/telemetry/logger";
 import { newId } from "@loom/contracts/ids";
-import type { IdentityStore } from "./store/port.ts";
+import type { Logger } from "@loom/telemetry/logger";
 import { newApiKey } from "./api-key-secret.ts";
+import type { IdentityStore } from "./store/port.ts";
 
 export interface BootstrapOptions {
   email: string;
@@ -15,16 +15,30 @@ export interface BootstrapOptions {
  * first starts of several replicas create them once. Returns the generated
  * key value when one was generated, so the caller can print it once.
  */
-export async function bootstrapIdentity(store: IdentityStore, options: BootstrapOptions, logger: Logger): Promise<string | undefined> {
+export async function bootstrapIdentity(
+  store: IdentityStore,
+  options: BootstrapOptions,
+  logger: Logger,
+): Promise<string | undefined> {
   if ((await store.countUsers()) > 0) return undefined;
   const now = new Date();
   if (!(await store.claimBootstrap(now))) return undefined;
   const organizationId = newId();
   const userId = newId();
   await store.insertOrganization({ id: organizationId, name: "Default organization", createdAt: now });
-  await store.insertUser({ id: userId, subject: `local:${userId}`, email: options.email, organizations: [organizationId], createdAt: now, updatedAt: now });
+  await store.insertUser({
+    id: userId,
+    subject: `local:${userId}`,
+    email: options.email,
+    organizations: [organizationId],
+    createdAt: now,
+    updatedAt: now,
+  });
   const { record, value } = newApiKey({ organizationId, name: "bootstrap", createdBy: userId }, now, options.apiKey);
   await store.insertApiKey(record);
-  logger.info({ email: options.email, organization_id: organizationId, user_id: userId }, "bootstrapped the first user, organization and API key");
+  logger.info(
+    { email: options.email, organization_id: organizationId, user_id: userId },
+    "bootstrapped the first user, organization and API key",
+  );
   return options.apiKey ? undefined : value;
 }

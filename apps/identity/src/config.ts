@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { env } from "@loom/runtime/config";
 import { standaloneSettings } from "@loom/services/settings";
+import { z } from "zod";
 import { defaultMaxTokenLifetimeSeconds } from "./access-tokens.ts";
 import { apiKeyPrefix } from "./api-key-secret.ts";
 
@@ -44,12 +44,19 @@ export const identitySettings = {
  * URL is required (success and cancel default to it). Applied to every
  * schema that takes identitySettings.
  */
-export function requireBillingUrls(config: { STRIPE_SECRET_KEY?: string; BILLING_RETURN_URL?: string; BILLING_REQUIRED?: boolean }, ctx: z.RefinementCtx): void {
+export function requireBillingUrls(
+  config: { STRIPE_SECRET_KEY?: string; BILLING_RETURN_URL?: string; BILLING_REQUIRED?: boolean },
+  ctx: z.RefinementCtx,
+): void {
   if (config.BILLING_REQUIRED && !config.STRIPE_SECRET_KEY) {
     ctx.addIssue({ code: "custom", path: ["BILLING_REQUIRED"], message: "needs STRIPE_SECRET_KEY: nobody could pay" });
   }
   if (config.STRIPE_SECRET_KEY && !config.BILLING_RETURN_URL) {
-    ctx.addIssue({ code: "custom", path: ["BILLING_RETURN_URL"], message: "is required when STRIPE_SECRET_KEY is set" });
+    ctx.addIssue({
+      code: "custom",
+      path: ["BILLING_RETURN_URL"],
+      message: "is required when STRIPE_SECRET_KEY is set",
+    });
   }
 }
 
@@ -58,7 +65,10 @@ export function requireBillingUrls(config: { STRIPE_SECRET_KEY?: string; BILLING
  * token the provider signs — for any of its other applications — would be
  * accepted. Applied to every schema that takes identitySettings.
  */
-export function requireOidcClaims(config: { OIDC_JWKS_URL?: string; OIDC_ISSUER?: string; OIDC_AUDIENCE?: string }, ctx: z.RefinementCtx): void {
+export function requireOidcClaims(
+  config: { OIDC_JWKS_URL?: string; OIDC_ISSUER?: string; OIDC_AUDIENCE?: string },
+  ctx: z.RefinementCtx,
+): void {
   if (!config.OIDC_JWKS_URL) return;
   for (const name of ["OIDC_ISSUER", "OIDC_AUDIENCE"] as const) {
     if (!config[name]) ctx.addIssue({ code: "custom", path: [name], message: "is required when OIDC_JWKS_URL is set" });
@@ -66,9 +76,12 @@ export function requireOidcClaims(config: { OIDC_JWKS_URL?: string; OIDC_ISSUER?
 }
 
 /** The identity service run on its own (one Deployment in production). */
-export const identityConfigSchema = z.object({
-  ...standaloneSettings("identity"),
-  ...identitySettings,
-  /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
-  NATS_URL: env.url().optional(),
-}).superRefine(requireOidcClaims).superRefine(requireBillingUrls);
+export const identityConfigSchema = z
+  .object({
+    ...standaloneSettings("identity"),
+    ...identitySettings,
+    /** Where key revocations are announced to the gateways; without it, gateways do not cache. */
+    NATS_URL: env.url().optional(),
+  })
+  .superRefine(requireOidcClaims)
+  .superRefine(requireBillingUrls);

@@ -9,7 +9,12 @@ export const serviceProcess: ServiceProcess<typeof identityConfigSchema> = {
   schema: identityConfigSchema,
   notes: services.identity,
   wire: async (config, { logger, bus }) => {
-    const { service, bootstrap } = await wireIdentity(await openIdentityStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, logger, bus);
+    const { service, bootstrap } = await wireIdentity(
+      await openIdentityStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }),
+      config,
+      logger,
+      bus,
+    );
     return {
       ...service,
       // Once the process listens: a key made before a start that then failed would never be printed.

@@ -1,15 +1,15 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { IdentityService, type ApiKeyOwner } from "@loom/proto/identity/v1/identity_pb";
+import type { Bus } from "@loom/bus/bus";
 import { invalidArgument, notFound, permissionDenied, unauthenticated } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
-import type { Bus } from "@loom/bus/bus";
-import type { Logger } from "@loom/telemetry/logger";
-import { subjects } from "@loom/contracts/subjects";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { requirePrincipal, type Principal } from "@loom/server/principal";
-import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
+import { subjects } from "@loom/contracts/subjects";
 import { nameProblem } from "@loom/contracts/text";
+import { type ApiKeyOwner, IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { type Principal, requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import type { Logger } from "@loom/telemetry/logger";
 import type { AccessTokenVerifier, TokenClaims } from "./access-tokens.ts";
 import { hashApiKeySecret, looksLikeApiKey, newApiKey } from "./api-key-secret.ts";
 import type { ApiKeyFilter, ApiKeyRecord, IdentityStore, UserRecord } from "./store/port.ts";
@@ -60,7 +60,8 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     if (!key) throw unauthenticated();
     const at = now();
     const neverUsed = key.lastUsed.getTime() === key.createdAt.getTime();
-    if (neverUsed || at.getTime() - key.lastUsed.getTime() >= lastUsedResolutionMs) await store.touchApiKey(key.id, at, key.lastUsed);
+    if (neverUsed || at.getTime() - key.lastUsed.getTime() >= lastUsedResolutionMs)
+      await store.touchApiKey(key.id, at, key.lastUsed);
     return {
       principal: { userId: key.userId ?? key.createdBy, organizationId: key.organizationId, apiKeyId: key.id },
       cacheableUntil: new Date(at.getTime() + authenticationCacheMs),
@@ -107,7 +108,11 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
   /** A key the principal may see: its organization's keys, and of user keys only its own. */
   async function visibleKey(principal: Principal, apiKeyId: string): Promise<ApiKeyRecord> {
     const key = await store.getApiKey(apiKeyId);
-    if (!key || key.organizationId !== principal.organizationId || (key.userId !== undefined && key.userId !== principal.userId)) {
+    if (
+      !key ||
+      key.organizationId !== principal.organizationId ||
+      (key.userId !== undefined && key.userId !== principal.userId)
+    ) {
       throw notFound("api key");
     }
     return key;
@@ -117,7 +122,8 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
   function ownedKeys(principal: Principal, owner: ApiKeyOwner | undefined): ApiKeyFilter & { userId?: string } {
     switch (owner?.owner.case) {
       case "userId":
-        if (owner.owner.value !== principal.userId) throw permissionDenied("you may manage only your own user API keys");
+        if (owner.owner.value !== principal.userId)
+          throw permissionDenied("you may manage only your own user API keys");
         return { organizationId: principal.organizationId, userId: principal.userId };
       case "organizationId":
         if (owner.owner.value !== principal.organizationId) throw notFound("organization");
@@ -186,7 +192,10 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
       const owner = ownedKeys(principal, req.owner);
       checkName(req.name);
       const at = now();
-      const { record: key, value } = newApiKey({ organizationId: principal.organizationId, userId: owner.userId, name: req.name, createdBy: principal.userId }, at);
+      const { record: key, value } = newApiKey(
+        { organizationId: principal.organizationId, userId: owner.userId, name: req.name, createdBy: principal.userId },
+        at,
+      );
       await store.insertApiKey(key);
       await undoIfOverCap(key);
       return { apiKey: apiKeyMessage(key), value };

@@ -1,15 +1,15 @@
-import { openStore, type StoreSettings } from "@loom/store/open";
 import type { Bus } from "@loom/bus/bus";
-import type { Logger } from "@loom/telemetry/logger";
-import type { RpcService } from "@loom/server/rpc-service";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
+import type { RpcService } from "@loom/server/rpc-service";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import { createAccessTokenVerifier } from "./access-tokens.ts";
-import { createBillingService, type BillingSettings } from "./billing/service.ts";
+import { type BillingSettings, createBillingService } from "./billing/service.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { createIdentityService, defaultApiKeyCaps } from "./service.ts";
 import { createMongoIdentityStore } from "./store/mongo.ts";
-import { createSqliteIdentityStore } from "./store/sqlite.ts";
 import type { IdentityStore } from "./store/port.ts";
+import { createSqliteIdentityStore } from "./store/sqlite.ts";
 
 export interface IdentitySettings extends BillingSettings {
   BOOTSTRAP_EMAIL: string;
@@ -26,7 +26,10 @@ export interface IdentitySettings extends BillingSettings {
 
 /** MongoDB when a URL is given, else SQLite. */
 export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStore> =>
-  openStore(settings, { sqlite: createSqliteIdentityStore, mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close) });
+  openStore(settings, {
+    sqlite: createSqliteIdentityStore,
+    mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close),
+  });
 
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.
@@ -43,7 +46,8 @@ export async function wireIdentity(
   bus?: Bus,
 ): Promise<{ service: RpcService; bootstrap: () => Promise<string | undefined> }> {
   await store.init();
-  const bootstrap = () => bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
+  const bootstrap = () =>
+    bootstrapIdentity(store, { email: settings.BOOTSTRAP_EMAIL, apiKey: settings.BOOTSTRAP_API_KEY }, logger);
   const accessTokens = createAccessTokenVerifier({
     secret: settings.ACCESS_TOKEN_SECRET,
     jwksUrl: settings.OIDC_JWKS_URL,

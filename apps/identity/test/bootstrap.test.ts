@@ -1,14 +1,14 @@
-import { describe, expect, it } from "vitest";
-import { createLogger } from "@loom/telemetry/logger";
-import { bootstrapIdentity } from "../src/bootstrap.ts";
-import { openSqlite } from "@loom/store/sqlite";
-import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
-import type { IdentityStore } from "../src/store/port.ts";
-import { createIdentityService } from "../src/service.ts";
-import { createRouterTransport, createClient } from "@connectrpc/connect";
+import { createClient, createRouterTransport } from "@connectrpc/connect";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { openSqlite } from "@loom/store/sqlite";
+import { createLogger } from "@loom/telemetry/logger";
 import { signAccessToken, testTokenSecret } from "@loom/testing/tokens";
+import { describe, expect, it } from "vitest";
 import { createAccessTokenVerifier } from "../src/access-tokens.ts";
+import { bootstrapIdentity } from "../src/bootstrap.ts";
+import { createIdentityService } from "../src/service.ts";
+import type { IdentityStore } from "../src/store/port.ts";
+import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
 
 const logger = createLogger("test", "silent");
 
@@ -20,7 +20,10 @@ async function freshStore() {
 
 function identityClient(store: IdentityStore) {
   const service = createIdentityService({ store, logger });
-  return createClient(IdentityService, createRouterTransport((router) => service.routes(router)));
+  return createClient(
+    IdentityService,
+    createRouterTransport((router) => service.routes(router)),
+  );
 }
 
 describe("bootstrap", () => {
@@ -45,7 +48,14 @@ describe("bootstrap", () => {
 
   it("never bootstraps a store that has users", async () => {
     const store = await freshStore();
-    await store.insertUser({ id: "u", subject: "local:u", email: "x@y", organizations: [], createdAt: new Date(), updatedAt: new Date() });
+    await store.insertUser({
+      id: "u",
+      subject: "local:u",
+      email: "x@y",
+      organizations: [],
+      createdAt: new Date(),
+      updatedAt: new Date(),
+    });
     expect(await bootstrapIdentity(store, { email: "admin@localhost" }, logger)).toBeUndefined();
     expect(await store.countUsers()).toBe(1);
   });
@@ -60,8 +70,15 @@ describe("the service trusts only what it should", () => {
     const store = await freshStore();
     const seeded = "loom_seeded-from-a-deployment-secret-0123456789";
     await bootstrapIdentity(store, { email: "ops@example.com", apiKey: seeded }, logger);
-    const service = createIdentityService({ store, logger, accessTokens: createAccessTokenVerifier({ secret: testTokenSecret }) });
-    const client = createClient(IdentityService, createRouterTransport((router) => service.routes(router)));
+    const service = createIdentityService({
+      store,
+      logger,
+      accessTokens: createAccessTokenVerifier({ secret: testTokenSecret }),
+    });
+    const client = createClient(
+      IdentityService,
+      createRouterTransport((router) => service.routes(router)),
+    );
     const admin = (await client.authenticate({ credential: seeded })).principal!;
     const token = await signAccessToken({ sub: `local:${admin.userId}` });
     const impostor = (await client.authenticate({ credential: token })).principal!;

@@ -1,19 +1,31 @@
-import { describe, expect, it } from "vitest";
-import { groupCommitted, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import { newId } from "@loom/contracts/ids";
-import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
+import { groupCommitted, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import { describe, expect, it } from "vitest";
 import type { ApiKeyRecord } from "../src/store/port.ts";
+import { createSqliteIdentityStore } from "../src/store/sqlite.ts";
 
 /** What only the SQLite adapter does (the contract suite covers what both do). */
 describe("the identity store on SQLite", () => {
   it("reads an API key's row once: later reads, a rename, a touch and a delete go through the key held in memory", async () => {
     const handle = openSqlite(":memory:");
     let rowReads = 0;
-    const counting: SqliteHandle = { ...handle, prepare: (sql) => (sql === "SELECT * FROM identity_api_keys WHERE id = ?" && rowReads++, handle.prepare(sql)) };
+    const counting: SqliteHandle = {
+      ...handle,
+      prepare: (sql) => (sql === "SELECT * FROM identity_api_keys WHERE id = ?" && rowReads++, handle.prepare(sql)),
+    };
     const store = groupCommitted(handle, createSqliteIdentityStore(counting));
     await store.init();
     const at = new Date("2026-11-24T10:00:00.000Z");
-    const key: ApiKeyRecord = { id: newId(), organizationId: newId(), name: "k", secretHash: newId(), createdBy: "u", createdAt: at, updatedAt: at, lastUsed: at };
+    const key: ApiKeyRecord = {
+      id: newId(),
+      organizationId: newId(),
+      name: "k",
+      secretHash: newId(),
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      lastUsed: at,
+    };
     await store.insertApiKey(key);
 
     expect(await store.getApiKey(key.id)).toEqual(key);
@@ -43,7 +55,16 @@ describe("the identity store on SQLite", () => {
     const store = createSqliteIdentityStore(handle);
     await store.init();
     const at = new Date("2026-11-24T10:00:00.000Z");
-    const key: ApiKeyRecord = { id: newId(), organizationId: newId(), name: "k", secretHash: newId(), createdBy: "u", createdAt: at, updatedAt: at, lastUsed: at };
+    const key: ApiKeyRecord = {
+      id: newId(),
+      organizationId: newId(),
+      name: "k",
+      secretHash: newId(),
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      lastUsed: at,
+    };
     await store.insertApiKey(key);
     await store.getApiKey(key.id); // held
     // A rename whose transaction is undone (here by hand; in the service, a failed call or group commit).

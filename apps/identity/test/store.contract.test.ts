@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { newId } from "@loom/contracts/ids";
-import { openIdentityStore } from "../src/wiring.ts";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { ApiKeyRecord, IdentityStore } from "../src/store/port.ts";
+import { openIdentityStore } from "../src/wiring.ts";
 
 /** One contract, both adapters: what the service relies on from any identity store. */
 describe.each(storeKinds("identity store contract"))("identity store contract (%s)", (kind) => {
@@ -22,7 +22,17 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
 
   const key = (over: Partial<ApiKeyRecord> = {}): ApiKeyRecord => {
     const at = new Date();
-    return { id: newId(), organizationId: org, name: "k", secretHash: newId(), createdBy: "u", createdAt: at, updatedAt: at, lastUsed: at, ...over };
+    return {
+      id: newId(),
+      organizationId: org,
+      name: "k",
+      secretHash: newId(),
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      lastUsed: at,
+      ...over,
+    };
   };
 
   it("round-trips a user and refuses a second user with the same subject", async () => {
@@ -49,7 +59,11 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
   });
 
   it("grants the bootstrap claim exactly once", async () => {
-    const claims = await Promise.all([store.claimBootstrap(new Date()), store.claimBootstrap(new Date()), store.claimBootstrap(new Date())]);
+    const claims = await Promise.all([
+      store.claimBootstrap(new Date()),
+      store.claimBootstrap(new Date()),
+      store.claimBootstrap(new Date()),
+    ]);
     expect(claims.filter(Boolean)).toHaveLength(1);
     expect(await store.claimBootstrap(new Date())).toBe(false);
   });
@@ -99,7 +113,12 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
   it("counts an organization's keys of every kind, and a user's own", async () => {
     const organizationId = newId();
     const [alice, bob] = [newId(), newId()];
-    for (const k of [key({ organizationId, userId: alice }), key({ organizationId, userId: alice }), key({ organizationId, userId: bob }), key({ organizationId })]) {
+    for (const k of [
+      key({ organizationId, userId: alice }),
+      key({ organizationId, userId: alice }),
+      key({ organizationId, userId: bob }),
+      key({ organizationId }),
+    ]) {
       await store.insertApiKey(k);
     }
     expect(await store.countApiKeys(organizationId)).toBe(4);
@@ -110,7 +129,10 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
   it("keeps the first Stripe customer of an organization and finds the organization by it", async () => {
     const organization = newId();
     expect(await store.getBilling(organization)).toBeUndefined();
-    const kept = await Promise.all([store.setStripeCustomer(organization, "cus_a"), store.setStripeCustomer(organization, "cus_b")]);
+    const kept = await Promise.all([
+      store.setStripeCustomer(organization, "cus_a"),
+      store.setStripeCustomer(organization, "cus_b"),
+    ]);
     expect(new Set(kept).size).toBe(1);
     expect(await store.setStripeCustomer(organization, "cus_c")).toBe(kept[0]);
     expect((await store.getBilling(organization))?.stripeCustomerId).toBe(kept[0]);
@@ -121,11 +143,20 @@ describe.each(storeKinds("identity store contract"))("identity store contract (%
   it("records a subscription unless a newer event recorded one", async () => {
     const organization = newId();
     await store.setStripeCustomer(organization, `cus_${organization}`);
-    const sub = { status: "active", plan: "pro", subscriptionId: "sub_1", eventCreatedAt: new Date("2026-03-03T00:00:10.000Z") };
+    const sub = {
+      status: "active",
+      plan: "pro",
+      subscriptionId: "sub_1",
+      eventCreatedAt: new Date("2026-03-03T00:00:10.000Z"),
+    };
     expect(await store.recordSubscription(organization, sub)).toBe(true);
     const older = { ...sub, status: "incomplete", eventCreatedAt: new Date("2026-03-03T00:00:05.000Z") };
     expect(await store.recordSubscription(organization, older)).toBe(false);
-    expect(await store.getBilling(organization)).toEqual({ organizationId: organization, stripeCustomerId: `cus_${organization}`, subscription: sub });
+    expect(await store.getBilling(organization)).toEqual({
+      organizationId: organization,
+      stripeCustomerId: `cus_${organization}`,
+      subscription: sub,
+    });
     const newer = { ...sub, status: "canceled", eventCreatedAt: new Date("2026-03-03T00:00:20.000Z") };
     expect(await store.recordSubscription(organization, newer)).toBe(true);
     expect((await store.getBilling(organization))?.subscription).toEqual(newer);

@@ -1,6 +1,6 @@
 import { parseArgs } from "node:util";
-import { createLogger, logFormatOf } from "@loom/telemetry/logger";
 import { failStartup } from "@loom/runtime/shutdown";
+import { createLogger, logFormatOf } from "@loom/telemetry/logger";
 import { keysCreate } from "./keys-create.ts";
 
 /** `pnpm loom …`: commands an operator runs on the host, beside the API. */
@@ -15,11 +15,18 @@ const usage = `Usage: pnpm loom keys create [--organization ID] [--name NAME]
 `;
 
 // Logs (migrations, a bootstrap) and errors go to stderr: stdout carries the key alone.
-const logger = createLogger("loom", process.env.LOG_LEVEL ?? "info", { format: logFormatOf(process.env, process.stderr.isTTY), destination: process.stderr });
+const logger = createLogger("loom", process.env.LOG_LEVEL ?? "info", {
+  format: logFormatOf(process.env, process.stderr.isTTY),
+  destination: process.stderr,
+});
 try {
   const { positionals, values } = parseArgs({
     allowPositionals: true,
-    options: { organization: { type: "string" }, name: { type: "string", default: "operator" }, help: { type: "boolean", short: "h" } },
+    options: {
+      organization: { type: "string" },
+      name: { type: "string", default: "operator" },
+      help: { type: "boolean", short: "h" },
+    },
   });
   if (values.help) {
     process.stdout.write(usage);

@@ -1,9 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Logger } from "@loom/telemetry/logger";
 import { StartupRefused } from "@loom/runtime/shutdown";
 import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import type { Logger } from "@loom/telemetry/logger";
 
 /** The all-in-one process's data directory (LOOM_DATA_DIR): its database, its blobs, its signing key. */
 export interface DataDir {
@@ -25,7 +25,9 @@ export class DataDirInUse extends StartupRefused {
   /** Of the process that holds it, as it wrote it in `loom.pid`; "" when unknown. */
   readonly pid: string;
   constructor(path: string, pid: string) {
-    super(`the data directory ${path} is in use by another Loom process${pid ? ` (pid ${pid})` : ""}: stop that one, or set LOOM_DATA_DIR to another directory`);
+    super(
+      `the data directory ${path} is in use by another Loom process${pid ? ` (pid ${pid})` : ""}: stop that one, or set LOOM_DATA_DIR to another directory`,
+    );
     this.pid = pid;
   }
 }
@@ -43,7 +45,9 @@ export function openDataDir(dir: string, options: { records: boolean; logger?: L
   try {
     mkdirSync(path, { recursive: true, mode: 0o700 });
   } catch (error) {
-    throw new StartupRefused(`LOOM_DATA_DIR: cannot make the data directory ${path}: ${(error as Error).message}`, { cause: error });
+    throw new StartupRefused(`LOOM_DATA_DIR: cannot make the data directory ${path}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
   const database = join(path, "loom.db");
   const pidFile = join(path, "loom.pid");

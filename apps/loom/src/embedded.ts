@@ -1,24 +1,24 @@
 import { randomBytes } from "node:crypto";
-import { buildApp } from "@loom/gateway/app";
-import { oneTransport, serviceClients } from "@loom/gateway/clients";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
-import { openEventsStore, wireEvents } from "@loom/events/wiring";
-import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
-import { openRunsStore, wireRuns } from "@loom/runs/wiring";
-import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { busReadiness } from "@loom/bus/bus";
 import { openBus } from "@loom/bus/open";
+import { openEventsStore, wireEvents } from "@loom/events/wiring";
+import { buildApp } from "@loom/gateway/app";
+import { oneTransport, serviceClients } from "@loom/gateway/clients";
+import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { connectionLimitsFrom } from "@loom/server/connection-limits";
-import { createHttpServer } from "@loom/server/turn-batched-response";
 import { heldUntil } from "@loom/server/held-until";
-import type { Logger } from "@loom/telemetry/logger";
 import { allReady, listen, type RunningServer } from "@loom/server/rpc-server";
 import type { RpcService } from "@loom/server/rpc-service";
 import { inProcessTransport } from "@loom/server/transports";
-import { serviceNames, type ServiceName } from "@loom/services/registry";
+import { createHttpServer } from "@loom/server/turn-batched-response";
+import { type ServiceName, serviceNames } from "@loom/services/registry";
+import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { sharedSqlite } from "@loom/store/sqlite";
+import type { Logger } from "@loom/telemetry/logger";
 import type { LoomConfig } from "./config.ts";
-import { openDataDir, type DataDir } from "./data-dir.ts";
+import { type DataDir, openDataDir } from "./data-dir.ts";
 
 export interface EmbeddedLoom {
   server: RunningServer;
@@ -42,7 +42,10 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   const dataDir = openDataDir(config.LOOM_DATA_DIR, { records: !config.MONGODB_URL, logger });
   // Once, loudly: from then on every call answers 503 and /readyz is not ready, until a restart (kit `DatabaseFailed`).
   dataDir.sqlite?.afterFailure((failure) =>
-    logger.fatal({ err: failure }, `the database ${dataDir.path}/loom.db failed: requests answer 503 and /readyz is not ready; restart Loom, which recovers the database from its log`),
+    logger.fatal(
+      { err: failure },
+      `the database ${dataDir.path}/loom.db failed: requests answer 503 and /readyz is not ready; restart Loom, which recovers the database from its log`,
+    ),
   );
   try {
     return await startServices(config, logger, serviceToken, dataDir);
@@ -52,7 +55,12 @@ export async function startEmbedded(config: LoomConfig, logger: Logger): Promise
   }
 }
 
-async function startServices(config: LoomConfig, logger: Logger, serviceToken: string, dataDir: DataDir): Promise<EmbeddedLoom> {
+async function startServices(
+  config: LoomConfig,
+  logger: Logger,
+  serviceToken: string,
+  dataDir: DataDir,
+): Promise<EmbeddedLoom> {
   // Every service's tables in the one file; each store's close leaves it open, the data directory closes it last.
   const store = (service: ServiceName) => ({
     url: config.MONGODB_URL,
@@ -65,7 +73,9 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
   const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
   // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
   // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
-  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), { runLogsCoveredByRuns: true });
+  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
+    runLogsCoveredByRuns: true,
+  });
   // The runs service calls assistants and events, in process like everything else.
   const peers = inProcessTransport([assistants, events], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {
@@ -76,23 +86,51 @@ async function startServices(config: LoomConfig, logger: Logger, serviceToken: s
   });
   // Signed URLs point at PUBLIC_URL, or at this process's own address once it listens (PORT may be 0).
   let listening: RunningServer | undefined;
-  const storageSettings = { ...config, BLOB_DIR: config.BLOB_DIR ?? dataDir.blobDir, BLOB_SIGNING_KEY: config.BLOB_SIGNING_KEY ?? dataDir.signingKey };
-  const storage = await wireStorage(await openStorageStore(store("storage")), await openBlobStore(storageSettings), storageSettings, {
-    logger: logger.child({ service: "storage" }),
-    publicUrl: () => config.PUBLIC_URL ?? listening!.url,
-  });
+  const storageSettings = {
+    ...config,
+    BLOB_DIR: config.BLOB_DIR ?? dataDir.blobDir,
+    BLOB_SIGNING_KEY: config.BLOB_SIGNING_KEY ?? dataDir.signingKey,
+  };
+  const storage = await wireStorage(
+    await openStorageStore(store("storage")),
+    await openBlobStore(storageSettings),
+    storageSettings,
+    {
+      logger: logger.child({ service: "storage" }),
+      publicUrl: () => config.PUBLIC_URL ?? listening!.url,
+    },
+  );
   // Every service of the registry, wired: one missing here fails the typecheck.
-  const wired: Record<ServiceName, RpcService> = { identity: identity.service, assistants, runs: runs.service, events, storage: storage.service };
+  const wired: Record<ServiceName, RpcService> = {
+    identity: identity.service,
+    assistants,
+    runs: runs.service,
+    events,
+    storage: storage.service,
+  };
   const services = serviceNames.map((name) => wired[name]);
 
   const clients = serviceClients(oneTransport(inProcessTransport(services, serviceToken, logger)));
-  const { app } = buildApp({ clients, blobs: storage.serveBlob, bus, limits: config, billingRequired: config.BILLING_REQUIRED, logger: logger.child({ service: "gateway" }), readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }) });
+  const { app } = buildApp({
+    clients,
+    blobs: storage.serveBlob,
+    bus,
+    limits: config,
+    billingRequired: config.BILLING_REQUIRED,
+    logger: logger.child({ service: "gateway" }),
+    readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }),
+  });
   const started = Promise.withResolvers<void>();
-  const server = (listening = await listen(createHttpServer(heldUntil(started.promise, app.callback()), connectionLimitsFrom(config), logger), config.PORT, config.HOST, async () => {
-    await Promise.all(services.map((s) => s.close()));
-    await bus.close();
-    await dataDir.close();
-  }));
+  const server = (listening = await listen(
+    createHttpServer(heldUntil(started.promise, app.callback()), connectionLimitsFrom(config), logger),
+    config.PORT,
+    config.HOST,
+    async () => {
+      await Promise.all(services.map((s) => s.close()));
+      await bus.close();
+      await dataDir.close();
+    },
+  ));
   const finishStart = async () => {
     const bootstrapKey = await identity.bootstrap();
     started.resolve();

@@ -1,15 +1,15 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { z } from "zod";
-import { loadConfig } from "@loom/runtime/config";
-import type { Logger } from "@loom/telemetry/logger";
-import { StartupRefused } from "@loom/runtime/shutdown";
-import { sharedSqlite } from "@loom/store/sqlite";
 import { identitySettings } from "@loom/identity/config";
 import { createOperatorKey } from "@loom/identity/operator-key";
 import { openIdentityStore } from "@loom/identity/wiring";
+import { loadConfig } from "@loom/runtime/config";
+import { StartupRefused } from "@loom/runtime/shutdown";
+import { sharedSqlite } from "@loom/store/sqlite";
+import type { Logger } from "@loom/telemetry/logger";
+import { z } from "zod";
 import { dataSettings } from "./config.ts";
-import { DataDirInUse, openDataDir, type DataDir } from "./data-dir.ts";
+import { type DataDir, DataDirInUse, openDataDir } from "./data-dir.ts";
 
 /** What the command reads of the process's configuration: where the records are. */
 const keysConfigSchema = z.object({ ...dataSettings, BOOTSTRAP_EMAIL: identitySettings.BOOTSTRAP_EMAIL });
@@ -36,7 +36,11 @@ export async function keysCreate(options: KeysCreateOptions, logger: Logger): Pr
   });
   try {
     await store.init();
-    const key = await createOperatorKey(store, { organizationId: options.organization, name: options.name, email: config.BOOTSTRAP_EMAIL }, logger);
+    const key = await createOperatorKey(
+      store,
+      { organizationId: options.organization, name: options.name, email: config.BOOTSTRAP_EMAIL },
+      logger,
+    );
     const where = `organization ${key.organization.id} (${key.organization.name})`;
     process.stderr.write(
       key.bootstrapped
@@ -54,7 +58,9 @@ export async function keysCreate(options: KeysCreateOptions, logger: Logger): Pr
 function openStoppedDataDir(dir: string, logger: Logger): DataDir {
   const path = resolve(dir);
   if (!existsSync(join(path, "loom.db"))) {
-    throw new StartupRefused(`LOOM_DATA_DIR: ${path} is not a Loom data directory (it has no loom.db): set LOOM_DATA_DIR to the one Loom runs with`);
+    throw new StartupRefused(
+      `LOOM_DATA_DIR: ${path} is not a Loom data directory (it has no loom.db): set LOOM_DATA_DIR to the one Loom runs with`,
+    );
   }
   try {
     return openDataDir(path, { records: true, logger });

@@ -1,21 +1,28 @@
 import { spawnSync } from "node:child_process";
-import { Agent, request, type IncomingHttpHeaders } from "node:http";
+import { Agent, type IncomingHttpHeaders, request } from "node:http";
 import { connect, type Socket } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { answer, startFakeOpenAI, trickle, type FakeOpenAI } from "@loom/testing/fake-openai";
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
+import { answer, type FakeOpenAI, startFakeOpenAI, trickle } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 
 /** The answer of one request over `agent` (a kept-alive connection when the agent keeps one). */
-function call(url: string, options: { method?: string; agent?: Agent | false; headers?: Record<string, string>; body?: string | Buffer }): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
+function call(
+  url: string,
+  options: { method?: string; agent?: Agent | false; headers?: Record<string, string>; body?: string | Buffer },
+): Promise<{ status: number; body: string; headers: IncomingHttpHeaders }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: options.method ?? "GET", agent: options.agent, headers: options.headers }, (res) => {
-      let body = "";
-      res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode!, body, headers: res.headers }));
-      res.on("error", reject);
-    });
+    const req = request(
+      url,
+      { method: options.method ?? "GET", agent: options.agent, headers: options.headers },
+      (res) => {
+        let body = "";
+        res.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+        res.on("end", () => resolve({ status: res.statusCode!, body, headers: res.headers }));
+        res.on("error", reject);
+      },
+    );
     req.on("error", reject);
     req.end(options.body);
   });
@@ -34,7 +41,8 @@ function rawConnection(url: string): { socket: Socket; received: () => string; c
 }
 
 /** `promise`'s value, or "still open" once `ms` have passed. */
-const within = <T>(promise: Promise<T>, ms: number) => Promise.race([promise, new Promise<"still open">((r) => setTimeout(() => r("still open"), ms))]);
+const within = <T>(promise: Promise<T>, ms: number) =>
+  Promise.race([promise, new Promise<"still open">((r) => setTimeout(() => r("still open"), ms))]);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /**
@@ -82,7 +90,13 @@ describe("connections to the all-in-one process", () => {
       const crowd = Array.from({ length: maxDescriptors + 150 }, () => rawConnection(loom!.url));
       await sleep(1_000);
       // A new connection is refused at once, not left hanging.
-      const refused = await within(call(`${loom.url}/healthz`, { agent: false }).then((r) => `answered ${r.status}`, () => "refused"), 5_000);
+      const refused = await within(
+        call(`${loom.url}/healthz`, { agent: false }).then(
+          (r) => `answered ${r.status}`,
+          () => "refused",
+        ),
+        5_000,
+      );
       expect(refused).toBe("refused");
       expect(loom.output()).toContain("refusing new connections");
 
@@ -90,7 +104,10 @@ describe("connections to the all-in-one process", () => {
       // kept connection used within its keep-alive timeout: it still gets answers, a blob's file too.
       for (let round = 0; round < 4; round++) {
         expect((await call(`${loom.url}/users`, { agent: kept, headers: auth })).status).toBe(200);
-        const asset = await call(`${loom.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, { agent: kept, headers: auth });
+        const asset = await call(`${loom.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, {
+          agent: kept,
+          headers: auth,
+        });
         expect(asset.status).toBe(200);
         expect(JSON.parse(asset.body).contents).toBe("kept bytes");
         await sleep(2_000);
@@ -115,7 +132,8 @@ describe("connections to the all-in-one process", () => {
       const started = await startWithKeptAsset({ HTTP_MAX_CONNECTIONS: "100000" }, maxDescriptors);
       loom = started.loom;
       const { url, bucket, kept, auth } = started;
-      const contents = () => call(`${loom!.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, { agent: kept, headers: auth });
+      const contents = () =>
+        call(`${loom!.url}/buckets/${bucket}/assets/kept.txt?include_contents=true`, { agent: kept, headers: auth });
       const blob = () => call(url, { agent: kept });
       expect((await contents()).status).toBe(200);
 
@@ -204,7 +222,9 @@ describe("the all-in-one process's connection timeouts", () => {
     const url = await uploadUrl(api, "stalled.bin");
     const { pathname } = new URL(url);
     const stalled = rawConnection(loom.url);
-    stalled.socket.write(`PUT ${pathname} HTTP/1.1\r\nHost: loom\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n${"x".repeat(100)}`);
+    stalled.socket.write(
+      `PUT ${pathname} HTTP/1.1\r\nHost: loom\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\n${"x".repeat(100)}`,
+    );
     const closedAfter = await within(stalled.closed, 5_000);
     expect(closedAfter).not.toBe("still open");
     expect(closedAfter).toBeLessThan(3_000);
@@ -215,10 +235,18 @@ describe("the all-in-one process's connection timeouts", () => {
     const url = await uploadUrl(api, "slow.bin");
     const chunks = 15; // one every 200 ms: 3 s in all
     const answered = new Promise<number>((resolve, reject) => {
-      const req = request(url, { method: "PUT", agent: false, headers: { "content-type": "application/octet-stream", "content-length": String(chunks * 10) } }, (res) => {
-        res.resume();
-        resolve(res.statusCode!);
-      });
+      const req = request(
+        url,
+        {
+          method: "PUT",
+          agent: false,
+          headers: { "content-type": "application/octet-stream", "content-length": String(chunks * 10) },
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        },
+      );
       req.on("error", reject);
       let sent = 0;
       const next = () => {
@@ -237,7 +265,19 @@ describe("the all-in-one process's connection timeouts", () => {
     // A reply that begins after 3 s: the request was in long before, nothing is stalled.
     model.reply((request, res) => void setTimeout(() => answer("late but here")(request, res), 3_000));
     const late = await api.post("/chat/messages", {
-      messages: [{ type: "Message", role: "user", content: [{ type: "TextMessageContent", artifact: { type: "TextArtifact", id: "a", reference: null, meta: {}, name: "a", value: "Hi" } }], usage: { type: "Message.Usage", input_tokens: null, output_tokens: null } }],
+      messages: [
+        {
+          type: "Message",
+          role: "user",
+          content: [
+            {
+              type: "TextMessageContent",
+              artifact: { type: "TextArtifact", id: "a", reference: null, meta: {}, name: "a", value: "Hi" },
+            },
+          ],
+          usage: { type: "Message.Usage", input_tokens: null, output_tokens: null },
+        },
+      ],
       tools: [],
       output_schema: null,
       driver_configuration: {},

@@ -3,9 +3,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, needsChromium, type Browser } from "@loom/testing/browser";
+import { type Browser, launchChromium, needsChromium } from "@loom/testing/browser";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const main = fileURLToPath(new URL("../src/main.ts", import.meta.url));
 
@@ -43,7 +43,9 @@ describe.skipIf(!needsChromium("the /docs page in a browser"))("the API referenc
 
   it("renders every operation of /openapi.json with its responses and the bearer scheme, from 127.0.0.1 only", async () => {
     const openapi = (await (await fetch(`${url}/openapi.json`)).json()) as OpenApi;
-    const operationIds = Object.values(openapi.paths).flatMap((methods) => Object.values(methods).map((op) => op.operationId));
+    const operationIds = Object.values(openapi.paths).flatMap((methods) =>
+      Object.values(methods).map((op) => op.operationId),
+    );
     expect(operationIds.length).toBeGreaterThan(30);
     expect(openapi.components.securitySchemes.bearer).toMatchObject({ type: "http", scheme: "bearer" });
 
@@ -71,14 +73,18 @@ describe.skipIf(!needsChromium("the /docs page in a browser"))("the API referenc
     // Rendered: one block per operation, each open (docExpansion "full"). Slow: Swagger UI resolves each
     // OpenAPI 3.1 operation on its own (ApiDOM), 10 to 60 s for all of them on a busy 2-core machine.
     // Counted by a locator, not a waitForFunction string: the page's CSP (no 'unsafe-eval') refuses the eval a string predicate needs.
-    await expect.poll(() => page.locator(".opblock.is-open").count(), { timeout: 240_000, interval: 250 }).toBe(operationIds.length);
+    await expect
+      .poll(() => page.locator(".opblock.is-open").count(), { timeout: 240_000, interval: 250 })
+      .toBe(operationIds.length);
 
     const shownIds = await page.locator(".opblock-summary-operation-id").allTextContents();
     expect([...shownIds].sort()).toEqual([...operationIds].sort());
     // Every operation shows its parameters section and every error answer it may give.
     expect(await page.locator(".opblock .parameters-container").count()).toBe(operationIds.length);
     for (const status of ["400", "401", "404", "429", "503"]) {
-      expect(await page.locator(`.opblock tr.response[data-code="${status}"]`).count(), status).toBe(operationIds.length);
+      expect(await page.locator(`.opblock tr.response[data-code="${status}"]`).count(), status).toBe(
+        operationIds.length,
+      );
     }
     // The bearer scheme: the Authorize dialog names it, with its description.
     await page.locator("button.authorize").first().click();

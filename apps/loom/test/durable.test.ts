@@ -1,11 +1,10 @@
 import { readdir } from "node:fs/promises";
 import { join } from "node:path";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { type AllInOne, runAllInOneToExit, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { freshDataDir } from "@loom/testing/data-dir";
+import { type ApiClient, apiClient } from "@loom/testing/http";
 import { freePort } from "@loom/testing/processes";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
-
+import { afterAll, describe, expect, it, vi } from "vitest";
 
 /** Everything a user made, as the API answers it: read back after the restart, it must be the same. */
 async function readBack(admin: ApiClient, made: Made) {
@@ -41,53 +40,74 @@ async function makeEverything(admin: ApiClient): Promise<Made> {
   expect(userKey.value).toMatch(/^loom_/);
   const assistantId = (await admin.post("/assistants", { name: "echo", input: "Say {{ args[0] }}" })).body.assistant_id;
   const runId = (await admin.post(`/assistants/${assistantId}/runs`, { args: ["hello"] })).body.assistant_run_id;
-  await vi.waitFor(async () => expect((await admin.get(`/assistant-runs/${runId}`)).body.status).toBe("SUCCEEDED"), { timeout: 15_000, interval: 20 });
+  await vi.waitFor(async () => expect((await admin.get(`/assistant-runs/${runId}`)).body.status).toBe("SUCCEEDED"), {
+    timeout: 15_000,
+    interval: 20,
+  });
   const structureRunId = crypto.randomUUID();
   const appended = await admin.post(`/structure-runs/${structureRunId}/events`, [
-    { type: "StartStructureRunEvent", timestamp: 1_790_000_000.5, payload: { n: 1, nested: { list: [1, "two", null] } } },
+    {
+      type: "StartStructureRunEvent",
+      timestamp: 1_790_000_000.5,
+      payload: { n: 1, nested: { list: [1, "two", null] } },
+    },
     { type: "FinishStructureRunEvent", timestamp: 1_790_000_001.25, payload: {} },
   ]);
   expect(appended.status).toBe(202);
   const bucketId = (await admin.post("/buckets", { name: "notes" })).body.bucket_id;
   expect((await admin.put(`/buckets/${bucketId}/assets`, { name: "notes.txt" })).status).toBe(201);
   const putUrl = (await admin.post(`/buckets/${bucketId}/asset-urls/notes.txt`, { operation: "PUT" })).body.url;
-  expect((await fetch(putUrl, { method: "PUT", body: "kept across restarts", headers: { "content-type": "text/plain" } })).status).toBe(200);
+  expect(
+    (await fetch(putUrl, { method: "PUT", body: "kept across restarts", headers: { "content-type": "text/plain" } }))
+      .status,
+  ).toBe(200);
   const downloadUrl = (await admin.post(`/buckets/${bucketId}/asset-urls/notes.txt`, { operation: "GET" })).body.url;
-  return { userKeyId: userKey.api_key_id, userKey: userKey.value, assistantId, runId, structureRunId, bucketId, downloadUrl };
+  return {
+    userKeyId: userKey.api_key_id,
+    userKey: userKey.value,
+    assistantId,
+    runId,
+    structureRunId,
+    bucketId,
+    downloadUrl,
+  };
 }
 
-describe.each(["SIGKILL", "SIGTERM"] as const)("the all-in-one process stopped by %s keeps its data directory", (signal) => {
-  let loom: AllInOne | undefined;
-  afterAll(async () => void (await loom?.stop("SIGKILL")));
+describe.each(["SIGKILL", "SIGTERM"] as const)(
+  "the all-in-one process stopped by %s keeps its data directory",
+  (signal) => {
+    let loom: AllInOne | undefined;
+    afterAll(async () => void (await loom?.stop("SIGKILL")));
 
-  it("reads back every record, the same bootstrap key works, and nothing is bootstrapped twice", async () => {
-    const dir = freshDataDir();
-    const port = String(await freePort());
-    loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port });
-    expect(loom.output()).toContain(`data directory ${dir} (new: created)`);
-    const key = await loom.bootstrapKey();
-    expect(key).toMatch(/^loom_/);
-    const admin = apiClient(loom.url, key);
-    const made = await makeEverything(admin);
-    const before = await readBack(admin, made);
-    expect(before.run.status).toBe("SUCCEEDED");
-    expect(before.runEvents.events.at(-1).type).toBe("AssistantRunSucceeded");
-    expect(before.structureEvents.events).toHaveLength(2);
-    expect(before.bytes).toBe("kept across restarts");
+    it("reads back every record, the same bootstrap key works, and nothing is bootstrapped twice", async () => {
+      const dir = freshDataDir();
+      const port = String(await freePort());
+      loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port });
+      expect(loom.output()).toContain(`data directory ${dir} (new: created)`);
+      const key = await loom.bootstrapKey();
+      expect(key).toMatch(/^loom_/);
+      const admin = apiClient(loom.url, key);
+      const made = await makeEverything(admin);
+      const before = await readBack(admin, made);
+      expect(before.run.status).toBe("SUCCEEDED");
+      expect(before.runEvents.events.at(-1).type).toBe("AssistantRunSucceeded");
+      expect(before.structureEvents.events).toHaveLength(2);
+      expect(before.bytes).toBe("kept across restarts");
 
-    const code = await loom.stop(signal);
-    expect(code).toBe(signal === "SIGTERM" ? 0 : null);
+      const code = await loom.stop(signal);
+      expect(code).toBe(signal === "SIGTERM" ? 0 : null);
 
-    loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port });
-    expect(loom.output()).toContain(`data directory ${dir} (reopened)`);
-    const after = await readBack(apiClient(loom.url, key), made);
-    expect(after).toEqual(before);
-    // The user key authenticates too, and the old signed URL still works (the signing key was kept).
-    expect((await apiClient(loom.url, made.userKey).get("/assistants")).status).toBe(200);
-    expect(loom.output()).not.toContain("shown once");
-    expect(loom.output()).not.toContain("bootstrapped the first user");
-  }, 90_000);
-});
+      loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port });
+      expect(loom.output()).toContain(`data directory ${dir} (reopened)`);
+      const after = await readBack(apiClient(loom.url, key), made);
+      expect(after).toEqual(before);
+      // The user key authenticates too, and the old signed URL still works (the signing key was kept).
+      expect((await apiClient(loom.url, made.userKey).get("/assistants")).status).toBe(200);
+      expect(loom.output()).not.toContain("shown once");
+      expect(loom.output()).not.toContain("bootstrapped the first user");
+    }, 90_000);
+  },
+);
 
 describe("a second process on the same data directory", () => {
   let loom: AllInOne | undefined;
@@ -98,7 +118,9 @@ describe("a second process on the same data directory", () => {
     loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: "0" });
     const second = await runAllInOneToExit({ LOOM_DATA_DIR: dir, PORT: "0" });
     expect(second.code).toBe(1);
-    expect(second.output).toContain(`the data directory ${dir} is in use by another Loom process (pid ${loom.child.pid})`);
+    expect(second.output).toContain(
+      `the data directory ${dir} is in use by another Loom process (pid ${loom.child.pid})`,
+    );
     expect(second.output).not.toMatch(/\n\s+at /); // no stack trace
     // Whatever LOG_LEVEL says: a process that will not start says why.
     const silent = await runAllInOneToExit({ LOOM_DATA_DIR: dir, PORT: "0", LOG_LEVEL: "silent" });
@@ -179,14 +201,22 @@ describe("uploads and deletes of an all-in-one process killed by SIGKILL, again 
 
     // The next start sweeps (with no grace: nothing is uploading now).
     loom = await startAllInOne({ LOOM_DATA_DIR: dir, PORT: port, ORPHAN_BLOB_GRACE_SECONDS: "0" });
-    const assets = (await admin.get(`/buckets/${bucketId}/assets?page_size=100`)).body.assets as { name: string; size?: number }[];
+    const assets = (await admin.get(`/buckets/${bucketId}/assets?page_size=100`)).body.assets as {
+      name: string;
+      size?: number;
+    }[];
     // Every asset's record matches the bytes served: whole (they say their own length) and of the recorded size.
     const torn: string[] = [];
     for (const asset of assets) {
       const url = (await admin.post(`/buckets/${bucketId}/asset-urls/${asset.name}`, { operation: "GET" })).body.url;
       const answer = await fetch(url);
       const bytes = Buffer.from(await answer.arrayBuffer());
-      const whole = asset.size === undefined ? answer.status === 404 : answer.status === 200 && bytes.length === asset.size && bytes.toString("latin1", 0, 12).startsWith(`${asset.size}:`);
+      const whole =
+        asset.size === undefined
+          ? answer.status === 404
+          : answer.status === 200 &&
+            bytes.length === asset.size &&
+            bytes.toString("latin1", 0, 12).startsWith(`${asset.size}:`);
       if (!whole) torn.push(`${asset.name}: size ${asset.size}, answer ${answer.status} with ${bytes.length} bytes`);
     }
     // One file per asset with bytes, nothing else: no orphan survives the sweep (at start, not awaited: polled).
@@ -194,9 +224,15 @@ describe("uploads and deletes of an all-in-one process killed by SIGKILL, again 
     const blobDir = join(dir, "blobs");
     const orphans = async () => (await filesUnder(join(blobDir, organizationId, bucketId))).length - withBytes;
     await vi.waitFor(async () => expect(await orphans()).toBe(0), { timeout: 10_000, interval: 100 }).catch(() => {});
-    expect({ torn, orphans: await orphans(), incoming: await filesUnder(join(blobDir, ".incoming")) }).toEqual({ torn: [], orphans: 0, incoming: [] });
+    expect({ torn, orphans: await orphans(), incoming: await filesUnder(join(blobDir, ".incoming")) }).toEqual({
+      torn: [],
+      orphans: 0,
+      incoming: [],
+    });
     const swept = /"blobs":(\d+)[^\n]*no asset names/.exec(loom.output())?.[1] ?? "0";
-    console.info(`${kills} SIGKILLs during overwrites and deletes: ${acknowledged.uploads} uploads and ${acknowledged.deletes} deletes acknowledged; ` +
-      `${assets.length} assets, ${withBytes} with bytes, all whole; the start-up sweep removed ${swept} orphan blob(s)`);
+    console.info(
+      `${kills} SIGKILLs during overwrites and deletes: ${acknowledged.uploads} uploads and ${acknowledged.deletes} deletes acknowledged; ` +
+        `${assets.length} assets, ${withBytes} with bytes, all whole; the start-up sweep removed ${swept} orphan blob(s)`,
+    );
   }, 180_000);
 });

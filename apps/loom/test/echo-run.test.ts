@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { createLogger } from "@loom/telemetry/logger";
 import { loadConfig } from "@loom/runtime/config";
+import { createLogger } from "@loom/telemetry/logger";
 import { freshDataDir } from "@loom/testing/data-dir";
-import { apiClient, type ApiClient } from "@loom/testing/http";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { loomConfigSchema } from "../src/config.ts";
-import { startEmbedded, type EmbeddedLoom } from "../src/embedded.ts";
+import { type EmbeddedLoom, startEmbedded } from "../src/embedded.ts";
 
 /** The all-in-one process with its embedded defaults: the in-memory stores and loom:echo. */
 describe("a loom:echo run on the embedded process", () => {

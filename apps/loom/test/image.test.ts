@@ -1,12 +1,12 @@
+import type { ChildProcess } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
-import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readDockerfile } from "@loom/testing/dockerfile";
-import { canReenactImage, dockerfilePath, reenactImage, type ReenactedImage } from "@loom/testing/image";
+import { canReenactImage, dockerfilePath, type ReenactedImage, reenactImage } from "@loom/testing/image";
 import { freePort } from "@loom/testing/processes";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 /**
  * The image's default app, the all-in-one process, started as the image
@@ -22,7 +22,9 @@ describe("the image's base", () => {
     // Every stage starts from NODE_IMAGE or from an earlier stage.
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the Dockerfile's own ARG reference, as FROM writes it.
     const nodeImage = "${NODE_IMAGE}";
-    stages.forEach((stage, i) => expect([nodeImage, ...stages.slice(0, i).map((earlier) => earlier.name)]).toContain(stage.from));
+    stages.forEach((stage, i) =>
+      expect([nodeImage, ...stages.slice(0, i).map((earlier) => earlier.name)]).toContain(stage.from),
+    );
     expect(args.NODE_IMAGE).toMatch(/^node:24\.\d+\.\d+-slim@sha256:[0-9a-f]{64}$/);
   });
 });
@@ -76,7 +78,10 @@ describe.skipIf(cannot !== undefined)("the image (infra/docker/Dockerfile)", () 
   it("listens on every interface, and answers there", async () => {
     expect(listening).toBe(`http://0.0.0.0:${port}`);
     // The kernel's own account: a listening IPv4 socket on 0.0.0.0:<port>.
-    const sockets = readFileSync("/proc/net/tcp", "utf8").split("\n").slice(1).map((line) => line.trim().split(/\s+/));
+    const sockets = readFileSync("/proc/net/tcp", "utf8")
+      .split("\n")
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/));
     const hexPort = port.toString(16).toUpperCase().padStart(4, "0");
     expect(sockets.some(([, local, , state]) => local === `00000000:${hexPort}` && state === "0A")).toBe(true);
     const response = await fetch(`http://127.0.0.1:${port}/healthz`);

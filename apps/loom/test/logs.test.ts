@@ -1,8 +1,8 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { serviceNames } from "@loom/services/registry";
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { duplicateKeys } from "@loom/testing/json-keys";
-import { serviceNames } from "@loom/services/registry";
-import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
+import { afterAll, describe, expect, it } from "vitest";
 
 interface LogLine {
   service: string;
@@ -35,7 +35,9 @@ describe("the all-in-one's logs", () => {
     expect(lines.find((line) => line.msg.startsWith("Loom is listening"))?.service).toBe("loom");
   });
 
-  it("say each migration that ran at start, one line each, and none when there were none to run", { timeout: 40_000 }, async () => {
+  it("say each migration that ran at start, one line each, and none when there were none to run", {
+    timeout: 40_000,
+  }, async () => {
     const first = logLines(loom!.output()).filter((line) => line.msg.startsWith("migrated"));
     const migrated = first.map((line) => `${line.scope} ${line.version}`);
     expect(new Set(migrated).size).toBe(migrated.length);

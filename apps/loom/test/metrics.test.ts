@@ -1,12 +1,12 @@
 import { createHash, randomBytes } from "node:crypto";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { answer, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
-import { apiClient, type ApiClient } from "@loom/testing/http";
-import { growth, scrapeMetrics, type Scrape } from "@loom/testing/metrics";
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
+import { type SplitService, type SplitStack, splitServices, startSplitStack } from "@loom/test-stacks/split-stack";
+import { answer, type FakeOpenAI, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { growth, type Scrape, scrapeMetrics } from "@loom/testing/metrics";
 import { freshDatabaseName, needs, testServers } from "@loom/testing/servers";
-import { startSplitStack, splitServices, type SplitService, type SplitStack } from "@loom/test-stacks/split-stack";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 
 /**
  * `/metrics` of every process (infra/README.md, "Metrics and alerts"): what a
@@ -19,7 +19,8 @@ const uploaded = "bytes counted by the storage service\n";
 /** Does what the series count: a streamed run read over SSE, an upload and a download, a stream past the cap, an unknown path. */
 async function exercise(api: ApiClient, baseUrl: string, key: string, whileStreamHeld: () => Promise<void>) {
   const auth = { authorization: `Bearer ${key}` };
-  const assistantId = (await api.post("/assistants", { name: "metrics", input: "Say {{ args[0] }}" })).body.assistant_id;
+  const assistantId = (await api.post("/assistants", { name: "metrics", input: "Say {{ args[0] }}" })).body
+    .assistant_id;
   const created = await api.post(`/assistants/${assistantId}/runs`, { args: ["hello"], stream: true });
   expect(created.status).toBe(201);
   const runStream = await openSse(`${baseUrl}/assistant-runs/${created.body.assistant_run_id}/events/stream`, auth);
@@ -35,7 +36,10 @@ async function exercise(api: ApiClient, baseUrl: string, key: string, whileStrea
 
   // A structure run's stream stays open until its last event: with STREAMS_PER_CREDENTIAL=1 a second one is refused.
   const structureRunId = crypto.randomUUID();
-  expect((await api.post(`/structure-runs/${structureRunId}/events`, [{ type: "StartStructureRunEvent", timestamp: 1 }])).status).toBe(202);
+  expect(
+    (await api.post(`/structure-runs/${structureRunId}/events`, [{ type: "StartStructureRunEvent", timestamp: 1 }]))
+      .status,
+  ).toBe(202);
   const held = await openSse(`${baseUrl}/structure-runs/${structureRunId}/events/stream`, auth);
   await held.waitFor(1);
   const refused = await openSse(`${baseUrl}/structure-runs/${structureRunId}/events/stream`, auth);
@@ -60,7 +64,9 @@ function expectProcessMetrics(scrape: Scrape) {
 const rpc = "loom_rpc_server_duration_seconds_count";
 const http = "loom_http_request_duration_seconds_count";
 
-describe.skipIf(!needs("MONGODB_URL", "metrics of the split deployment") || !needs("NATS_URL", "metrics of the split deployment"))("metrics of the split deployment", () => {
+describe.skipIf(
+  !needs("MONGODB_URL", "metrics of the split deployment") || !needs("NATS_URL", "metrics of the split deployment"),
+)("metrics of the split deployment", () => {
   const key = `loom_metrics-${randomBytes(24).toString("base64url")}`;
   let stack: SplitStack;
   let api: ApiClient;
@@ -82,7 +88,9 @@ describe.skipIf(!needs("MONGODB_URL", "metrics of the split deployment") || !nee
   afterAll(() => stack?.stop());
 
   const scrapeAll = async () =>
-    Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await scrapeMetrics(stack.metricsUrls[name])]))) as Record<SplitService, Scrape>;
+    Object.fromEntries(
+      await Promise.all(splitServices.map(async (name) => [name, await scrapeMetrics(stack.metricsUrls[name])])),
+    ) as Record<SplitService, Scrape>;
 
   it("serves /metrics on a port of its own in every process, and not on the API port", async () => {
     for (const name of splitServices) {
@@ -102,7 +110,8 @@ describe.skipIf(!needs("MONGODB_URL", "metrics of the split deployment") || !nee
     for (const name of splitServices) expectProcessMetrics(after[name]);
 
     // The gateway: requests by operation and status, streams, refusals, deliveries.
-    const gateway = (name: string, labels?: Record<string, string>) => growth(before.gateway, after.gateway, name, labels);
+    const gateway = (name: string, labels?: Record<string, string>) =>
+      growth(before.gateway, after.gateway, name, labels);
     expect(gateway(http, { operation: "CreateAssistantRun", status: "201" })).toBe(1);
     expect(gateway(http, { operation: "GetAssistantRunEventsSSE", status: "200" })).toBe(1);
     expect(gateway(http, { operation: "GetStructureRunEventsSSE", status: "429" })).toBe(1);
@@ -113,19 +122,36 @@ describe.skipIf(!needs("MONGODB_URL", "metrics of the split deployment") || !nee
     expect(gateway("loom_rate_limit_refusals_total", { limit: "streams" })).toBe(1);
     expect(gateway("loom_events_delivered_total")).toBe(runEvents + 2);
     expect(openWhileHeld).toBe(1);
-    await vi.waitFor(async () => expect((await scrapeMetrics(stack.metricsUrls.gateway)).value("loom_sse_connections_open")).toBe(0));
+    await vi.waitFor(async () =>
+      expect((await scrapeMetrics(stack.metricsUrls.gateway)).value("loom_sse_connections_open")).toBe(0),
+    );
     // The gateway serves no RPCs: its Connect series are the services'.
     expect(after.gateway.value(rpc)).toBeUndefined();
 
     // Each service: its Connect calls by method and code.
-    expect(growth(before.runs, after.runs, rpc, { method: "loom.runs.v1.RunsService/CreateAssistantRun", code: "ok" })).toBe(1);
-    expect(growth(before.events, after.events, rpc, { method: "loom.events.v1.EventsService/AppendEvents", code: "ok" })).toBeGreaterThanOrEqual(4);
+    expect(
+      growth(before.runs, after.runs, rpc, { method: "loom.runs.v1.RunsService/CreateAssistantRun", code: "ok" }),
+    ).toBe(1);
+    expect(
+      growth(before.events, after.events, rpc, { method: "loom.events.v1.EventsService/AppendEvents", code: "ok" }),
+    ).toBeGreaterThanOrEqual(4);
     expect(growth(before.identity, after.identity, rpc, { code: "ok" })).toBeGreaterThan(0);
-    expect(growth(before.assistants, after.assistants, rpc, { method: "loom.assistants.v1.AssistantsService/CreateAssistant", code: "ok" })).toBe(1);
-    expect(growth(before.storage, after.storage, rpc, { method: "loom.storage.v1.StorageService/CreateAssetUrl", code: "ok" })).toBe(2);
+    expect(
+      growth(before.assistants, after.assistants, rpc, {
+        method: "loom.assistants.v1.AssistantsService/CreateAssistant",
+        code: "ok",
+      }),
+    ).toBe(1);
+    expect(
+      growth(before.storage, after.storage, rpc, {
+        method: "loom.storage.v1.StorageService/CreateAssetUrl",
+        code: "ok",
+      }),
+    ).toBe(2);
 
     // Runs: every transition of the run, its wait in the queue, and nothing left executing or queued.
-    const runs = (labels: Record<string, string>) => growth(before.runs, after.runs, "loom_runs_transitions_total", labels);
+    const runs = (labels: Record<string, string>) =>
+      growth(before.runs, after.runs, "loom_runs_transitions_total", labels);
     expect(runs({ from: "NONE", to: "QUEUED" })).toBe(1);
     expect(runs({ from: "QUEUED", to: "STARTING" })).toBe(1);
     expect(runs({ from: "STARTING", to: "RUNNING" })).toBe(1);
@@ -221,12 +247,16 @@ describe("metrics of the all-in-one process", () => {
     expect(busy.value("loom_runs_queue_depth")).toBe(1);
     // RUN_MAX_QUEUED_PER_ORGANIZATION=1: a third run is refused, and counted by its limit.
     expect((await api.post(`/assistants/${assistantId}/runs`, { args: [] })).status).toBe(429);
-    expect(growth(busy, await scrapeMetrics(metricsUrl), "loom_rate_limit_refusals_total", { limit: "queued_runs" })).toBe(1);
+    expect(
+      growth(busy, await scrapeMetrics(metricsUrl), "loom_rate_limit_refusals_total", { limit: "queued_runs" }),
+    ).toBe(1);
 
     model.reply(answer("done"));
     held.splice(0).forEach((release) => release());
     for (const runId of [first, second]) {
-      await vi.waitFor(async () => expect((await api.get(`/assistant-runs/${runId}`)).body.status).toBe("SUCCEEDED"), { timeout: 10_000 });
+      await vi.waitFor(async () => expect((await api.get(`/assistant-runs/${runId}`)).body.status).toBe("SUCCEEDED"), {
+        timeout: 10_000,
+      });
     }
     const idle = await scrapeMetrics(metricsUrl);
     expect(idle.value("loom_runs_executing")).toBe(0);

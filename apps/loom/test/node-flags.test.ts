@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { describe, expect, it } from "vitest";
 import { nodeFlagsFor, repoRoot, serviceNodeFlags } from "@loom/testing/processes";
+import { describe, expect, it } from "vitest";
 
 const dockerfile = readFileSync(fileURLToPath(new URL("../../../infra/docker/Dockerfile", import.meta.url)), "utf8");
 
@@ -12,7 +12,10 @@ function imageFlags(app: string): string[] {
   const semi = /if \[ "\$APP" = loom \]; then semi=(\d+); else semi=(\d+); fi/.exec(cmd);
   const flags = /exec node((?:\s+--\S+)*)\s+apps\/\$\{APP\}\/src\/main\.ts/.exec(cmd)?.[1];
   if (!semi || flags === undefined) throw new Error(`the image's CMD is not the expected shape: ${cmd}`);
-  return flags.trim().split(/\s+/).map((flag) => flag.replace("$semi", app === "loom" ? semi[1]! : semi[2]!));
+  return flags
+    .trim()
+    .split(/\s+/)
+    .map((flag) => flag.replace("$semi", app === "loom" ? semi[1]! : semi[2]!));
 }
 
 /**

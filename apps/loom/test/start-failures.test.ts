@@ -1,12 +1,12 @@
 import { spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { createServer, type Server } from "node:net";
+import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { describe, expect, it } from "vitest";
+import { runAllInOneToExit } from "@loom/test-stacks/all-in-one";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { freePort, nodeFlagsFor, repoRoot } from "@loom/testing/processes";
-import { runAllInOneToExit } from "@loom/test-stacks/all-in-one";
+import { describe, expect, it } from "vitest";
 
 /** The lines at level fatal (60) of a JSON-lines output: what a refused start says. */
 function fatalLines(output: string): string[] {
@@ -44,11 +44,16 @@ describe("a start that cannot succeed", () => {
     const dataDir = freshDataDir();
     // As a newer Loom would leave it: its runs tables at a version this one does not know.
     const db = new DatabaseSync(join(dataDir, "loom.db"));
-    db.exec("CREATE TABLE schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))");
+    db.exec(
+      "CREATE TABLE schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))",
+    );
     db.prepare("INSERT INTO schema_migrations VALUES ('runs', 99, 0)").run();
     db.close();
     const result = await runAllInOneToExit({ PORT: "0", LOOM_DATA_DIR: dataDir });
-    expectRefused(result, new RegExp(`^${join(dataDir, "loom.db")}: the runs tables are at schema version 99, newer than this Loom knows`));
+    expectRefused(
+      result,
+      new RegExp(`^${join(dataDir, "loom.db")}: the runs tables are at schema version 99, newer than this Loom knows`),
+    );
   });
 
   it("names LOOM_DATA_DIR when the directory cannot be made", { timeout: 30_000 }, async () => {
@@ -94,11 +99,22 @@ describe("a start that cannot succeed", () => {
 });
 
 /** A service's main.ts run to its end, as the image runs it: exit code, output, and how long it took. */
-async function runServiceToExit(app: string, env: Record<string, string>): Promise<{ code: number | null; output: string; ms: number }> {
+async function runServiceToExit(
+  app: string,
+  env: Record<string, string>,
+): Promise<{ code: number | null; output: string; ms: number }> {
   const script = join(repoRoot, "apps", app, "src", "main.ts");
   const started = Date.now();
   const child = spawn(process.execPath, [...nodeFlagsFor(script), script], {
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_FORMAT: "json", SERVICE_TOKEN: "t".repeat(24), PORT: "0", METRICS_PORT: "0", ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOG_FORMAT: "json",
+      SERVICE_TOKEN: "t".repeat(24),
+      PORT: "0",
+      METRICS_PORT: "0",
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
@@ -109,10 +125,17 @@ async function runServiceToExit(app: string, env: Record<string, string>): Promi
 }
 
 describe("a dependency that cannot be used at start", () => {
-  it("MongoDB: one line naming MONGODB_URL and where it points, after the URL's own serverSelectionTimeoutMS", { timeout: 60_000 }, async () => {
+  it("MongoDB: one line naming MONGODB_URL and where it points, after the URL's own serverSelectionTimeoutMS", {
+    timeout: 60_000,
+  }, async () => {
     const closed = await freePort(); // nothing listens there
-    const result = await runServiceToExit("assistants", { MONGODB_URL: `mongodb://loom:s3cret@127.0.0.1:${closed}/?serverSelectionTimeoutMS=9000` });
-    expectRefused(result, new RegExp(`^MONGODB_URL: no MongoDB server answered at 127\\.0\\.0\\.1:${closed} within 9000 ms`));
+    const result = await runServiceToExit("assistants", {
+      MONGODB_URL: `mongodb://loom:s3cret@127.0.0.1:${closed}/?serverSelectionTimeoutMS=9000`,
+    });
+    expectRefused(
+      result,
+      new RegExp(`^MONGODB_URL: no MongoDB server answered at 127\\.0\\.0\\.1:${closed} within 9000 ms`),
+    );
     expect(result.output).not.toContain("s3cret");
     // Loom's own default (5 s) would have given up sooner: the URL's setting was honoured.
     expect(result.ms).toBeGreaterThanOrEqual(9000);

@@ -1,8 +1,8 @@
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { type AllInOne, runAllInOneToExit, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { apiClient } from "@loom/testing/http";
-import { runAllInOneToExit, startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
+import { afterAll, describe, expect, it } from "vitest";
 
 /** What `pnpm start` runs, as a child process: it prints its URL and first key, and serves. */
 describe("the all-in-one process", () => {
@@ -26,7 +26,12 @@ describe("the all-in-one process", () => {
 
   it("uses a seeded BOOTSTRAP_API_KEY and never prints it", async () => {
     const seeded = `loom_seeded-${"s3cr3t".repeat(6)}`;
-    loom = await startAllInOne({ PORT: "0", LOOM_DATA_DIR: join(dataDir, "seeded"), BOOTSTRAP_API_KEY: seeded, LOG_LEVEL: "trace" });
+    loom = await startAllInOne({
+      PORT: "0",
+      LOOM_DATA_DIR: join(dataDir, "seeded"),
+      BOOTSTRAP_API_KEY: seeded,
+      LOG_LEVEL: "trace",
+    });
     expect((await apiClient(loom.url, seeded).get("/users")).status).toBe(200);
     await loom.stop("SIGTERM");
     // The log was read: it says what was bootstrapped, never with what key.

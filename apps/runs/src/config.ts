@@ -1,7 +1,7 @@
-import { z } from "zod";
 import { env } from "@loom/runtime/config";
 import { services } from "@loom/services/registry";
 import { serviceUrlSettings, standaloneSettings } from "@loom/services/settings";
+import { z } from "zod";
 import { modelSettings } from "./models/resolve.ts";
 
 /** The run engine's settings; the all-in-one process reuses them as they are. */

@@ -1,10 +1,10 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { inSpan, SpanKind } from "@loom/telemetry/tracing";
-import { griptapeEvents, message, textArtifact, type TextArtifact } from "./griptape.ts";
-import { ModelFailure, type ChatTurn, type Model } from "./models/port.ts";
+import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { countTransition } from "./metrics.ts";
-import type { RunLog } from "./run-log.ts";
+import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
+import type { RunLog } from "./run-log.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
 
 /** Why a worker aborted a run's model call. */
@@ -52,15 +52,25 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
       ),
     ]);
     // The model call's span: the AI SDK's own spans and the streamed chunks' appends are its children.
-    const result = await inSpan(`model ${model.id}`, { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } }, undefined, async (span) => {
-      const answer = await model.generate({
-        messages: turns,
-        signal,
-        onChunk: run.stream ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())])) : undefined,
-      });
-      span.setAttributes({ "gen_ai.usage.input_tokens": answer.inputTokens, "gen_ai.usage.output_tokens": answer.outputTokens });
-      return answer;
-    });
+    const result = await inSpan(
+      `model ${model.id}`,
+      { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } },
+      undefined,
+      async (span) => {
+        const answer = await model.generate({
+          messages: turns,
+          signal,
+          onChunk: run.stream
+            ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())]))
+            : undefined,
+        });
+        span.setAttributes({
+          "gen_ai.usage.input_tokens": answer.inputTokens,
+          "gen_ai.usage.output_tokens": answer.outputTokens,
+        });
+        return answer;
+      },
+    );
     const output = textArtifact(result.text);
     if (signal.aborted) throw signal.reason;
     await log.assistant(running, [
@@ -72,12 +82,34 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
     if (!begun) await log.start(run, running, []); // the lifecycle so far, before the end
     const stop = signal.aborted ? (signal.reason as StopReason) : undefined;
     if (stop?.kind === "cancelled" || stop?.kind === "lease-lost") return; // whoever stopped it wrote its end
-    if (stop?.kind === "timeout") return finish(run, "ERROR", { reason: "Timeout", message: "the run took longer than RUN_TIMEOUT" }, undefined, deps, held);
+    if (stop?.kind === "timeout")
+      return finish(
+        run,
+        "ERROR",
+        { reason: "Timeout", message: "the run took longer than RUN_TIMEOUT" },
+        undefined,
+        deps,
+        held,
+      );
     if (error instanceof ModelFailure) {
-      return finish(run, error.kind === "failed" ? "FAILED" : "ERROR", { reason: error.reason, message: error.message }, undefined, deps, held);
+      return finish(
+        run,
+        error.kind === "failed" ? "FAILED" : "ERROR",
+        { reason: error.reason, message: error.message },
+        undefined,
+        deps,
+        held,
+      );
     }
     deps.logger.error({ err: error, run_id: run.id }, "run failed unexpectedly");
-    return finish(run, "ERROR", { reason: "InternalError", message: "the platform failed to run this request" }, undefined, deps, held);
+    return finish(
+      run,
+      "ERROR",
+      { reason: "InternalError", message: "the platform failed to run this request" },
+      undefined,
+      deps,
+      held,
+    );
   }
 }
 
@@ -90,7 +122,13 @@ async function finish(
   guard: { from: readonly ["RUNNING"]; worker: string },
 ): Promise<void> {
   const at = deps.now();
-  const ended = await deps.store.transition(run.id, guard, status, { statusDetail, output, completedAt: at, leaseUntil: undefined }, at);
+  const ended = await deps.store.transition(
+    run.id,
+    guard,
+    status,
+    { statusDetail, output, completedAt: at, leaseUntil: undefined },
+    at,
+  );
   if (!ended) return;
   countTransition("RUNNING", status);
   await logEnd(ended, deps);

@@ -65,4 +65,3 @@ export const griptapeEvents = {
     output_task_output: output,
   }),
 };
-

@@ -1,4 +1,11 @@
-import { Counter, Gauge, Histogram, metricsRegistry, organizationBucket, organizationBuckets } from "@loom/telemetry/metrics";
+import {
+  Counter,
+  Gauge,
+  Histogram,
+  metricsRegistry,
+  organizationBucket,
+  organizationBuckets,
+} from "@loom/telemetry/metrics";
 import type { RunQueue } from "./store/run-queue.ts";
 import type { RunStatus } from "./store/run-records.ts";
 
@@ -56,7 +63,10 @@ function readQueue(): Promise<{ depth: number; oldestAgeSeconds: number } | unde
   reading ??= store
     .queueCandidates([], [], queueDepthCap)
     .then(
-      (entries) => ({ depth: entries.length, oldestAgeSeconds: entries[0] ? Math.max(0, (Date.now() - entries[0].createdAt.getTime()) / 1000) : 0 }),
+      (entries) => ({
+        depth: entries.length,
+        oldestAgeSeconds: entries[0] ? Math.max(0, (Date.now() - entries[0].createdAt.getTime()) / 1000) : 0,
+      }),
       () => undefined, // a store that does not answer leaves the last values (its readiness says the rest)
     )
     .finally(() => (reading = undefined));

@@ -1,5 +1,5 @@
-import type { ServiceProcess } from "@loom/server/run-service";
 import type { RpcService } from "@loom/server/rpc-service";
+import type { ServiceProcess } from "@loom/server/run-service";
 import { httpTransport } from "@loom/server/transports";
 import { services } from "@loom/services/registry";
 import { runsConfigSchema } from "./config.ts";
@@ -21,7 +21,11 @@ export const serviceProcess: ServiceProcess<typeof runsConfigSchema, { model?: M
   wire: async (config, { logger, bus, model }): Promise<WiredRunsService> => {
     const assistants = httpTransport(config.ASSISTANTS_URL, config.SERVICE_TOKEN);
     const events = httpTransport(config.EVENTS_URL, config.SERVICE_TOKEN);
-    const { service, worker } = await wireRuns(await openRunsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, { assistants, events, bus, logger, model });
+    const { service, worker } = await wireRuns(
+      await openRunsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }),
+      config,
+      { assistants, events, bus, logger, model },
+    );
     return { ...service, worker };
   },
 };

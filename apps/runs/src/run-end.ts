@@ -23,7 +23,11 @@ export interface EndDeps {
  * On false the mark stays and the sweep tries again (tried once, with no
  * retries, a failure is the caller's to report).
  */
-export async function logEnd(ended: RunRecord, deps: EndDeps, retryDelaysMs: readonly number[] = endRetryDelaysMs): Promise<boolean> {
+export async function logEnd(
+  ended: RunRecord,
+  deps: EndDeps,
+  retryDelaysMs: readonly number[] = endRetryDelaysMs,
+): Promise<boolean> {
   for (let attempt = 0; ; attempt++) {
     try {
       await deps.log.lifecycle(ended);
@@ -32,7 +36,11 @@ export async function logEnd(ended: RunRecord, deps: EndDeps, retryDelaysMs: rea
     } catch (error) {
       if (attempt >= retryDelaysMs.length) {
         // Tried once (the sweep): it says how many at once, not a line per run every second.
-        if (retryDelaysMs.length > 0) deps.logger.warn({ err: error, run_id: ended.id, status: ended.status }, "could not write the run's terminal event; the sweep will");
+        if (retryDelaysMs.length > 0)
+          deps.logger.warn(
+            { err: error, run_id: ended.id, status: ended.status },
+            "could not write the run's terminal event; the sweep will",
+          );
         return false;
       }
       await new Promise((resolve) => setTimeout(resolve, retryDelaysMs[attempt]));

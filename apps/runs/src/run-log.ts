@@ -1,8 +1,8 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
-import { headersFor } from "@loom/server/principal";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { jsonToValue } from "@loom/contracts/json-value";
-import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { lifecycleEventType } from "@loom/contracts/run-lifecycle";
+import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
+import { headersFor } from "@loom/server/principal";
 import { traceIdOf } from "@loom/telemetry/tracing";
 import type { RunRecord } from "./store/run-records.ts";
 
@@ -14,14 +14,22 @@ import type { RunRecord } from "./store/run-records.ts";
  * is dropped: nothing ever follows a run's terminal event.
  */
 export function createRunLog(events: Client<typeof EventsService>, now: () => Date = () => new Date()) {
-  async function append(run: RunRecord, items: Array<{ type: string; origin: "SYSTEM" | "ASSISTANT"; payload: unknown }>) {
+  async function append(
+    run: RunRecord,
+    items: Array<{ type: string; origin: "SYSTEM" | "ASSISTANT"; payload: unknown }>,
+  ) {
     const timestamp = now().getTime() / 1000;
     await events
       .appendEvents(
         {
           runKind: RunKind.ASSISTANT_RUN,
           runId: run.id,
-          events: items.map((item) => ({ type: item.type, origin: item.origin, payload: jsonToValue(item.payload), timestamp })),
+          events: items.map((item) => ({
+            type: item.type,
+            origin: item.origin,
+            payload: jsonToValue(item.payload),
+            timestamp,
+          })),
         },
         { headers: headersFor({ userId: run.createdBy, organizationId: run.organizationId }) },
       )
@@ -50,7 +58,8 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
   };
   return {
     lifecycle: (run: RunRecord) => append(run, [lifecycleEvent(run)]),
-    assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) => append(run, assistantEvents(run, payloads)),
+    assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) =>
+      append(run, assistantEvents(run, payloads)),
     /**
      * A run's start in one append (one write instead of three): the
      * lifecycle events of its claim (STARTING) and of RUNNING, then its

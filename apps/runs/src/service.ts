@@ -2,13 +2,13 @@ import type { Client, ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
 import { notFound } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
-import type { Logger } from "@loom/telemetry/logger";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { requirePrincipal } from "@loom/server/principal";
-import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
-import { callTraceparent } from "@loom/telemetry/tracing";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
+import { requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import type { Logger } from "@loom/telemetry/logger";
+import { callTraceparent } from "@loom/telemetry/tracing";
 import type { RunLog } from "./run-log.ts";
 import { answeredDurably } from "./service/answered-durably.ts";
 import { assistantOf } from "./service/assistant.ts";
@@ -45,9 +45,17 @@ export function createRunsService(deps: RunsDeps): RpcService {
   const { store, maxQueuedPerOrganization } = deps;
   const now = deps.now ?? (() => new Date());
   // A create's two steps: its checks and its run, then storing the run.
-  const prepareRun: KeyedCreateDeps["newRun"] = (...args) => newRun({ assistants: deps.assistants, store, maxQueuedPerOrganization }, ...args);
-  const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) => enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
-  const createKeyed = createKeyedCreates({ store, newRun: prepareRun, enqueue: storeRun, stallMs: deps.idempotencyStallMs ?? defaultIdempotencyStallMs, now });
+  const prepareRun: KeyedCreateDeps["newRun"] = (...args) =>
+    newRun({ assistants: deps.assistants, store, maxQueuedPerOrganization }, ...args);
+  const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) =>
+    enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
+  const createKeyed = createKeyedCreates({
+    store,
+    newRun: prepareRun,
+    enqueue: storeRun,
+    stallMs: deps.idempotencyStallMs ?? defaultIdempotencyStallMs,
+    now,
+  });
 
   const impl: ServiceImpl<typeof RunsService> = {
     async createAssistantRun(req, ctx) {
@@ -55,7 +63,9 @@ export function createRunsService(deps: RunsDeps): RpcService {
       checkIdempotencyKey(req);
       // The create request's trace, for the worker to continue (tracing off: none).
       const traceparent = callTraceparent(ctx.requestHeader);
-      const run = req.idempotencyKey ? await createKeyed(principal, req, traceparent) : await storeRun(await prepareRun(principal, req, newId(), now(), traceparent), false);
+      const run = req.idempotencyKey
+        ? await createKeyed(principal, req, traceparent)
+        : await storeRun(await prepareRun(principal, req, newId(), now(), traceparent), false);
       return { assistantRun: runMessage(run) };
     },
 
@@ -66,7 +76,11 @@ export function createRunsService(deps: RunsDeps): RpcService {
     },
 
     async cancelAssistantRun(req, ctx) {
-      const run = await cancelRun({ store, log: deps.log, bus: deps.bus, logger: deps.logger, now }, requirePrincipal(ctx).organizationId, req.assistantRunId);
+      const run = await cancelRun(
+        { store, log: deps.log, bus: deps.bus, logger: deps.logger, now },
+        requirePrincipal(ctx).organizationId,
+        req.assistantRunId,
+      );
       return { assistantRun: runMessage(run) };
     },
 

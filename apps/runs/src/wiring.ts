@@ -1,19 +1,19 @@
 import type { Transport } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
-import type { Logger } from "@loom/telemetry/logger";
-import { openStore, type StoreSettings } from "@loom/store/open";
-import type { RpcService } from "@loom/server/rpc-service";
-import { clientFor } from "@loom/server/transports";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
-import type { Model } from "./models/port.ts";
-import { resolveChatModels, resolveModel, type ModelConfig } from "./models/resolve.ts";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
+import type { RpcService } from "@loom/server/rpc-service";
+import { clientFor } from "@loom/server/transports";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import { createAiSdkChat } from "./chat/ai-sdk-chat.ts";
 import { createEchoChat } from "./chat/echo-chat.ts";
 import type { ChatBackend } from "./chat/port.ts";
 import { createChatService } from "./chat/service.ts";
 import { measureQueue } from "./metrics.ts";
+import type { Model } from "./models/port.ts";
+import { type ModelConfig, resolveChatModels, resolveModel } from "./models/resolve.ts";
 import { createRunLog } from "./run-log.ts";
 import { createRunsService } from "./service.ts";
 import { createMongoRunsStore } from "./store/mongo.ts";
@@ -33,7 +33,11 @@ export interface RunSettings extends ModelConfig {
 
 /** MongoDB when a URL is given, else SQLite, its calls acknowledged by the service's answers (`RunsStore.durable`). */
 export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
-  openStore(settings, { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) }, "by durable()");
+  openStore(
+    settings,
+    { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) },
+    "by durable()",
+  );
 
 /**
  * Store, model, run log, service and a started worker: shared by main.ts, the
@@ -48,7 +52,14 @@ export async function wireRuns(
   const model = peers.model ?? resolveModel(settings);
   const chat = createChatService({ backends: chatBackends(settings), timeoutMs: settings.CHAT_TIMEOUT_MS });
   const log = createRunLog(clientFor(EventsService, peers.events));
-  const service = createRunsService({ store, assistants: clientFor(AssistantsService, peers.assistants), log, bus: peers.bus, logger: peers.logger, maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION });
+  const service = createRunsService({
+    store,
+    assistants: clientFor(AssistantsService, peers.assistants),
+    log,
+    bus: peers.bus,
+    logger: peers.logger,
+    maxQueuedPerOrganization: settings.RUN_MAX_QUEUED_PER_ORGANIZATION,
+  });
   const worker = createRunWorker({
     store,
     log,
@@ -84,6 +95,7 @@ export async function wireRuns(
 /** The chat models by name, DEFAULT_MODEL first. */
 function chatBackends(settings: ModelConfig): Map<string, ChatBackend> {
   const backends = new Map<string, ChatBackend>();
-  for (const [id, entry] of resolveChatModels(settings)) backends.set(id, entry.echo ? createEchoChat() : createAiSdkChat({ id, model: entry.model }));
+  for (const [id, entry] of resolveChatModels(settings))
+    backends.set(id, entry.echo ? createEchoChat() : createAiSdkChat({ id, model: entry.model }));
   return backends;
 }

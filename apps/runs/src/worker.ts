@@ -8,9 +8,9 @@ import type { RunQueue } from "./store/run-queue.ts";
 import type { RunRecord, RunRecordStore } from "./store/run-records.ts";
 import type { ThreadStore } from "./store/threads.ts";
 import { runSubjects } from "./subjects.ts";
-import { claimPass } from "./worker/claim-pass.ts";
 import { createClaim } from "./worker/claim.ts";
-import { startExecution, type Execution } from "./worker/execution.ts";
+import { claimPass } from "./worker/claim-pass.ts";
+import { type Execution, startExecution } from "./worker/execution.ts";
 import { createSweep } from "./worker/sweep.ts";
 
 export interface WorkerOptions {
@@ -66,8 +66,22 @@ export function createRunWorker(options: WorkerOptions) {
   let drainedAt = -1;
 
   const claim = createClaim({ store, logger, workerId, leaseMs: options.leaseMs, now });
-  const passDeps = { store, maxRunningPerOrganization: options.maxRunningPerOrganization, claim, stopped: () => stopped };
-  const executionDeps = { store, log: options.log, model: options.model, logger, workerId, leaseMs: options.leaseMs, runTimeoutMs: options.runTimeoutMs, now };
+  const passDeps = {
+    store,
+    maxRunningPerOrganization: options.maxRunningPerOrganization,
+    claim,
+    stopped: () => stopped,
+  };
+  const executionDeps = {
+    store,
+    log: options.log,
+    model: options.model,
+    logger,
+    workerId,
+    leaseMs: options.leaseMs,
+    runTimeoutMs: options.runTimeoutMs,
+    now,
+  };
   const sweep = createSweep({ store, log: options.log, logger, now, lostFound: () => void pump() });
 
   /** Claims while there is capacity; one pass at a time, another if woken meanwhile. */
@@ -123,7 +137,8 @@ export function createRunWorker(options: WorkerOptions) {
     subscriptions.push(
       bus.subscribe(runSubjects.controlAll, (data, subject) => {
         const runId = subject.split(".")[2]!;
-        if (new TextDecoder().decode(data) === "cancel") inFlight.get(runId)?.controller.abort({ kind: "cancelled" } satisfies StopReason);
+        if (new TextDecoder().decode(data) === "cancel")
+          inFlight.get(runId)?.controller.abort({ kind: "cancelled" } satisfies StopReason);
       }),
     );
     timers.push(setInterval(() => void pump(), options.pollMs));

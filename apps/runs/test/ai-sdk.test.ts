@@ -1,10 +1,10 @@
 import { createServer } from "node:http";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { listen } from "@loom/server/rpc-server";
+import { answer, type FakeOpenAI, failWith, hang, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAiSdkModel } from "../src/models/ai-sdk.ts";
-import { ModelFailure, type ChatTurn, type Model } from "../src/models/port.ts";
-import { answer, failWith, hang, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
+import { type ChatTurn, type Model, ModelFailure } from "../src/models/port.ts";
 
 const conversation: ChatTurn[] = [
   { role: "system", content: "Be brief." },
@@ -12,8 +12,17 @@ const conversation: ChatTurn[] = [
 ];
 
 function compatibleModel(baseURL: string, maxRetries?: number): Model {
-  const provider = createOpenAICompatible({ name: "openai-compatible", baseURL, apiKey: "sk-test", includeUsage: true });
-  return createAiSdkModel({ id: "openai-compatible:tiny", model: provider("tiny"), ...(maxRetries === undefined ? {} : { maxRetries }) });
+  const provider = createOpenAICompatible({
+    name: "openai-compatible",
+    baseURL,
+    apiKey: "sk-test",
+    includeUsage: true,
+  });
+  return createAiSdkModel({
+    id: "openai-compatible:tiny",
+    model: provider("tiny"),
+    ...(maxRetries === undefined ? {} : { maxRetries }),
+  });
 }
 
 const noSignal = () => new AbortController().signal;
@@ -49,18 +58,31 @@ describe("AI SDK models against an OpenAI-compatible server", () => {
     const [request] = server.requests;
     expect(request!.path).toBe("/v1/chat/completions");
     expect(request!.headers.authorization).toBe("Bearer sk-test");
-    expect(request!.body).toMatchObject({ model: "tiny", messages: [{ role: "system", content: "Be brief." }, { role: "user", content: "Say hello." }] });
+    expect(request!.body).toMatchObject({
+      model: "tiny",
+      messages: [
+        { role: "system", content: "Be brief." },
+        { role: "user", content: "Say hello." },
+      ],
+    });
     expect(request!.body.stream).toBeFalsy();
   });
 
   it("streams: every delta in order, then the usage of the final chunk", async () => {
     const chunks: string[] = [];
-    const result = await model.generate({ messages: conversation, signal: noSignal(), onChunk: (token) => void chunks.push(token) });
+    const result = await model.generate({
+      messages: conversation,
+      signal: noSignal(),
+      onChunk: (token) => void chunks.push(token),
+    });
     expect(chunks).toEqual(["Hello", " there,", " world!"]);
     expect(result).toEqual({ text: "Hello there, world!", inputTokens: 11, outputTokens: 7 });
     const [request] = server.requests;
     expect(request!.body).toMatchObject({ stream: true, stream_options: { include_usage: true }, model: "tiny" });
-    expect(request!.body.messages).toEqual([{ role: "system", content: "Be brief." }, { role: "user", content: "Say hello." }]);
+    expect(request!.body.messages).toEqual([
+      { role: "system", content: "Be brief." },
+      { role: "user", content: "Say hello." },
+    ]);
   });
 
   it("keeps a conversation's turns in order", async () => {
@@ -205,7 +227,9 @@ describe("AI SDK models when the server is unreachable", () => {
   ])("connection refused is ERROR (ProviderUnavailable) after retrying, %s", async (_label, streaming) => {
     // One retry: the SDK waits 2 s before it when the server sent no Retry-After.
     const model = compatibleModel(closedPort, 1);
-    const error = await failure(model.generate({ messages: conversation, signal: noSignal(), ...(streaming ? { onChunk: () => {} } : {}) }));
+    const error = await failure(
+      model.generate({ messages: conversation, signal: noSignal(), ...(streaming ? { onChunk: () => {} } : {}) }),
+    );
     expect(error).toBeInstanceOf(ModelFailure);
     expect(error).toMatchObject({ kind: "error", reason: "ProviderUnavailable" });
     expect((error as Error).message).toMatch(/could not be reached/);

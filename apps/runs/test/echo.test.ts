@@ -25,7 +25,11 @@ describe("loom:echo", () => {
 
   it("streams the answer in several chunks, in order, whose concatenation is the answer", async () => {
     const chunks: string[] = [];
-    const result = await model.generate({ messages: conversation, signal, onChunk: (token) => void chunks.push(token) });
+    const result = await model.generate({
+      messages: conversation,
+      signal,
+      onChunk: (token) => void chunks.push(token),
+    });
     expect(chunks.length).toBeGreaterThanOrEqual(3);
     expect(chunks.join("")).toBe(result.text);
     expect(chunks.slice(0, 3)).toEqual(["Echo", ":", " What"]);
@@ -35,7 +39,11 @@ describe("loom:echo", () => {
 
   it("streams even a one-word question in at least 3 chunks", async () => {
     const chunks: string[] = [];
-    await model.generate({ messages: [{ role: "user", content: "hi" }], signal, onChunk: (token) => void chunks.push(token) });
+    await model.generate({
+      messages: [{ role: "user", content: "hi" }],
+      signal,
+      onChunk: (token) => void chunks.push(token),
+    });
     expect(chunks).toEqual(["Echo", ":", " hi"]);
   });
 

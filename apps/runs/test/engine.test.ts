@@ -1,20 +1,20 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { Code, ConnectError, createClient, type Transport } from "@connectrpc/connect";
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
-import { openEventsStore, wireEvents } from "@loom/events/wiring";
-import { openBus } from "@loom/bus/open";
 import type { Bus } from "@loom/bus/bus";
+import { openBus } from "@loom/bus/open";
 import { newId } from "@loom/contracts/ids";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
-import { createLogger } from "@loom/telemetry/logger";
-import { headersFor } from "@loom/server/principal";
-import { clientFor, inProcessTransport } from "@loom/server/transports";
+import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
-import { RunsService, RunStatus } from "@loom/proto/runs/v1/runs_pb";
+import { RunStatus, RunsService } from "@loom/proto/runs/v1/runs_pb";
+import { headersFor } from "@loom/server/principal";
+import { clientFor, inProcessTransport } from "@loom/server/transports";
+import { createLogger } from "@loom/telemetry/logger";
 import { createScriptedModel } from "@loom/testing/scripted-model";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { within } from "@loom/testing/within";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { executeRun } from "../src/executor.ts";
 import { createRunLog } from "../src/run-log.ts";
 import { createRunsService } from "../src/service.ts";
@@ -46,7 +46,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }));
     const events = await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger);
     peers = inProcessTransport([assistants, events], token, logger);
-    assistantId = (await clientFor(AssistantsService, peers).createAssistant({ name: "engine" }, call)).assistant!.assistantId;
+    assistantId = (await clientFor(AssistantsService, peers).createAssistant({ name: "engine" }, call)).assistant!
+      .assistantId;
   });
   afterEach(async () => {
     for (const w of workers.splice(0)) await w.stop(1_000);
@@ -54,7 +55,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   afterAll(async () => {
     for (const s of stores) await s.close();
     await bus.close();
-    if (mongo.url) for (const name of [`${db}_assistants`, `${db}_events`, `${db}_runs`]) await dropDatabase(mongo.url, name);
+    if (mongo.url)
+      for (const name of [`${db}_assistants`, `${db}_events`, `${db}_runs`]) await dropDatabase(mongo.url, name);
   });
 
   /**
@@ -86,13 +88,25 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const store = options.wrap ? options.wrap(opened) : opened;
     const log = createRunLog(clientFor(EventsService, options.events ?? peers));
     const service = createRunsService({
-      store, assistants: clientFor(AssistantsService, peers), log, bus, logger,
-      maxQueuedPerOrganization: options.maxQueuedPerOrganization ?? 1000, idempotencyStallMs: options.idempotencyStallMs,
+      store,
+      assistants: clientFor(AssistantsService, peers),
+      log,
+      bus,
+      logger,
+      maxQueuedPerOrganization: options.maxQueuedPerOrganization ?? 1000,
+      idempotencyStallMs: options.idempotencyStallMs,
     });
     const worker = createRunWorker({
-      store, log, model, bus, logger,
-      leaseMs: options.leaseMs ?? 2_000, pollMs: 20, runTimeoutMs: options.runTimeoutMs ?? 30_000,
-      concurrency: options.concurrency ?? 8, maxRunningPerOrganization: options.maxPerOrganization ?? 100,
+      store,
+      log,
+      model,
+      bus,
+      logger,
+      leaseMs: options.leaseMs ?? 2_000,
+      pollMs: 20,
+      runTimeoutMs: options.runTimeoutMs ?? 30_000,
+      concurrency: options.concurrency ?? 8,
+      maxRunningPerOrganization: options.maxPerOrganization ?? 100,
     });
     workers.push(worker);
     if (options.start !== false) worker.start();
@@ -102,7 +116,12 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   const events = () => clientFor(EventsService, peers);
   /** The run once it has ended; fails the test if it has not within `timeoutMs`. */
-  async function settled(runs: Awaited<ReturnType<typeof replica>>["runs"], id: string, timeoutMs = 10_000, as: { headers: Record<string, string> } = call) {
+  async function settled(
+    runs: Awaited<ReturnType<typeof replica>>["runs"],
+    id: string,
+    timeoutMs = 10_000,
+    as: { headers: Record<string, string> } = call,
+  ) {
     let run!: NonNullable<Awaited<ReturnType<typeof runs.getAssistantRun>>["assistantRun"]>;
     await vi.waitFor(
       async () => {
@@ -117,7 +136,9 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   async function eventTypes(id: string, as: { headers: Record<string, string> } = call) {
     const deadline = Date.now() + 5_000;
     for (;;) {
-      const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, as)).events.map((e) => e.type);
+      const types = (
+        await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, offset: 0n, limit: 1000 }, as)
+      ).events.map((e) => e.type);
       if (terminalLifecycleEvents.has(types.at(-1) ?? "") || Date.now() > deadline) return types;
       await new Promise((r) => setTimeout(r, 10));
     }
@@ -129,10 +150,15 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const a = await replica(model);
     const b = await replica(model);
     const ids: string[] = [];
-    for (let i = 0; i < 30; i++) ids.push((await (i % 2 ? a : b).runs.createAssistantRun({ assistantId, input: `run ${i}` }, call)).assistantRun!.assistantRunId);
+    for (let i = 0; i < 30; i++)
+      ids.push(
+        (await (i % 2 ? a : b).runs.createAssistantRun({ assistantId, input: `run ${i}` }, call)).assistantRun!
+          .assistantRunId,
+      );
     for (const id of ids) expect((await settled(a.runs, id)).status).toBe(RunStatus.SUCCEEDED);
     const executions = new Map<string, number>();
-    for (const messages of model.calls) executions.set(messages.at(-1)!.content, (executions.get(messages.at(-1)!.content) ?? 0) + 1);
+    for (const messages of model.calls)
+      executions.set(messages.at(-1)!.content, (executions.get(messages.at(-1)!.content) ?? 0) + 1);
     expect(executions.size).toBe(30);
     expect([...executions.values()].every((n) => n === 1)).toBe(true);
   });
@@ -184,10 +210,21 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const a = await organization();
       const threadId = (await r.runs.createThread({ name: "claims" }, a.headers)).thread!.threadId;
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `in thread ${i}` }, a.headers)).assistantRun!.assistantRunId);
-      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `alone ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      for (let i = 0; i < 3; i++)
+        ids.push(
+          (await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `in thread ${i}` }, a.headers))
+            .assistantRun!.assistantRunId,
+        );
+      for (let i = 0; i < 3; i++)
+        ids.push(
+          (await r.runs.createAssistantRun({ assistantId: a.assistant, input: `alone ${i}` }, a.headers)).assistantRun!
+            .assistantRunId,
+        );
       r.worker.start();
-      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+      for (const id of ids)
+        expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(
+          RunStatus.SUCCEEDED,
+        );
     });
 
     it("whose write landed but whose answer was lost: the run is executed, not lost with its lease", async () => {
@@ -196,9 +233,16 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const r = await replica(model, { start: false, leaseMs: 60_000, wrap: failingClaimOnce({ landed: true }) });
       const a = await organization();
       const ids: string[] = [];
-      for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId);
+      for (let i = 0; i < 3; i++)
+        ids.push(
+          (await r.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!
+            .assistantRunId,
+        );
       r.worker.start();
-      for (const id of ids) expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(RunStatus.SUCCEEDED);
+      for (const id of ids)
+        expect((await settled(r.runs, id, 5_000, a.headers)).status, `run ${ids.indexOf(id)}`).toBe(
+          RunStatus.SUCCEEDED,
+        );
     });
 
     it("and whose claim cannot be given back: the claim lapses after a lease and the run starts", async () => {
@@ -206,7 +250,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       model.script({ answer: () => "ok" });
       const r = await replica(model, { start: false, leaseMs: 300, wrap: failingClaimOnce({ releaseFails: true }) });
       const a = await organization();
-      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!
+        .assistantRunId;
       r.worker.start();
       expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
     });
@@ -225,14 +270,17 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     let dropTerminal = false;
     const transport: Transport = {
       unary: (method, signal, timeoutMs, header, input, contextValues) => {
-        const terminal = method.name === "AppendEvents" && (input as { events: { type: string }[] }).events.some((e) => terminalLifecycleEvents.has(e.type));
+        const terminal =
+          method.name === "AppendEvents" &&
+          (input as { events: { type: string }[] }).events.some((e) => terminalLifecycleEvents.has(e.type));
         if (dropTerminal && terminal) {
           dropTerminal = false;
           return Promise.reject(new ConnectError("connection reset", Code.Unavailable));
         }
         return (reachable ? peers : down).unary(method, signal, timeoutMs, header, input, contextValues);
       },
-      stream: (method, signal, timeoutMs, header, input, contextValues) => (reachable ? peers : down).stream(method, signal, timeoutMs, header, input, contextValues),
+      stream: (method, signal, timeoutMs, header, input, contextValues) =>
+        (reachable ? peers : down).stream(method, signal, timeoutMs, header, input, contextValues),
     };
     return {
       transport,
@@ -244,7 +292,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   function follow(id: string, headers: { headers: Record<string, string> }) {
     const types: string[] = [];
     const done = (async () => {
-      for await (const res of events().followEvents({ runKind: RunKind.ASSISTANT_RUN, runId: id, fromOffset: 0n }, headers)) {
+      for await (const res of events().followEvents(
+        { runKind: RunKind.ASSISTANT_RUN, runId: id, fromOffset: 0n },
+        headers,
+      )) {
         if (res.kind.case === "event") types.push(res.kind.value.type);
       }
       return types;
@@ -260,7 +311,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const r = await replica(model, { events: link.transport });
       const a = await organization();
       link.dropTerminalOnce();
-      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!
+        .assistantRunId;
       const stream = follow(id, a.headers);
       expect((await settled(r.runs, id, 5_000, a.headers)).status).toBe(RunStatus.SUCCEEDED);
       expect((await within("the stream ends", 3_000, stream.done)).at(-1)).toBe("AssistantRunSucceeded");
@@ -273,7 +325,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const r = await replica(model, { events: link.transport, runTimeoutMs: 300 });
       const a = await organization();
       const called = model.whenCalled();
-      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
+      const id = (await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!
+        .assistantRunId;
       await called;
       const stream = follow(id, a.headers);
       link.set(false); // the run times out while events is away: its end cannot be written
@@ -294,15 +347,20 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       const front = await replica(model, { start: false, events: link.transport }); // takes the cancel, sweeps nothing
       const a = await organization();
       const called = model.whenCalled();
-      const id = (await executing.runs.createAssistantRun({ assistantId: a.assistant, stream: true }, a.headers)).assistantRun!.assistantRunId;
+      const id = (await executing.runs.createAssistantRun({ assistantId: a.assistant, stream: true }, a.headers))
+        .assistantRun!.assistantRunId;
       await called;
       const stream = follow(id, a.headers);
       link.set(false);
-      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(
+        RunStatus.CANCELLED,
+      );
       await vi.waitFor(() => expect(executing.worker.inFlight()).toBe(0), { timeout: 5_000 });
       link.set(true);
       // A retried cancel converges at once; the sweep would too, a little later.
-      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(RunStatus.CANCELLED);
+      expect((await front.runs.cancelAssistantRun({ assistantRunId: id }, a.headers)).assistantRun!.status).toBe(
+        RunStatus.CANCELLED,
+      );
       expect((await within("the stream ends", 1_000, stream.done)).at(-1)).toBe("AssistantRunCancelled");
       expect((await eventTypes(id, a.headers)).filter((t) => t === "AssistantRunCancelled")).toHaveLength(1);
     });
@@ -314,25 +372,48 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const front = await replica(model, { start: false });
     const a = await organization();
     const ids: string[] = [];
-    await inBatches(count, async (i) => ids.push((await front.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!.assistantRunId));
+    await inBatches(count, async (i) =>
+      ids.push(
+        (await front.runs.createAssistantRun({ assistantId: a.assistant, input: `run ${i}` }, a.headers)).assistantRun!
+          .assistantRunId,
+      ),
+    );
     // Left RUNNING by a worker that is gone, its leases run out (as a crashed worker's do, without a live
     // worker renewing 120 leases against a shared FerretDB while the test sets up).
     const at = new Date();
     await inBatches(count, async (i) => {
       expect(await front.store.claimRun(ids[i]!, "gone", at)).toBe(true);
-      await front.store.transition(ids[i]!, { from: ["QUEUED"] }, "STARTING", { worker: "gone", leaseUntil: new Date(at.getTime() - 1) }, at);
-      expect(await front.store.transition(ids[i]!, { from: ["STARTING"], worker: "gone" }, "RUNNING", {}, at)).toMatchObject({ status: "RUNNING" });
+      await front.store.transition(
+        ids[i]!,
+        { from: ["QUEUED"] },
+        "STARTING",
+        { worker: "gone", leaseUntil: new Date(at.getTime() - 1) },
+        at,
+      );
+      expect(
+        await front.store.transition(ids[i]!, { from: ["STARTING"], worker: "gone" }, "RUNNING", {}, at),
+      ).toMatchObject({ status: "RUNNING" });
     });
     // A survivor whose own lease is long: before, it swept every half lease (5 minutes here), fifty runs a sweep.
     const survivor = await replica(model, { leaseMs: 600_000 });
     const started = Date.now();
     const ended = async () =>
-      (await survivor.runs.listAssistantRuns({ assistantId: a.assistant, statuses: [RunStatus.ERROR], page: { page: 1, pageSize: 1 } }, a.headers)).page!.totalCount;
+      (
+        await survivor.runs.listAssistantRuns(
+          { assistantId: a.assistant, statuses: [RunStatus.ERROR], page: { page: 1, pageSize: 1 } },
+          a.headers,
+        )
+      ).page!.totalCount;
     // A reap is a few writes and an append: ~8 round trips, slow on a FerretDB shared by busy suites.
-    await vi.waitFor(async () => expect(await ended()).toBe(BigInt(count)), { timeout: kind === "mongo" ? 45_000 : 5_000, interval: 100 });
+    await vi.waitFor(async () => expect(await ended()).toBe(BigInt(count)), {
+      timeout: kind === "mongo" ? 45_000 : 5_000,
+      interval: 100,
+    });
     console.log(`reaped ${count} lost runs ${Date.now() - started} ms after the survivor started (${kind})`);
     const runs = await Promise.all(ids.map((id) => survivor.runs.getAssistantRun({ assistantRunId: id }, a.headers)));
-    expect(runs.every((x) => (x.assistantRun!.statusDetail as { reason?: string } | undefined)?.reason === "WorkerLost")).toBe(true);
+    expect(
+      runs.every((x) => (x.assistantRun!.statusDetail as { reason?: string } | undefined)?.reason === "WorkerLost"),
+    ).toBe(true);
   }, 90_000);
 
   it("a run over RUN_TIMEOUT becomes ERROR Timeout", async () => {
@@ -351,7 +432,8 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const executing = await replica(model);
     const front = await replica(model, { start: false }); // takes the cancel request, runs nothing
     const called = model.whenCalled();
-    const id = (await executing.runs.createAssistantRun({ assistantId, stream: true }, call)).assistantRun!.assistantRunId;
+    const id = (await executing.runs.createAssistantRun({ assistantId, stream: true }, call)).assistantRun!
+      .assistantRunId;
     await called;
     const started = Date.now();
     const cancelled = (await front.runs.cancelAssistantRun({ assistantRunId: id }, call)).assistantRun!;
@@ -370,9 +452,24 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const id = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     const at = new Date();
     expect(await r.store.claimRun(id, "slow-worker", at)).toBe(true);
-    const starting = (await r.store.transition(id, { from: ["QUEUED"] }, "STARTING", { worker: "slow-worker", leaseUntil: new Date(at.getTime() + 60_000) }, at))!;
-    expect((await r.runs.cancelAssistantRun({ assistantRunId: id }, call)).assistantRun!.status).toBe(RunStatus.CANCELLED);
-    await executeRun(starting, new AbortController().signal, { store: r.store, log: r.log, model, logger, workerId: "slow-worker", now: () => new Date() });
+    const starting = (await r.store.transition(
+      id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "slow-worker", leaseUntil: new Date(at.getTime() + 60_000) },
+      at,
+    ))!;
+    expect((await r.runs.cancelAssistantRun({ assistantRunId: id }, call)).assistantRun!.status).toBe(
+      RunStatus.CANCELLED,
+    );
+    await executeRun(starting, new AbortController().signal, {
+      store: r.store,
+      log: r.log,
+      model,
+      logger,
+      workerId: "slow-worker",
+      now: () => new Date(),
+    });
     const run = (await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
     expect(run.status).toBe(RunStatus.CANCELLED);
     expect(run.output).toBeUndefined();
@@ -382,10 +479,16 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   it("a model answer that arrives after a cancel does not overwrite CANCELLED", async () => {
     const model = createScriptedModel();
     // Ignores the abort and answers late, as a provider that does not honor it would.
-    const slow = { ...model, generate: async () => (await new Promise((r) => setTimeout(r, 200)), { text: "late", inputTokens: 1, outputTokens: 1 }) };
+    const slow = {
+      ...model,
+      generate: async () => (
+        await new Promise((r) => setTimeout(r, 200)), { text: "late", inputTokens: 1, outputTokens: 1 }
+      ),
+    };
     const r = await replica(slow as unknown as ReturnType<typeof createScriptedModel>);
     const id = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
-    while ((await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!.status !== RunStatus.RUNNING) await new Promise((res) => setTimeout(res, 5));
+    while ((await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!.status !== RunStatus.RUNNING)
+      await new Promise((res) => setTimeout(res, 5));
     await r.runs.cancelAssistantRun({ assistantRunId: id }, call);
     await new Promise((res) => setTimeout(res, 400));
     const run = (await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;
@@ -406,7 +509,9 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     await called;
     const second = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     await new Promise((res) => setTimeout(res, 200)); // ten worker polls
-    expect((await r.runs.getAssistantRun({ assistantRunId: second }, call)).assistantRun!.status).toBe(RunStatus.QUEUED);
+    expect((await r.runs.getAssistantRun({ assistantRunId: second }, call)).assistantRun!.status).toBe(
+      RunStatus.QUEUED,
+    );
     model.script({ answer: () => "second" });
     await r.runs.cancelAssistantRun({ assistantRunId: first }, call);
     expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);
@@ -434,7 +539,12 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const ok = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     await settled(r.runs, ok);
     const lifecycle = (await eventTypes(ok)).filter((t) => t.startsWith("AssistantRun"));
-    expect(lifecycle).toEqual(["AssistantRunQueued", "AssistantRunStarting", "AssistantRunRunning", "AssistantRunSucceeded"]);
+    expect(lifecycle).toEqual([
+      "AssistantRunQueued",
+      "AssistantRunStarting",
+      "AssistantRunRunning",
+      "AssistantRunSucceeded",
+    ]);
     await r.worker.stop();
     const queued = (await r.runs.createAssistantRun({ assistantId }, call)).assistantRun!.assistantRunId;
     await r.runs.cancelAssistantRun({ assistantRunId: queued }, call);
@@ -448,7 +558,9 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       async generate(req: { messages: { content: string }[]; signal: AbortSignal }) {
         const text = req.messages.at(-1)!.content;
         if (text.startsWith("slow")) {
-          await new Promise((_, reject) => req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true }));
+          await new Promise((_, reject) =>
+            req.signal.addEventListener("abort", () => reject(req.signal.reason), { once: true }),
+          );
         }
         return { text: `answer to ${text}`, inputTokens: 1, outputTokens: 1 };
       },
@@ -458,18 +570,28 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
   async function organization() {
     const who = { userId: newId(), organizationId: newId() };
     const headers = { headers: headersFor(who) };
-    const assistant = (await clientFor(AssistantsService, peers).createAssistant({ name: "org" }, headers)).assistant!.assistantId;
+    const assistant = (await clientFor(AssistantsService, peers).createAssistant({ name: "org" }, headers)).assistant!
+      .assistantId;
     return { headers, assistant, organizationId: who.organizationId };
   }
   /** `n` calls, ten at a time (a hundred creates one by one take seconds on FerretDB). */
   async function inBatches(n: number, call: (i: number) => Promise<unknown>) {
-    for (let i = 0; i < n; i += 10) await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => call(i + j)));
+    for (let i = 0; i < n; i += 10)
+      await Promise.all(Array.from({ length: Math.min(10, n - i) }, (_, j) => call(i + j)));
   }
-  async function cancelAll(runs: Awaited<ReturnType<typeof replica>>["runs"], headers: { headers: Record<string, string> }, ids: string[]) {
+  async function cancelAll(
+    runs: Awaited<ReturnType<typeof replica>>["runs"],
+    headers: { headers: Record<string, string> },
+    ids: string[],
+  ) {
     await inBatches(ids.length, (i) => runs.cancelAssistantRun({ assistantRunId: ids[i]! }, headers));
   }
-  const queuedOf = async (runs: Awaited<ReturnType<typeof replica>>["runs"], org: { assistant: string; headers: { headers: Record<string, string> } }) =>
-    (await runs.listAssistantRuns({ assistantId: org.assistant, statuses: [RunStatus.QUEUED] }, org.headers)).page!.totalCount;
+  const queuedOf = async (
+    runs: Awaited<ReturnType<typeof replica>>["runs"],
+    org: { assistant: string; headers: { headers: Record<string, string> } },
+  ) =>
+    (await runs.listAssistantRuns({ assistantId: org.assistant, statuses: [RunStatus.QUEUED] }, org.headers)).page!
+      .totalCount;
   /**
    * The slow runs never end on their own, so a starved run would never start:
    * the bound only has to outlast a slow machine (FerretDB under a loaded CI
@@ -477,7 +599,12 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
    */
   const fairnessBoundMs = 10_000;
 
-  async function succeededWithin(runs: Awaited<ReturnType<typeof replica>>["runs"], headers: { headers: Record<string, string> }, id: string, ms: number) {
+  async function succeededWithin(
+    runs: Awaited<ReturnType<typeof replica>>["runs"],
+    headers: { headers: Record<string, string> },
+    id: string,
+    ms: number,
+  ) {
     const deadline = Date.now() + ms;
     for (;;) {
       const run = (await runs.getAssistantRun({ assistantRunId: id }, headers)).assistantRun!;
@@ -491,8 +618,14 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const a = await organization();
     const b = await organization();
     const queuedA: string[] = [];
-    await inBatches(100, async (i) => queuedA.push((await r.runs.createAssistantRun({ assistantId: a.assistant, input: `slow ${i}` }, a.headers)).assistantRun!.assistantRunId));
-    const runB = (await r.runs.createAssistantRun({ assistantId: b.assistant, input: "quick" }, b.headers)).assistantRun!.assistantRunId;
+    await inBatches(100, async (i) =>
+      queuedA.push(
+        (await r.runs.createAssistantRun({ assistantId: a.assistant, input: `slow ${i}` }, a.headers)).assistantRun!
+          .assistantRunId,
+      ),
+    );
+    const runB = (await r.runs.createAssistantRun({ assistantId: b.assistant, input: "quick" }, b.headers))
+      .assistantRun!.assistantRunId;
     expect(await succeededWithin(r.runs, b.headers, runB, fairnessBoundMs)).toBe(RunStatus.SUCCEEDED);
     expect(await queuedOf(r.runs, a)).toBe(99n); // A's first runs, the rest wait for it
     await cancelAll(r.runs, a.headers, queuedA);
@@ -503,8 +636,14 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const a = await organization();
     const threadId = (await r.runs.createThread({ name: "busy" }, a.headers)).thread!.threadId;
     const inThread: string[] = [];
-    await inBatches(100, async (i) => inThread.push((await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `slow ${i}` }, a.headers)).assistantRun!.assistantRunId));
-    const outside = (await r.runs.createAssistantRun({ assistantId: a.assistant, input: "quick" }, a.headers)).assistantRun!.assistantRunId;
+    await inBatches(100, async (i) =>
+      inThread.push(
+        (await r.runs.createAssistantRun({ assistantId: a.assistant, threadId, input: `slow ${i}` }, a.headers))
+          .assistantRun!.assistantRunId,
+      ),
+    );
+    const outside = (await r.runs.createAssistantRun({ assistantId: a.assistant, input: "quick" }, a.headers))
+      .assistantRun!.assistantRunId;
     expect(await succeededWithin(r.runs, a.headers, outside, fairnessBoundMs)).toBe(RunStatus.SUCCEEDED);
     expect(await queuedOf(r.runs, a)).toBe(99n); // the thread's first runs, the rest wait for it
     await cancelAll(r.runs, a.headers, inThread);
@@ -515,13 +654,18 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const r = await replica(model, { start: false, maxQueuedPerOrganization: 3 });
     const a = await organization();
     const ids: string[] = [];
-    for (let i = 0; i < 3; i++) ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId);
+    for (let i = 0; i < 3; i++)
+      ids.push((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId);
     const threadsBefore = (await r.runs.listThreads({}, a.headers)).page!.totalCount;
-    await expect(r.runs.createAssistantRun({ assistantId: a.assistant, newThread: true }, a.headers)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    await expect(
+      r.runs.createAssistantRun({ assistantId: a.assistant, newThread: true }, a.headers),
+    ).rejects.toMatchObject({ code: Code.ResourceExhausted });
     expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(3n);
     expect((await r.runs.listThreads({}, a.headers)).page!.totalCount).toBe(threadsBefore);
     await r.runs.cancelAssistantRun({ assistantRunId: ids[0]! }, a.headers);
-    expect((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.status).toBe(RunStatus.QUEUED);
+    expect((await r.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.status).toBe(
+      RunStatus.QUEUED,
+    );
     await cancelAll(r.runs, a.headers, ids);
   });
 
@@ -529,10 +673,18 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const model = createScriptedModel();
     const cap = 5;
     // Two replicas on one store, as the gateway spreads creates over them.
-    const replicas = [await replica(model, { start: false, maxQueuedPerOrganization: cap }), await replica(model, { start: false, maxQueuedPerOrganization: cap })];
+    const replicas = [
+      await replica(model, { start: false, maxQueuedPerOrganization: cap }),
+      await replica(model, { start: false, maxQueuedPerOrganization: cap }),
+    ];
     const a = await organization();
     const answers = await Promise.allSettled(
-      Array.from({ length: 20 }, (_, i) => replicas[i % 2]!.runs.createAssistantRun({ assistantId: a.assistant, newThread: true, input: `run ${i}` }, a.headers)),
+      Array.from({ length: 20 }, (_, i) =>
+        replicas[i % 2]!.runs.createAssistantRun(
+          { assistantId: a.assistant, newThread: true, input: `run ${i}` },
+          a.headers,
+        ),
+      ),
     );
     const created = answers.flatMap((x) => (x.status === "fulfilled" ? [x.value.assistantRun!.assistantRunId] : []));
     const refused = answers.flatMap((x) => (x.status === "rejected" ? [(x.reason as ConnectError).code] : []));
@@ -542,8 +694,11 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     expect((await replicas[0]!.runs.listThreads({}, a.headers)).page!.totalCount).toBe(BigInt(cap));
     // A place frees when a run leaves the queue.
     await replicas[0]!.runs.cancelAssistantRun({ assistantRunId: created[0]! }, a.headers);
-    const next = (await replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!.assistantRunId;
-    await expect(replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).rejects.toMatchObject({ code: Code.ResourceExhausted });
+    const next = (await replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).assistantRun!
+      .assistantRunId;
+    await expect(replicas[1]!.runs.createAssistantRun({ assistantId: a.assistant }, a.headers)).rejects.toMatchObject({
+      code: Code.ResourceExhausted,
+    });
     await cancelAll(replicas[0]!.runs, a.headers, [...created, next]);
   });
 
@@ -553,14 +708,22 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const a = await organization();
     const failing = r.runs.createAssistantRun({ assistantId: a.assistant, newThread: true }, a.headers);
     await expect(failing).rejects.toMatchObject({ code: Code.Unavailable });
-    const keyed = r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" }, a.headers);
+    const keyed = r.runs.createAssistantRun(
+      { assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" },
+      a.headers,
+    );
     await expect(keyed).rejects.toMatchObject({ code: Code.Unavailable });
     expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(0n);
     expect((await r.runs.listThreads({}, a.headers)).page!.totalCount).toBe(0n);
     expect(await r.store.countQueued(a.organizationId)).toBe(0);
     // The key was freed: once the events service is back, the retry creates the run.
     const up = await replica(model, { start: false });
-    const created = (await up.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" }, a.headers)).assistantRun!;
+    const created = (
+      await up.runs.createAssistantRun(
+        { assistantId: a.assistant, idempotencyKey: "k-down", requestFingerprint: "f" },
+        a.headers,
+      )
+    ).assistantRun!;
     expect(created.status).toBe(RunStatus.QUEUED);
     await cancelAll(up.runs, a.headers, [created.assistantRunId]);
   });
@@ -572,14 +735,29 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     // The first request recorded the key and wrote the run's first event, then died.
     const runId = newId();
     const at = new Date();
-    await r.store.putIdempotency({ organizationId: a.organizationId, key: "k-died", fingerprint: "f", runId, createdAt: at, attempt: 0, attemptAt: at });
+    await r.store.putIdempotency({
+      organizationId: a.organizationId,
+      key: "k-died",
+      fingerprint: "f",
+      runId,
+      createdAt: at,
+      attempt: 0,
+      attemptAt: at,
+    });
     await r.log.lifecycle({ id: runId, status: "QUEUED", organizationId: a.organizationId, createdBy: "u" } as never);
     const answers = await Promise.all(
-      Array.from({ length: 10 }, () => r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-died", requestFingerprint: "f" }, a.headers)),
+      Array.from({ length: 10 }, () =>
+        r.runs.createAssistantRun(
+          { assistantId: a.assistant, idempotencyKey: "k-died", requestFingerprint: "f" },
+          a.headers,
+        ),
+      ),
     );
     expect(new Set(answers.map((x) => x.assistantRun!.assistantRunId))).toEqual(new Set([runId]));
     expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(1n);
-    const types = (await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId, offset: 0n, limit: 100 }, a.headers)).events.map((e) => e.type);
+    const types = (
+      await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId, offset: 0n, limit: 100 }, a.headers)
+    ).events.map((e) => e.type);
     expect(types).toEqual(["AssistantRunQueued"]);
     await cancelAll(r.runs, a.headers, [runId]);
   });
@@ -589,12 +767,22 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const r = await replica(model, { start: false });
     const a = await organization();
     const answers = await Promise.all(
-      Array.from({ length: 20 }, () => r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "same" }, a.headers)),
+      Array.from({ length: 20 }, () =>
+        r.runs.createAssistantRun(
+          { assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "same" },
+          a.headers,
+        ),
+      ),
     );
     const ids = new Set(answers.map((x) => x.assistantRun!.assistantRunId));
     expect(ids.size).toBe(1);
     expect((await r.runs.listAssistantRuns({ assistantId: a.assistant }, a.headers)).page!.totalCount).toBe(1n);
-    await expect(r.runs.createAssistantRun({ assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "other" }, a.headers)).rejects.toMatchObject({
+    await expect(
+      r.runs.createAssistantRun(
+        { assistantId: a.assistant, idempotencyKey: "k-20", requestFingerprint: "other" },
+        a.headers,
+      ),
+    ).rejects.toMatchObject({
       code: Code.AlreadyExists,
     });
     await cancelAll(r.runs, a.headers, [...ids]);

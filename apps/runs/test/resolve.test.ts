@@ -1,8 +1,8 @@
+import { ConfigError, loadConfig } from "@loom/runtime/config";
+import { answer, type FakeOpenAI, startFakeOpenAI } from "@loom/testing/fake-openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
-import { ConfigError, loadConfig } from "@loom/runtime/config";
 import { modelSettings, resolveModel } from "../src/models/resolve.ts";
-import { answer, startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
 
 const signal = new AbortController().signal;
 
@@ -53,13 +53,21 @@ describe("resolveModel", () => {
   });
 
   it("resolves openai and anthropic models with their keys", () => {
-    expect(resolveModel({ DEFAULT_MODEL: "openai:gpt-4.1-mini", OPENAI_API_KEY: "sk-x" }).id).toBe("openai:gpt-4.1-mini");
-    expect(resolveModel({ DEFAULT_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "sk-ant-x" }).id).toBe("anthropic:claude-sonnet-4-5");
+    expect(resolveModel({ DEFAULT_MODEL: "openai:gpt-4.1-mini", OPENAI_API_KEY: "sk-x" }).id).toBe(
+      "openai:gpt-4.1-mini",
+    );
+    expect(resolveModel({ DEFAULT_MODEL: "anthropic:claude-sonnet-4-5", ANTHROPIC_API_KEY: "sk-ant-x" }).id).toBe(
+      "anthropic:claude-sonnet-4-5",
+    );
   });
 
   it("resolves openai-compatible:<model> against its base URL, with its key", async () => {
     server.reply(answer("From the local model."));
-    const model = resolveModel({ DEFAULT_MODEL: "openai-compatible:foo", OPENAI_COMPATIBLE_BASE_URL: server.baseUrl, OPENAI_COMPATIBLE_API_KEY: "local-key" });
+    const model = resolveModel({
+      DEFAULT_MODEL: "openai-compatible:foo",
+      OPENAI_COMPATIBLE_BASE_URL: server.baseUrl,
+      OPENAI_COMPATIBLE_API_KEY: "local-key",
+    });
     expect(model.id).toBe("openai-compatible:foo");
     const result = await model.generate({ messages: [{ role: "user", content: "hi" }], signal, onChunk: () => {} });
     expect(result).toEqual({ text: "From the local model.", inputTokens: 11, outputTokens: 7 });
@@ -74,14 +82,21 @@ describe("modelSettings in a service's config", () => {
 
   it("reads the variables, all optional", () => {
     expect(loadConfig(schema, {})).toEqual({});
-    expect(loadConfig(schema, { DEFAULT_MODEL: "openai-compatible:qwen", OPENAI_COMPATIBLE_BASE_URL: "http://ollama:11434/v1" })).toEqual({
+    expect(
+      loadConfig(schema, {
+        DEFAULT_MODEL: "openai-compatible:qwen",
+        OPENAI_COMPATIBLE_BASE_URL: "http://ollama:11434/v1",
+      }),
+    ).toEqual({
       DEFAULT_MODEL: "openai-compatible:qwen",
       OPENAI_COMPATIBLE_BASE_URL: "http://ollama:11434/v1",
     });
   });
 
   it("fails at start on a bad model name or URL, naming the variable", () => {
-    expect(() => loadConfig(schema, { DEFAULT_MODEL: "mistral:large" })).toThrow(/DEFAULT_MODEL: unknown model provider "mistral"/);
+    expect(() => loadConfig(schema, { DEFAULT_MODEL: "mistral:large" })).toThrow(
+      /DEFAULT_MODEL: unknown model provider "mistral"/,
+    );
     expect(() => loadConfig(schema, { OPENAI_BASE_URL: "not a url" })).toThrow(/OPENAI_BASE_URL/);
   });
 });

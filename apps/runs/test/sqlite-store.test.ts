@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { migrate, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
+import { afterAll, describe, expect, it } from "vitest";
 import { idempotencyWindowMs } from "../src/store/idempotency.ts";
 import type { RunRecord } from "../src/store/run-records.ts";
 import { createSqliteRunsStore, runsMigrations } from "../src/store/sqlite.ts";
@@ -14,8 +14,22 @@ const tick = () => new Date((clock += 1000));
 const newRun = (over: Partial<RunRecord> = {}): RunRecord => {
   const at = tick();
   return {
-    id: newId(), organizationId: org, assistantId: newId(), args: [], message: "hi", stream: false, status: "QUEUED",
-    knowledgeBaseIds: [], retrieverIds: [], rulesetIds: [], structureIds: [], toolIds: [], createdBy: "u", createdAt: at, updatedAt: at, ...over,
+    id: newId(),
+    organizationId: org,
+    assistantId: newId(),
+    args: [],
+    message: "hi",
+    stream: false,
+    status: "QUEUED",
+    knowledgeBaseIds: [],
+    retrieverIds: [],
+    rulesetIds: [],
+    structureIds: [],
+    toolIds: [],
+    createdBy: "u",
+    createdAt: at,
+    updatedAt: at,
+    ...over,
   };
 };
 
@@ -28,7 +42,15 @@ describe("runs store on SQLite", () => {
     const store = createSqliteRunsStore(recording);
     await store.init();
     // Every method, so every statement the adapter has is prepared once.
-    const thread = { id: newId(), organizationId: org, name: "t", alias: "a", createdBy: "u", createdAt: tick(), updatedAt: tick() };
+    const thread = {
+      id: newId(),
+      organizationId: org,
+      name: "t",
+      alias: "a",
+      createdBy: "u",
+      createdAt: tick(),
+      updatedAt: tick(),
+    };
     await store.insertThread(thread);
     const run = newRun({ threadId: thread.id });
     await store.insertRun(run);
@@ -38,11 +60,23 @@ describe("runs store on SQLite", () => {
     await store.countQueued(org);
     await store.queueCandidates([newId()], [newId()], 10);
     await store.claimRun(run.id, "w", tick());
-    await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    await store.transition(
+      run.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(clock + 60_000) },
+      tick(),
+    );
     await store.renewLease(run.id, "w", new Date(clock + 60_000));
     await store.executingLoad();
     await store.expiredLeases(tick(), 10);
-    await store.transition(run.id, { from: ["STARTING"], worker: "w", leaseExpiredBefore: tick() }, "ERROR", { completedAt: tick(), leaseUntil: undefined }, tick());
+    await store.transition(
+      run.id,
+      { from: ["STARTING"], worker: "w", leaseExpiredBefore: tick() },
+      "ERROR",
+      { completedAt: tick(), leaseUntil: undefined },
+      tick(),
+    );
     await store.unloggedEnds(tick(), 10);
     await store.endLogged(run.id);
     await store.dropQueueEntry(run.id);
@@ -55,7 +89,15 @@ describe("runs store on SQLite", () => {
     await store.listThreads(org, undefined, 0, 10);
     await store.listThreads(org, "a", 0, 10);
     const at = tick();
-    await store.putIdempotency({ organizationId: org, key: "k", fingerprint: "f", runId: run.id, createdAt: at, attempt: 0, attemptAt: at });
+    await store.putIdempotency({
+      organizationId: org,
+      key: "k",
+      fingerprint: "f",
+      runId: run.id,
+      createdAt: at,
+      attempt: 0,
+      attemptAt: at,
+    });
     await store.getIdempotency(org, "k", at);
     await store.takeOverIdempotency(org, "k", 1, tick());
     await store.deleteIdempotency(org, "k", run.id);
@@ -80,10 +122,31 @@ describe("runs store on SQLite", () => {
     const store = createSqliteRunsStore(handle);
     await store.init();
     const old = tick();
-    await store.putIdempotency({ organizationId: org, key: "old", fingerprint: "f", runId: "r1", createdAt: old, attempt: 0, attemptAt: old });
+    await store.putIdempotency({
+      organizationId: org,
+      key: "old",
+      fingerprint: "f",
+      runId: "r1",
+      createdAt: old,
+      attempt: 0,
+      attemptAt: old,
+    });
     const later = new Date(old.getTime() + idempotencyWindowMs + 1);
-    await store.putIdempotency({ organizationId: org, key: "new", fingerprint: "f", runId: "r2", createdAt: later, attempt: 0, attemptAt: later });
-    expect(handle.db.prepare("SELECT key FROM runs_idempotency").all().map((row) => row.key)).toEqual(["new"]);
+    await store.putIdempotency({
+      organizationId: org,
+      key: "new",
+      fingerprint: "f",
+      runId: "r2",
+      createdAt: later,
+      attempt: 0,
+      attemptAt: later,
+    });
+    expect(
+      handle.db
+        .prepare("SELECT key FROM runs_idempotency")
+        .all()
+        .map((row) => row.key),
+    ).toEqual(["new"]);
     await store.close();
   });
 
@@ -96,19 +159,36 @@ describe("runs store on SQLite", () => {
     const handle = openSqlite(":memory:");
     const store = createSqliteRunsStore(handle);
     await store.init();
-    const tables = handle.db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").all().map((row) => row.name);
+    const tables = handle.db
+      .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+      .all()
+      .map((row) => row.name);
     expect(tables).not.toContain("runs_claims");
     const [finishing, running] = [newRun(), newRun()];
     for (const run of [finishing, running]) {
       await store.insertRun(run);
       expect(await store.claimRun(run.id, "w", tick())).toBe(true);
-      await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+      await store.transition(
+        run.id,
+        { from: ["QUEUED"] },
+        "STARTING",
+        { worker: "w", leaseUntil: new Date(clock + 60_000) },
+        tick(),
+      );
     }
-    await store.transition(finishing.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+    await store.transition(
+      finishing.id,
+      { from: ["STARTING"], worker: "w" },
+      "SUCCEEDED",
+      { completedAt: tick(), leaseUntil: undefined },
+      tick(),
+    );
     expect(await store.claimRun(running.id, "other", tick())).toBe(false);
     expect(await store.claimRun(finishing.id, "other", tick())).toBe(true); // forgotten at its end
     // A finished run cannot be started again, claim or not: its guarded move to STARTING fails.
-    expect(await store.transition(finishing.id, { from: ["QUEUED"] }, "STARTING", { worker: "other" }, tick())).toBeUndefined();
+    expect(
+      await store.transition(finishing.id, { from: ["QUEUED"] }, "STARTING", { worker: "other" }, tick()),
+    ).toBeUndefined();
     await store.close();
   });
 
@@ -143,10 +223,21 @@ describe("runs store on SQLite", () => {
 
     // A transition built from the held record is what a read of the row gives.
     const lease = new Date(clock + 60_000);
-    const starting = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: lease, statusDetail: { reason: "why", message: undefined } }, tick());
+    const starting = await store.transition(
+      run.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: lease, statusDetail: { reason: "why", message: undefined } },
+      tick(),
+    );
     const fromRow = await createSqliteRunsStore(handle).getRunById(run.id);
     expect(starting).toEqual(fromRow);
-    expect(fromRow).toMatchObject({ status: "STARTING", worker: "w", leaseUntil: lease, statusDetail: { reason: "why" } });
+    expect(fromRow).toMatchObject({
+      status: "STARTING",
+      worker: "w",
+      leaseUntil: lease,
+      statusDetail: { reason: "why" },
+    });
     expect(await store.renewLease(run.id, "w", new Date(clock + 120_000))).toBe(true);
     expect(await store.getRunById(run.id)).toEqual(await createSqliteRunsStore(handle).getRunById(run.id));
 
@@ -160,8 +251,16 @@ describe("runs store on SQLite", () => {
     expect((await store.getRunById(run.id))?.status).toBe("STARTING");
 
     // The guard is the row's: a held record does not let a transition through that the row refuses.
-    expect(await store.transition(run.id, { from: ["STARTING"], worker: "someone else" }, "RUNNING", {}, tick())).toBeUndefined();
-    const done = await store.transition(run.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined }, tick());
+    expect(
+      await store.transition(run.id, { from: ["STARTING"], worker: "someone else" }, "RUNNING", {}, tick()),
+    ).toBeUndefined();
+    const done = await store.transition(
+      run.id,
+      { from: ["STARTING"] },
+      "SUCCEEDED",
+      { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined },
+      tick(),
+    );
     expect(done).toEqual(await createSqliteRunsStore(handle).getRunById(run.id));
     expect(await store.transition(run.id, { from: ["STARTING"] }, "FAILED", {}, tick())).toBeUndefined();
     await handle.close();
@@ -183,30 +282,74 @@ describe("runs store on SQLite", () => {
     expect((await store.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual(order);
     expect(await store.queueCandidates([], [], 10)).toEqual(await fromTables().queueCandidates([], [], 10));
     expect((await store.queueCandidates([org], [], 10)).map((entry) => entry.runId)).toEqual([elsewhere.id]);
-    expect((await store.queueCandidates([], [elsewhere.threadId!], 2)).map((entry) => entry.runId)).toEqual(order.slice(0, 2));
+    expect((await store.queueCandidates([], [elsewhere.threadId!], 2)).map((entry) => entry.runId)).toEqual(
+      order.slice(0, 2),
+    );
     expect([await store.countQueued(org), await store.countQueued(other)]).toEqual([3, 1]);
 
     // A claim moves a run from the queue to the leases.
-    await store.transition(first.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
-    await store.transition(elsewhere.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    await store.transition(
+      first.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(clock + 60_000) },
+      tick(),
+    );
+    await store.transition(
+      elsewhere.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(clock + 60_000) },
+      tick(),
+    );
     expect(await store.countQueued(org)).toBe(2);
-    expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1], [other, 1]]), threads: new Set([elsewhere.threadId]) });
+    expect(await store.executingLoad()).toEqual({
+      perOrganization: new Map([
+        [org, 1],
+        [other, 1],
+      ]),
+      threads: new Set([elsewhere.threadId]),
+    });
     expect(await store.executingLoad()).toEqual(await fromTables().executingLoad());
 
     // Undone with the transaction that made them: the queue and the leases are the tables' again.
     expect(() =>
       handle.transaction(() => {
-        void store.transition(tied[0]!.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
-        void store.transition(first.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+        void store.transition(
+          tied[0]!.id,
+          { from: ["QUEUED"] },
+          "STARTING",
+          { worker: "w", leaseUntil: new Date(clock + 60_000) },
+          tick(),
+        );
+        void store.transition(
+          first.id,
+          { from: ["STARTING"] },
+          "SUCCEEDED",
+          { completedAt: tick(), leaseUntil: undefined },
+          tick(),
+        );
         throw new Error("undone");
       }),
     ).toThrow("undone");
     expect(await store.queueCandidates([], [], 10)).toEqual(await fromTables().queueCandidates([], [], 10));
     expect(await store.countQueued(org)).toBe(2);
-    expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1], [other, 1]]), threads: new Set([elsewhere.threadId]) });
+    expect(await store.executingLoad()).toEqual({
+      perOrganization: new Map([
+        [org, 1],
+        [other, 1],
+      ]),
+      threads: new Set([elsewhere.threadId]),
+    });
 
     // Finished and dropped: gone from both.
-    await store.transition(first.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), leaseUntil: undefined }, tick());
+    await store.transition(
+      first.id,
+      { from: ["STARTING"] },
+      "SUCCEEDED",
+      { completedAt: tick(), leaseUntil: undefined },
+      tick(),
+    );
     await store.dropQueueEntry(tied[0]!.id);
     expect((await store.queueCandidates([], [], 10)).map((entry) => entry.runId)).toEqual([tied[1]!.id]);
     expect(await store.executingLoad()).toEqual(await fromTables().executingLoad());
@@ -216,13 +359,28 @@ describe("runs store on SQLite", () => {
   it("keeps the last 1,000 finished runs: the poll that sees a run's end reads no row; older ones come from the table, unchanged", async () => {
     const handle = openSqlite(":memory:");
     let rowReads = 0;
-    const counting: SqliteHandle = { ...handle, prepare: (sql) => (sql.endsWith("WHERE r.id = ?") && rowReads++, handle.prepare(sql)) };
+    const counting: SqliteHandle = {
+      ...handle,
+      prepare: (sql) => (sql.endsWith("WHERE r.id = ?") && rowReads++, handle.prepare(sql)),
+    };
     const store = createSqliteRunsStore(counting);
     await store.init();
     const finish = async (run: RunRecord) => {
       await store.insertRun(run);
-      await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
-      return (await store.transition(run.id, { from: ["STARTING"] }, "SUCCEEDED", { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined }, tick()))!;
+      await store.transition(
+        run.id,
+        { from: ["QUEUED"] },
+        "STARTING",
+        { worker: "w", leaseUntil: new Date(clock + 60_000) },
+        tick(),
+      );
+      return (await store.transition(
+        run.id,
+        { from: ["STARTING"] },
+        "SUCCEEDED",
+        { completedAt: tick(), output: { type: "TextArtifact", value: "x" }, leaseUntil: undefined },
+        tick(),
+      ))!;
     };
     const oldest = newRun();
     const ended = await finish(oldest);
@@ -243,15 +401,31 @@ describe("runs store on SQLite", () => {
     const executing = newRun();
     for (const run of [queued, executing]) await before.insertRun(run);
     handle.db.prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, 'w', ?)").run(executing.id, clock);
-    await before.transition(executing.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock - 1) }, tick());
-    const tables = () => handle.db.prepare("SELECT name, sql FROM sqlite_master WHERE name IN ('runs_queue', 'runs_leases', 'runs_claims') ORDER BY name").all();
+    await before.transition(
+      executing.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(clock - 1) },
+      tick(),
+    );
+    const tables = () =>
+      handle.db
+        .prepare(
+          "SELECT name, sql FROM sqlite_master WHERE name IN ('runs_queue', 'runs_leases', 'runs_claims') ORDER BY name",
+        )
+        .all();
     expect(tables().map((t) => /WITHOUT ROWID/.test(String(t.sql)))).toEqual([false, false, false]);
     expect(handle.db.prepare("SELECT count(*) AS n FROM runs_claims").get()!.n).toBe(1);
 
     const store = createSqliteRunsStore(handle);
     await store.init();
-    expect(tables().map((t) => [t.name, /WITHOUT ROWID$/.test(String(t.sql))])).toEqual([["runs_leases", true], ["runs_queue", true]]);
-    expect(await store.queueCandidates([], [], 10)).toEqual([{ runId: queued.id, organizationId: org, threadId: queued.threadId, createdAt: queued.createdAt }]);
+    expect(tables().map((t) => [t.name, /WITHOUT ROWID$/.test(String(t.sql))])).toEqual([
+      ["runs_leases", true],
+      ["runs_queue", true],
+    ]);
+    expect(await store.queueCandidates([], [], 10)).toEqual([
+      { runId: queued.id, organizationId: org, threadId: queued.threadId, createdAt: queued.createdAt },
+    ]);
     expect(await store.executingLoad()).toEqual({ perOrganization: new Map([[org, 1]]), threads: new Set() });
     expect((await store.expiredLeases(tick(), 10)).map((run) => run.id)).toEqual([executing.id]);
     // Claims are this process's own from version 5: the executing run is leased, the queued one claimable.

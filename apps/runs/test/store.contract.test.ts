@@ -1,10 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { openRunsStore } from "../src/wiring.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunsStore } from "../src/store/port.ts";
 import { QueueFull, type RunRecord } from "../src/store/run-records.ts";
 import type { ThreadRecord } from "../src/store/threads.ts";
+import { openRunsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
   let store: RunsStore;
@@ -25,8 +25,22 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
   const newRun = (over: Partial<RunRecord> = {}): RunRecord => {
     const at = tick();
     return {
-      id: newId(), organizationId: org, assistantId: newId(), args: [], message: "hi", stream: false, status: "QUEUED",
-      knowledgeBaseIds: [], retrieverIds: [], rulesetIds: [], structureIds: [], toolIds: [], createdBy: "u", createdAt: at, updatedAt: at, ...over,
+      id: newId(),
+      organizationId: org,
+      assistantId: newId(),
+      args: [],
+      message: "hi",
+      stream: false,
+      status: "QUEUED",
+      knowledgeBaseIds: [],
+      retrieverIds: [],
+      rulesetIds: [],
+      structureIds: [],
+      toolIds: [],
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...over,
     };
   };
   const newThread = (): ThreadRecord => {
@@ -38,17 +52,39 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const run = newRun();
     await store.insertRun(run);
     const lease = new Date(clock + 60_000);
-    const started = await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: lease }, tick());
+    const started = await store.transition(
+      run.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w1", leaseUntil: lease },
+      tick(),
+    );
     expect(started).toMatchObject({ status: "STARTING", worker: "w1", leaseUntil: lease });
     expect(await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w2" }, tick())).toBeUndefined();
     expect(await store.transition(run.id, { from: ["STARTING"], worker: "w2" }, "RUNNING", {}, tick())).toBeUndefined();
-    expect(await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick())).toMatchObject({ status: "RUNNING" });
+    expect(await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick())).toMatchObject({
+      status: "RUNNING",
+    });
     const at = tick();
-    const cancelled = await store.transition(run.id, { from: ["QUEUED", "STARTING", "RUNNING"] }, "CANCELLED", { completedAt: at, leaseUntil: undefined, statusDetail: { reason: "Cancelled" } }, at);
+    const cancelled = await store.transition(
+      run.id,
+      { from: ["QUEUED", "STARTING", "RUNNING"] },
+      "CANCELLED",
+      { completedAt: at, leaseUntil: undefined, statusDetail: { reason: "Cancelled" } },
+      at,
+    );
     expect(cancelled).toMatchObject({ status: "CANCELLED", completedAt: at, statusDetail: { reason: "Cancelled" } });
     expect(cancelled).not.toHaveProperty("leaseUntil");
     // The late worker's write changes nothing.
-    expect(await store.transition(run.id, { from: ["RUNNING"], worker: "w1" }, "SUCCEEDED", { output: { value: "late" } }, tick())).toBeUndefined();
+    expect(
+      await store.transition(
+        run.id,
+        { from: ["RUNNING"], worker: "w1" },
+        "SUCCEEDED",
+        { output: { value: "late" } },
+        tick(),
+      ),
+    ).toBeUndefined();
     expect(await store.getRun(org, run.id)).toMatchObject({ status: "CANCELLED" });
     expect(await store.renewLease(run.id, "w1", new Date(clock + 60_000))).toBe(false);
   });
@@ -69,7 +105,9 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const now = tick();
     expect((await store.expiredLeases(now, 100)).map((r) => r.id)).toContain(run.id);
     expect(await store.renewLease(run.id, "w", new Date(now.getTime() + 60_000))).toBe(true);
-    expect(await store.transition(run.id, { from: ["STARTING"], leaseExpiredBefore: now }, "ERROR", {}, now)).toBeUndefined();
+    expect(
+      await store.transition(run.id, { from: ["STARTING"], leaseExpiredBefore: now }, "ERROR", {}, now),
+    ).toBeUndefined();
     expect((await store.expiredLeases(now, 100)).map((r) => r.id)).not.toContain(run.id);
   });
 
@@ -84,7 +122,10 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(queued).not.toContain(c.id);
     expect((await store.listRuns(org, assistantId, [], 0, 10)).items.map((r) => r.id)).toEqual([c.id, b.id, a.id]);
     expect((await store.listRuns(org, assistantId, ["SUCCEEDED"], 0, 10)).items.map((r) => r.id)).toEqual([c.id]);
-    expect((await store.listRuns(org, assistantId, ["QUEUED", "SUCCEEDED"], 1, 1))).toMatchObject({ totalCount: 3, items: [{ id: b.id }] });
+    expect(await store.listRuns(org, assistantId, ["QUEUED", "SUCCEEDED"], 1, 1)).toMatchObject({
+      totalCount: 3,
+      items: [{ id: b.id }],
+    });
     expect((await store.listRuns(newId(), assistantId, [], 0, 10)).totalCount).toBe(0);
   });
 
@@ -129,7 +170,15 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("keeps one idempotency record per organization and key; deletes it only while it names the run", async () => {
     const at = tick();
-    const record = { organizationId: org, key: "k1", fingerprint: "f", runId: "r", createdAt: at, attempt: 0, attemptAt: at };
+    const record = {
+      organizationId: org,
+      key: "k1",
+      fingerprint: "f",
+      runId: "r",
+      createdAt: at,
+      attempt: 0,
+      attemptAt: at,
+    };
     const since = new Date(at.getTime() - 1);
     expect(await store.putIdempotency(record)).toBe(true);
     expect(await store.putIdempotency({ ...record, runId: "other" })).toBe(false);
@@ -144,7 +193,15 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("grants the takeover of a key once per attempt, however many ask at once", async () => {
     const at = tick();
-    await store.putIdempotency({ organizationId: org, key: "k2", fingerprint: "f", runId: "r", createdAt: at, attempt: 0, attemptAt: at });
+    await store.putIdempotency({
+      organizationId: org,
+      key: "k2",
+      fingerprint: "f",
+      runId: "r",
+      createdAt: at,
+      attempt: 0,
+      attemptAt: at,
+    });
     const later = tick();
     const answers = await Promise.all([1, 2, 3, 4, 5].map(() => store.takeOverIdempotency(org, "k2", 1, later)));
     expect(answers.filter(Boolean)).toHaveLength(1);
@@ -155,16 +212,25 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("gives a run back as stored: JSON values and id arrays intact, absent fields absent", async () => {
     const full = newRun({
-      threadId: newId(), args: ["a", "b"], input: "{{ args }}", stream: true, status: "SUCCEEDED", statusDetail: { reason: "Done", message: "ok" },
-      output: { type: "TextArtifact", value: "hi", meta: { n: 1, list: [null, true, "x"] } }, knowledgeBaseIds: [newId(), newId()], toolIds: [newId()],
-      completedAt: new Date(clock), worker: "w",
+      threadId: newId(),
+      args: ["a", "b"],
+      input: "{{ args }}",
+      stream: true,
+      status: "SUCCEEDED",
+      statusDetail: { reason: "Done", message: "ok" },
+      output: { type: "TextArtifact", value: "hi", meta: { n: 1, list: [null, true, "x"] } },
+      knowledgeBaseIds: [newId(), newId()],
+      toolIds: [newId()],
+      completedAt: new Date(clock),
+      worker: "w",
     });
     const bare = newRun();
     for (const r of [full, bare]) await store.insertRun(r);
     expect(await store.getRun(org, full.id)).toEqual(full);
     expect(await store.getRunById(bare.id)).toEqual(bare);
     const keys = Object.keys((await store.getRun(org, bare.id))!);
-    for (const field of ["threadId", "input", "statusDetail", "output", "completedAt", "worker", "leaseUntil"]) expect(keys).not.toContain(field);
+    for (const field of ["threadId", "input", "statusDetail", "output", "completedAt", "worker", "leaseUntil"])
+      expect(keys).not.toContain(field);
   });
 
   it("stores a run once per id", async () => {
@@ -180,7 +246,13 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const untraced = newRun();
     await store.insertRun(traced);
     await store.insertRun(untraced);
-    await store.transition(traced.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: new Date(Date.now() + 60_000) }, tick());
+    await store.transition(
+      traced.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w1", leaseUntil: new Date(Date.now() + 60_000) },
+      tick(),
+    );
     expect((await store.getRunById(traced.id))?.traceparent).toBe(traceparent);
     expect((await store.getRun(org, traced.id))?.traceparent).toBe(traceparent);
     expect((await store.getRunById(untraced.id))?.traceparent).toBeUndefined();
@@ -196,15 +268,27 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     for (const r of [a1, a2, b1, done]) await store.insertRun(r);
     expect(await store.countQueued(orgA)).toBe(2);
     expect(await store.countQueued(orgB)).toBe(1);
-    const mine = (entries: { runId: string }[]) => entries.map((e) => e.runId).filter((id) => [a1.id, a2.id, b1.id, done.id].includes(id));
+    const mine = (entries: { runId: string }[]) =>
+      entries.map((e) => e.runId).filter((id) => [a1.id, a2.id, b1.id, done.id].includes(id));
     expect(mine(await store.queueCandidates([], [], 1000))).toEqual([a1.id, a2.id, b1.id]);
-    expect(await store.queueCandidates([], [], 1000)).toContainEqual({ runId: a2.id, organizationId: orgA, threadId: thread.id, createdAt: a2.createdAt });
+    expect(await store.queueCandidates([], [], 1000)).toContainEqual({
+      runId: a2.id,
+      organizationId: orgA,
+      threadId: thread.id,
+      createdAt: a2.createdAt,
+    });
     expect(mine(await store.queueCandidates([orgA], [], 1000))).toEqual([b1.id]);
     expect(mine(await store.queueCandidates([], [thread.id], 1000))).toEqual([a1.id, b1.id]);
 
     // Leaving QUEUED takes a run off the queue; executing runs count per organization, with their threads.
     const at = tick();
-    await store.transition(a2.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(at.getTime() + 60_000) }, at);
+    await store.transition(
+      a2.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(at.getTime() + 60_000) },
+      at,
+    );
     await store.transition(b1.id, { from: ["QUEUED"] }, "CANCELLED", { completedAt: at }, at);
     expect(mine(await store.queueCandidates([], [], 1000))).toEqual([a1.id]);
     expect(await store.countQueued(orgA)).toBe(1);
@@ -237,7 +321,9 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.claimRun(id, "a", first)).toBe(true);
     expect(await store.claimRun(id, "b", tick(), first)).toBe(false); // not older than staleBefore: still a's
     const later = tick();
-    const answers = await Promise.all(["c", "d", "e", "f"].map((w) => store.claimRun(id, w, later, new Date(first.getTime() + 1))));
+    const answers = await Promise.all(
+      ["c", "d", "e", "f"].map((w) => store.claimRun(id, w, later, new Date(first.getTime() + 1))),
+    );
     expect(answers.filter(Boolean)).toHaveLength(1);
     expect(await store.claimRun(id, "g", tick(), new Date(first.getTime() + 1))).toBe(false); // the new claim is fresh
   });
@@ -246,14 +332,28 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const done = newRun();
     const active = newRun();
     for (const r of [done, active]) await store.insertRun(r);
-    await store.transition(done.id, { from: ["QUEUED"] }, "STARTING", { worker: "w", leaseUntil: new Date(clock + 60_000) }, tick());
+    await store.transition(
+      done.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w", leaseUntil: new Date(clock + 60_000) },
+      tick(),
+    );
     expect(await store.transition(active.id, { from: ["RUNNING"] }, "ERROR", {}, tick())).toBeUndefined(); // guard fails: no end
     const endedAt = tick();
-    await store.transition(done.id, { from: ["STARTING"], worker: "w" }, "SUCCEEDED", { completedAt: endedAt, leaseUntil: undefined }, endedAt);
+    await store.transition(
+      done.id,
+      { from: ["STARTING"], worker: "w" },
+      "SUCCEEDED",
+      { completedAt: endedAt, leaseUntil: undefined },
+      endedAt,
+    );
     const ids = async (before: Date) => (await store.unloggedEnds(before, 1000)).map((r) => r.id);
     expect(await ids(endedAt)).not.toContain(done.id); // marked at its end, not before
     expect(await ids(tick())).toContain(done.id);
-    expect((await store.unloggedEnds(tick(), 1000)).find((r) => r.id === done.id)).toMatchObject({ status: "SUCCEEDED" });
+    expect((await store.unloggedEnds(tick(), 1000)).find((r) => r.id === done.id)).toMatchObject({
+      status: "SUCCEEDED",
+    });
     expect(await ids(tick())).not.toContain(active.id);
     await store.endLogged(done.id);
     expect(await ids(tick())).not.toContain(done.id);

@@ -1,10 +1,10 @@
 import { randomBytes } from "node:crypto";
-import type { Logger } from "@loom/telemetry/logger";
 import { notFound } from "@loom/contracts/errors";
 import { isUuid } from "@loom/contracts/ids";
-import { blobKeyPattern, type BlobStore } from "./blobs/port.ts";
+import type { Logger } from "@loom/telemetry/logger";
+import { type BlobStore, blobKeyPattern } from "./blobs/port.ts";
 import { maxAssetUrlTtlSeconds } from "./config.ts";
-import { urlNotValid, type BlobGrant } from "./signed-urls.ts";
+import { type BlobGrant, urlNotValid } from "./signed-urls.ts";
 import type { AssetRecord, BlobRecord, BucketRecord, StorageStore } from "./store/port.ts";
 import { updateTime } from "./update-time.ts";
 
@@ -28,7 +28,11 @@ export const presignedUploadGraceMs = 60 * 60 * 1000;
  * object and never changes the one the record describes (crash consistency:
  * docs/decisions.md, "Storage"). No generation: the asset's first key.
  */
-export const blobKey = (asset: Pick<AssetRecord, "organizationId" | "bucketId" | "id"> & { blob?: Pick<BlobRecord, "generation"> | undefined }) =>
+export const blobKey = (
+  asset: Pick<AssetRecord, "organizationId" | "bucketId" | "id"> & {
+    blob?: Pick<BlobRecord, "generation"> | undefined;
+  },
+) =>
   `${asset.organizationId}/${asset.bucketId}/${asset.id}${asset.blob?.generation ? `.${asset.blob.generation}` : ""}`;
 
 /** The asset id a blob key names (the orphan sweep's question); undefined for anything else in the store. */
@@ -36,7 +40,8 @@ export const assetIdOfBlobKey = (key: string): string | undefined => blobKeyPatt
 
 /** A fresh generation for an upload's blob object. */
 export const newGeneration = () => randomBytes(8).toString("hex");
-export const bucketBlobPrefix = (bucket: Pick<BucketRecord, "organizationId" | "id">) => `${bucket.organizationId}/${bucket.id}/`;
+export const bucketBlobPrefix = (bucket: Pick<BucketRecord, "organizationId" | "id">) =>
+  `${bucket.organizationId}/${bucket.id}/`;
 
 /** The lookups the RPCs and the data plane share: live buckets, assets as they are now. */
 export function createAssetAccess(deps: { store: StorageStore; blobs: BlobStore; logger: Logger; now: () => Date }) {
@@ -61,14 +66,27 @@ export function createAssetAccess(deps: { store: StorageStore; blobs: BlobStore;
     if (!changed && stillOpen) return asset;
     // Same object, same generation: what the presigned upload put there.
     const generation = asset.blob?.generation ? { generation: asset.blob.generation } : {};
-    const blob = stored ? { size: stored.size, contentType: stored.contentType, etag: stored.etag, ...generation } : asset.blob;
+    const blob = stored
+      ? { size: stored.size, contentType: stored.contentType, etag: stored.etag, ...generation }
+      : asset.blob;
     if (!blob) return asset; // nothing uploaded, nothing to record
-    const updated = await store.setAssetBlob(asset.organizationId, asset.bucketId, asset.id, blob, changed ? updateTime(asset.updatedAt, stored.updatedAt) : asset.updatedAt, stillOpen ? asset.presignedPutUntil : undefined);
+    const updated = await store.setAssetBlob(
+      asset.organizationId,
+      asset.bucketId,
+      asset.id,
+      blob,
+      changed ? updateTime(asset.updatedAt, stored.updatedAt) : asset.updatedAt,
+      stillOpen ? asset.presignedPutUntil : undefined,
+    );
     if (changed) logger.debug({ asset: asset.id, size: blob.size }, "took over an upload made through a presigned URL");
     return updated ?? asset;
   }
 
-  async function asset(organizationId: string, bucketId: string, name: string): Promise<{ bucket: BucketRecord; asset: AssetRecord }> {
+  async function asset(
+    organizationId: string,
+    bucketId: string,
+    name: string,
+  ): Promise<{ bucket: BucketRecord; asset: AssetRecord }> {
     const found = await bucket(organizationId, bucketId);
     const stored = await store.getAsset(organizationId, found.id, name);
     if (!stored) throw notFound("asset");

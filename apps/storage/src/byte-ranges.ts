@@ -7,7 +7,12 @@ import type { BlobInfo, ByteRange } from "./blobs/port.ts";
  * no Range, a malformed one, several ranges (answered whole, which the RFC
  * allows), or an If-Range naming other bytes — or "unsatisfiable" (416).
  */
-export function parseRange(header: string | undefined, size: number, ifRange: string | string[] | undefined, blob: Pick<BlobInfo, "etag">): ByteRange | "unsatisfiable" | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+  ifRange: string | string[] | undefined,
+  blob: Pick<BlobInfo, "etag">,
+): ByteRange | "unsatisfiable" | undefined {
   if (!header) return undefined;
   if (ifRange !== undefined && ifRange !== blob.etag) return undefined;
   const ranges = rangeParser(size, header, { combine: true });

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { env } from "@loom/runtime/config";
 import { standaloneSettings } from "@loom/services/settings";
+import { z } from "zod";
 
 /** The longest a signed URL may work (S3's own presigning limit): 7 days. */
 export const maxAssetUrlTtlSeconds = 7 * 24 * 3600;
@@ -32,7 +32,11 @@ export const storageSettings = {
   /** How long a signed URL works, in seconds: default 15 minutes, at most 7 days. */
   ASSET_URL_TTL_SECONDS: z.coerce.number().int().min(1).max(maxAssetUrlTtlSeconds).default(900),
   /** Largest asset an upload may store, in bytes (default 5 GiB); larger is 413. */
-  ASSET_MAX_BYTES: z.coerce.number().int().min(1).default(5 * 1024 ** 3),
+  ASSET_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(5 * 1024 ** 3),
   /** Bytes one organization may store over all its assets; unset: no quota. */
   STORAGE_QUOTA_BYTES: z.coerce.number().int().min(0).optional(),
   /**
@@ -40,7 +44,11 @@ export const storageSettings = {
    * removes it, in seconds (default 1 day): longer than any upload takes,
    * since a younger one may be an upload about to commit.
    */
-  ORPHAN_BLOB_GRACE_SECONDS: z.coerce.number().int().min(0).default(24 * 3600),
+  ORPHAN_BLOB_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(24 * 3600),
 };
 
 export type StorageSettings = z.infer<z.ZodObject<typeof storageSettings>>;

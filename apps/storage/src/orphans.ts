@@ -12,7 +12,13 @@ import type { StorageStore } from "./store/port.ts";
  * commit (an upload's object can be dated from its start, as S3's multipart
  * uploads are, so the grace outlasts the longest upload).
  */
-export function createOrphanSweep(deps: { store: StorageStore; blobs: BlobStore; logger: Logger; now: () => Date; graceMs: number }) {
+export function createOrphanSweep(deps: {
+  store: StorageStore;
+  blobs: BlobStore;
+  logger: Logger;
+  now: () => Date;
+  graceMs: number;
+}) {
   const { store, blobs, logger } = deps;
 
   return async function sweepOrphans(graceMs = deps.graceMs): Promise<number> {
@@ -29,7 +35,11 @@ export function createOrphanSweep(deps: { store: StorageStore; blobs: BlobStore;
         removed++;
       }
     }
-    if (removed > 0) logger.info({ blobs: removed }, "removed blob objects no asset names (left by a stop in the middle of an upload or a delete)");
+    if (removed > 0)
+      logger.info(
+        { blobs: removed },
+        "removed blob objects no asset names (left by a stop in the middle of an upload or a delete)",
+      );
     const dropped = await blobs.dropUnfinished(new Date(before));
     if (dropped > 0) logger.info({ uploads: dropped }, "dropped uploads a stop left unfinished");
     return removed;

@@ -11,11 +11,19 @@ export const serviceProcess: ServiceProcess<typeof storageConfigSchema> = {
   schema: storageConfigSchema,
   notes: services.storage,
   wire: async (config, { logger }) => {
-    const { service, serveBlob } = await wireStorage(await openStorageStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), await openBlobStore(config), config, {
-      logger,
-      publicUrl: () => config.PUBLIC_URL,
-    });
+    const { service, serveBlob } = await wireStorage(
+      await openStorageStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }),
+      await openBlobStore(config),
+      config,
+      {
+        logger,
+        publicUrl: () => config.PUBLIC_URL,
+      },
+    );
     // The data plane beside the RPCs, on the same port: the gateway forwards every /blobs/ request here.
-    return { ...service, http: { prefix: blobPathPrefix, handle: blobHttpHandler(serveBlob, config.SERVICE_TOKEN, logger) } };
+    return {
+      ...service,
+      http: { prefix: blobPathPrefix, handle: blobHttpHandler(serveBlob, config.SERVICE_TOKEN, logger) },
+    };
   },
 };

@@ -1,13 +1,13 @@
 import { pipeline } from "node:stream";
 import { Code, ConnectError } from "@connectrpc/connect";
-import fresh from "fresh";
 import type { BlobRequest, BlobResponse, ServeBlob } from "@loom/blob-plane/exchange";
-import { notFound } from "@loom/contracts/errors";
 import { countingStreamedBytes } from "@loom/blob-plane/streamed-bytes";
-import { blobKey, newGeneration, type AssetAccess, type StorageLimits } from "./assets.ts";
-import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
-import { BlobTooLarge, type BlobInfo, type BlobStore, type ByteRange } from "./blobs/port.ts";
+import { notFound } from "@loom/contracts/errors";
+import fresh from "fresh";
+import { type AssetAccess, blobKey, newGeneration, type StorageLimits } from "./assets.ts";
+import { type BlobInfo, type BlobStore, BlobTooLarge, type ByteRange } from "./blobs/port.ts";
 import { parseRange } from "./byte-ranges.ts";
+import { blobBytesReceived, blobBytesSent } from "./metrics.ts";
 import type { BlobTokens } from "./signed-urls.ts";
 import type { StorageStore } from "./store/port.ts";
 import { overQuota, type UploadCommit } from "./upload-commit.ts";
@@ -40,11 +40,15 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
   async function uploadLimit(organizationId: string, replacing: number): Promise<{ bytes: number; quota: boolean }> {
     if (limits.quotaBytes === undefined) return { bytes: limits.maxAssetBytes, quota: false };
     const left = limits.quotaBytes - ((await store.storedBytes(organizationId)) - replacing);
-    return left < limits.maxAssetBytes ? { bytes: Math.max(0, left), quota: true } : { bytes: limits.maxAssetBytes, quota: false };
+    return left < limits.maxAssetBytes
+      ? { bytes: Math.max(0, left), quota: true }
+      : { bytes: limits.maxAssetBytes, quota: false };
   }
 
   const overLimit = (limit: { bytes: number; quota: boolean }) =>
-    limit.quota ? overQuota(limits.quotaBytes!, limit.bytes) : tooLarge(`the upload exceeds the largest asset allowed (${limits.maxAssetBytes} bytes)`);
+    limit.quota
+      ? overQuota(limits.quotaBytes!, limit.bytes)
+      : tooLarge(`the upload exceeds the largest asset allowed (${limits.maxAssetBytes} bytes)`);
 
   /**
    * An upload: the bytes go to a new blob object (a new generation), the
@@ -66,7 +70,11 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     const key = blobKey({ ...asset, blob: { generation } });
     let stored: BlobInfo;
     try {
-      stored = await blobs.write(key, request.body!, { contentType, maxBytes: limit.bytes, size: Number.isSafeInteger(declared) ? declared : undefined });
+      stored = await blobs.write(key, request.body!, {
+        contentType,
+        maxBytes: limit.bytes,
+        size: Number.isSafeInteger(declared) ? declared : undefined,
+      });
     } catch (error) {
       if (error instanceof BlobTooLarge) throw overLimit(limit);
       if (request.signal.aborted) throw new ConnectError("the upload was cut off", Code.Canceled);
@@ -75,7 +83,11 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
     blobBytesReceived.inc(stored.size);
     let committed: Awaited<ReturnType<UploadCommit>>;
     try {
-      committed = await commit(asset, { size: stored.size, contentType: stored.contentType, etag: stored.etag, generation }, stored.updatedAt);
+      committed = await commit(
+        asset,
+        { size: stored.size, contentType: stored.contentType, etag: stored.etag, generation },
+        stored.updatedAt,
+      );
     } catch (error) {
       await blobs.delete(key); // refused (over the quota) or failed: the new object is nobody's
       throw error;
@@ -103,7 +115,10 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
         missing = key; // moved by an upload since the record was read, or lost: read the record again
         continue;
       }
-      if (!info) throw notFound(asset.blob ? "asset bytes (the stored bytes are missing)" : "asset bytes (nothing was uploaded yet)");
+      if (!info)
+        throw notFound(
+          asset.blob ? "asset bytes (the stored bytes are missing)" : "asset bytes (nothing was uploaded yet)",
+        );
       if (deps.directUrls) {
         // The bytes come straight from the store, which answers Range and
         // conditional requests itself; Loom checked the token and that there are bytes.
@@ -122,11 +137,15 @@ export function createServeBlob(deps: ServeBlobDeps): ServeBlob {
       // fetch() adds to every conditional request) as "send it all".
       if (fresh({ ...request.headers, "cache-control": undefined }, headers)) return { status: 304, headers };
       const range = parseRange(request.headers.range, info.size, request.headers["if-range"], info);
-      if (range === "unsatisfiable") return { status: 416, headers: { ...headers, "content-range": `bytes */${info.size}`, "content-length": "0" } };
+      if (range === "unsatisfiable")
+        return { status: 416, headers: { ...headers, "content-range": `bytes */${info.size}`, "content-length": "0" } };
       const length = range ? range.end - range.start + 1 : info.size;
-      const partial: Record<string, string> = range ? { "content-range": `bytes ${range.start}-${range.end}/${info.size}` } : {};
+      const partial: Record<string, string> = range
+        ? { "content-range": `bytes ${range.start}-${range.end}/${info.size}` }
+        : {};
       const status = range ? 206 : 200;
-      if (request.method === "HEAD") return { status, headers: { ...headers, ...partial, "content-length": String(length) } };
+      if (request.method === "HEAD")
+        return { status, headers: { ...headers, ...partial, "content-length": String(length) } };
       const body = await blobs.read(key, range as ByteRange | undefined, info.etag);
       if (!body) continue;
       blobBytesSent.inc(length);

@@ -1,17 +1,17 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
-import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { blobPathPrefix } from "@loom/blob-plane/exchange";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
-import type { Logger } from "@loom/telemetry/logger";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { requirePrincipal } from "@loom/server/principal";
-import { storeBackedService, type RpcService } from "@loom/server/rpc-service";
 import { nameProblem } from "@loom/contracts/text";
+import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import type { Logger } from "@loom/telemetry/logger";
 import { assetNameProblem } from "./asset-names.ts";
-import { blobKey, type AssetAccess, type StorageLimits } from "./assets.ts";
+import { type AssetAccess, blobKey, type StorageLimits } from "./assets.ts";
 import type { BlobStore } from "./blobs/port.ts";
-import { blobPathPrefix } from "@loom/blob-plane/exchange";
 import type { BlobOperation, BlobTokens } from "./signed-urls.ts";
 import type { AssetRecord, BucketRecord, StorageStore } from "./store/port.ts";
 
@@ -70,7 +70,14 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
       const problem = nameProblem(req.name, 1, 256);
       if (problem) throw invalidArgument([{ path: "body.name", message: problem }]);
       const at = now();
-      const bucket: BucketRecord = { id: newId(), organizationId: principal.organizationId, name: req.name, createdBy: principal.userId, createdAt: at, updatedAt: at };
+      const bucket: BucketRecord = {
+        id: newId(),
+        organizationId: principal.organizationId,
+        name: req.name,
+        createdBy: principal.userId,
+        createdAt: at,
+        updatedAt: at,
+      };
       await store.insertBucket(bucket);
       return { bucket: bucketMessage(bucket) };
     },
@@ -100,7 +107,11 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
 
     async listBuckets(req, ctx) {
       const window = pageWindow(req.page);
-      const { items, totalCount } = await store.listBuckets(requirePrincipal(ctx).organizationId, window.skip, window.pageSize);
+      const { items, totalCount } = await store.listBuckets(
+        requirePrincipal(ctx).organizationId,
+        window.skip,
+        window.pageSize,
+      );
       return { buckets: items.map(bucketMessage), page: pageInfo(window, totalCount) };
     },
 
@@ -128,7 +139,12 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
         const { asset } = await access.asset(requirePrincipal(ctx).organizationId, req.bucketId, req.name);
         if (!req.includeContents || !asset.blob) return { asset: assetMessage(asset) };
         if (asset.blob.size > maxInlineContentsBytes) {
-          throw invalidArgument([{ path: "query.include_contents", message: `the asset holds ${asset.blob.size} bytes, over the ${maxInlineContentsBytes} that include_contents returns: download it with a GET URL` }]);
+          throw invalidArgument([
+            {
+              path: "query.include_contents",
+              message: `the asset holds ${asset.blob.size} bytes, over the ${maxInlineContentsBytes} that include_contents returns: download it with a GET URL`,
+            },
+          ]);
         }
         const contents = await readSmall(blobs, asset);
         if (contents) return { asset: { ...assetMessage(asset), contents } };
@@ -150,7 +166,13 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
       const window = pageWindow(req.page);
       const { organizationId } = requirePrincipal(ctx);
       const bucket = await access.bucket(organizationId, req.bucketId);
-      const { items, totalCount } = await store.listAssets(organizationId, bucket.id, { prefix: req.prefix, postfix: req.postfix }, window.skip, window.pageSize);
+      const { items, totalCount } = await store.listAssets(
+        organizationId,
+        bucket.id,
+        { prefix: req.prefix, postfix: req.postfix },
+        window.skip,
+        window.pageSize,
+      );
       const assets = await Promise.all(items.map((a) => access.reconciled(a)));
       return { assets: assets.map(assetMessage), page: pageInfo(window, totalCount) };
     },
@@ -163,12 +185,23 @@ export function createStorageService(deps: StorageServiceDeps): RpcService {
       const expiresAt = new Date(Math.floor(now().getTime() / 1000 + deps.urlTtlSeconds) * 1000);
       if (presignable(operations)) {
         const [operation] = operations as [BlobOperation];
-        if (operation === "PUT") await store.notePresignedPut(asset.organizationId, asset.bucketId, asset.id, expiresAt);
+        if (operation === "PUT")
+          await store.notePresignedPut(asset.organizationId, asset.bucketId, asset.id, expiresAt);
         const presigned = await blobs.presign!(blobKey(asset), operation, deps.urlTtlSeconds);
         return { url: presigned.url, headers: presigned.headers, expiresAt: timestampFromDate(expiresAt) };
       }
-      const token = await tokens.sign({ organizationId: asset.organizationId, bucketId: asset.bucketId, assetId: asset.id, operations, expiresAt });
-      return { url: `${deps.publicUrl().replace(/\/+$/, "")}${blobPathPrefix}${token}`, headers: {}, expiresAt: timestampFromDate(expiresAt) };
+      const token = await tokens.sign({
+        organizationId: asset.organizationId,
+        bucketId: asset.bucketId,
+        assetId: asset.id,
+        operations,
+        expiresAt,
+      });
+      return {
+        url: `${deps.publicUrl().replace(/\/+$/, "")}${blobPathPrefix}${token}`,
+        headers: {},
+        expiresAt: timestampFromDate(expiresAt),
+      };
     },
   };
 
@@ -192,7 +225,12 @@ async function readSmall(blobs: BlobStore, asset: AssetRecord): Promise<Uint8Arr
     total += (chunk as Buffer).length;
     if (total > maxInlineContentsBytes) {
       stream.destroy();
-      throw invalidArgument([{ path: "query.include_contents", message: `the asset holds over ${maxInlineContentsBytes} bytes: download it with a GET URL` }]);
+      throw invalidArgument([
+        {
+          path: "query.include_contents",
+          message: `the asset holds over ${maxInlineContentsBytes} bytes: download it with a GET URL`,
+        },
+      ]);
     }
     chunks.push(chunk as Buffer);
   }

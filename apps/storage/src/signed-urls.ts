@@ -1,6 +1,6 @@
 import { createSecretKey } from "node:crypto";
-import { jwtVerify, SignJWT } from "jose";
 import { permissionDenied } from "@loom/contracts/errors";
+import { jwtVerify, SignJWT } from "jose";
 
 export type BlobOperation = "PUT" | "GET";
 
@@ -23,7 +23,8 @@ export interface LegacyAssetClaim {
 }
 
 /** The one answer to any URL that does not grant the request. */
-export const urlNotValid = () => permissionDenied("this URL is not valid for this request: it is malformed, expired or for another operation");
+export const urlNotValid = () =>
+  permissionDenied("this URL is not valid for this request: it is malformed, expired or for another operation");
 
 /** The token's type (JWT `typ`): a Loom access token or any other JWT signed with the same key is not a blob token. */
 const tokenType = "loom-blob+jwt";
@@ -40,7 +41,12 @@ export function createBlobTokens(secret: Uint8Array) {
   const signingKey = createSecretKey(secret);
   return {
     async sign(grant: Omit<BlobGrant, "asset"> & { assetId: string }): Promise<string> {
-      return new SignJWT({ org: grant.organizationId, bkt: grant.bucketId, aid: grant.assetId, ops: grant.operations.join(",") })
+      return new SignJWT({
+        org: grant.organizationId,
+        bkt: grant.bucketId,
+        aid: grant.assetId,
+        ops: grant.operations.join(","),
+      })
         .setProtectedHeader({ alg: "HS256", typ: tokenType })
         .setExpirationTime(Math.floor(grant.expiresAt.getTime() / 1000))
         .sign(signingKey);
@@ -50,9 +56,14 @@ export function createBlobTokens(secret: Uint8Array) {
     async verify(token: string, operation: BlobOperation): Promise<BlobGrant> {
       const denied = urlNotValid;
       try {
-        const { payload } = await jwtVerify(token, signingKey, { algorithms: ["HS256"], typ: tokenType, clockTolerance: 0 });
+        const { payload } = await jwtVerify(token, signingKey, {
+          algorithms: ["HS256"],
+          typ: tokenType,
+          clockTolerance: 0,
+        });
         const { org, bkt, aid, ast, ops, exp } = payload;
-        if (typeof org !== "string" || typeof bkt !== "string" || typeof ops !== "string" || typeof exp !== "number") throw denied();
+        if (typeof org !== "string" || typeof bkt !== "string" || typeof ops !== "string" || typeof exp !== "number")
+          throw denied();
         const asset = typeof aid === "string" ? { id: aid } : typeof ast === "string" ? { legacyName: ast } : undefined;
         if (!asset) throw denied();
         const operations = ops.split(",") as BlobOperation[];

@@ -35,8 +35,14 @@ export function createBucketSweep(deps: { store: StorageStore; blobs: BlobStore;
 }
 
 /** Runs `work` now and every `everyMs` until stopped; a failure is logged and the next run tries again. */
-export function startPeriodically(work: () => Promise<unknown>, everyMs: number, logger: Logger, what: string): { stop(): void } {
-  const run = () => void work().catch((error: unknown) => logger.warn({ err: error }, `${what} failed; trying again later`));
+export function startPeriodically(
+  work: () => Promise<unknown>,
+  everyMs: number,
+  logger: Logger,
+  what: string,
+): { stop(): void } {
+  const run = () =>
+    void work().catch((error: unknown) => logger.warn({ err: error }, `${what} failed; trying again later`));
   run();
   const timer = setInterval(run, everyMs);
   timer.unref();

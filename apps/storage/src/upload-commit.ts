@@ -21,7 +21,10 @@ const attempts = 10;
 const backoff = () => sleep(5 + Math.random() * 45);
 
 export const overQuota = (quotaBytes: number, left: number) =>
-  new ConnectError(`the upload would exceed the organization's storage quota (${quotaBytes} bytes; ${Math.max(0, left)} left for this asset)`, Code.OutOfRange);
+  new ConnectError(
+    `the upload would exceed the organization's storage quota (${quotaBytes} bytes; ${Math.max(0, left)} left for this asset)`,
+    Code.OutOfRange,
+  );
 
 /**
  * Switches an asset to an upload's new blob object, in one atomic step of
@@ -42,7 +45,15 @@ export function createUploadCommit(deps: { store: StorageStore; limits: StorageL
   async function commitOnce(current: AssetRecord, blob: BlobRecord, storedAt: Date) {
     const replacing = current.blob?.generation ?? null;
     const at = updateTime(current.updatedAt, storedAt);
-    return store.replaceAssetBlob(current.organizationId, current.bucketId, current.id, replacing, blob, at, current.presignedPutUntil);
+    return store.replaceAssetBlob(
+      current.organizationId,
+      current.bucketId,
+      current.id,
+      replacing,
+      blob,
+      at,
+      current.presignedPutUntil,
+    );
   }
 
   async function withinQuota(quotaBytes: number, current: AssetRecord, blob: BlobRecord, storedAt: Date) {
@@ -50,7 +61,10 @@ export function createUploadCommit(deps: { store: StorageStore; limits: StorageL
     await store.reserveBytes(reservation);
     try {
       // Reservations first, then what is stored: a commit landing between the two reads is counted in one of them.
-      const reserved = await store.reservedBytes(current.organizationId, new Date(reservation.at.getTime() - reservationLifetimeMs));
+      const reserved = await store.reservedBytes(
+        current.organizationId,
+        new Date(reservation.at.getTime() - reservationLifetimeMs),
+      );
       const stored = await store.storedBytes(current.organizationId);
       const alone = stored - (current.blob?.size ?? 0) + blob.size;
       if (alone > quotaBytes) throw overQuota(quotaBytes, quotaBytes - (alone - blob.size));
@@ -61,15 +75,25 @@ export function createUploadCommit(deps: { store: StorageStore; limits: StorageL
     }
   }
 
-  return async function commit(asset: AssetRecord, blob: BlobRecord, storedAt: Date): Promise<{ previous: AssetRecord } | undefined> {
+  return async function commit(
+    asset: AssetRecord,
+    blob: BlobRecord,
+    storedAt: Date,
+  ): Promise<{ previous: AssetRecord } | undefined> {
     for (let attempt = 0; attempt < attempts; attempt++) {
       const current = await store.getAssetById(asset.organizationId, asset.bucketId, asset.id);
       if (!current) return undefined;
-      const done = limits.quotaBytes === undefined ? await commitOnce(current, blob, storedAt) : await withinQuota(limits.quotaBytes, current, blob, storedAt);
+      const done =
+        limits.quotaBytes === undefined
+          ? await commitOnce(current, blob, storedAt)
+          : await withinQuota(limits.quotaBytes, current, blob, storedAt);
       if (done === "contended") await backoff();
       else if (done !== "moved") return done;
     }
-    throw new ConnectError("other uploads to this asset or organization keep committing at the same time: try again", Code.Unavailable);
+    throw new ConnectError(
+      "other uploads to this asset or organization keep committing at the same time: try again",
+      Code.Unavailable,
+    );
   };
 }
 

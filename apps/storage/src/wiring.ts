@@ -1,25 +1,28 @@
 import { randomBytes } from "node:crypto";
 import type { ServeBlob } from "@loom/blob-plane/exchange";
-import type { Logger } from "@loom/telemetry/logger";
 import type { RpcService } from "@loom/server/rpc-service";
 import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import { createAssetAccess } from "./assets.ts";
 import { createDiskBlobStore } from "./blobs/disk.ts";
 import type { BlobStore } from "./blobs/port.ts";
 import type { StorageSettings } from "./config.ts";
+import { createOrphanSweep } from "./orphans.ts";
 import { createServeBlob } from "./serve-blob.ts";
 import { createStorageService } from "./service.ts";
 import { createBlobTokens } from "./signed-urls.ts";
 import { createMongoStorageStore } from "./store/mongo.ts";
-import { createSqliteStorageStore } from "./store/sqlite.ts";
 import type { StorageStore } from "./store/port.ts";
-import { createOrphanSweep } from "./orphans.ts";
+import { createSqliteStorageStore } from "./store/sqlite.ts";
 import { createBucketSweep, startPeriodically } from "./sweep.ts";
 import { createUploadCommit, reservationLifetimeMs } from "./upload-commit.ts";
 
 /** MongoDB when a URL is given, else SQLite. */
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
-  openStore(settings, { sqlite: createSqliteStorageStore, mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close) });
+  openStore(settings, {
+    sqlite: createSqliteStorageStore,
+    mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close),
+  });
 
 /**
  * S3 when S3_BUCKET is set, else local disk under BLOB_DIR. The S3 adapter is
@@ -53,12 +56,23 @@ export async function wireStorage(
   await store.init();
   await blobs.init();
   const now = deps.now ?? (() => new Date());
-  if (!settings.BLOB_SIGNING_KEY) deps.logger.warn("BLOB_SIGNING_KEY is not set: signed URLs are signed with a random key and stop working when this process stops");
-  const tokens = createBlobTokens(settings.BLOB_SIGNING_KEY ? new TextEncoder().encode(settings.BLOB_SIGNING_KEY) : randomBytes(32));
+  if (!settings.BLOB_SIGNING_KEY)
+    deps.logger.warn(
+      "BLOB_SIGNING_KEY is not set: signed URLs are signed with a random key and stop working when this process stops",
+    );
+  const tokens = createBlobTokens(
+    settings.BLOB_SIGNING_KEY ? new TextEncoder().encode(settings.BLOB_SIGNING_KEY) : randomBytes(32),
+  );
   const access = createAssetAccess({ store, blobs, logger: deps.logger, now });
   const limits = { maxAssetBytes: settings.ASSET_MAX_BYTES, quotaBytes: settings.STORAGE_QUOTA_BYTES };
   const sweep = createBucketSweep({ store, blobs, logger: deps.logger, now });
-  const sweepOrphans = createOrphanSweep({ store, blobs, logger: deps.logger, now, graceMs: settings.ORPHAN_BLOB_GRACE_SECONDS * 1000 });
+  const sweepOrphans = createOrphanSweep({
+    store,
+    blobs,
+    logger: deps.logger,
+    now,
+    graceMs: settings.ORPHAN_BLOB_GRACE_SECONDS * 1000,
+  });
   // Presigned store URLs only when the store makes them and clients can reach it.
   const directUrls = blobs.presign !== undefined && settings.S3_PUBLIC_URLS;
   const sweeping = [

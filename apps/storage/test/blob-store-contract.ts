@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BlobTooLarge, type BlobStore } from "../src/blobs/port.ts";
+import { type BlobStore, BlobTooLarge } from "../src/blobs/port.ts";
 
 export interface BlobStoreUnderTest {
   store: BlobStore;
@@ -10,11 +10,16 @@ export interface BlobStoreUnderTest {
 }
 
 /** A key as the service makes them: `<organization>/<bucket>/<asset>`. */
-export const blobKey = (organization = randomUUID(), bucket = randomUUID()) => `${organization}/${bucket}/${randomUUID()}`;
+export const blobKey = (organization = randomUUID(), bucket = randomUUID()) =>
+  `${organization}/${bucket}/${randomUUID()}`;
 
 const body = (content: string | Buffer) => Readable.from([Buffer.from(content)]);
 
-async function contents(store: BlobStore, key: string, range?: { start: number; end: number }): Promise<string | undefined> {
+async function contents(
+  store: BlobStore,
+  key: string,
+  range?: { start: number; end: number },
+): Promise<string | undefined> {
   const stream = await store.read(key, range);
   return stream && text(stream);
 }
@@ -47,7 +52,10 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
     it("stores bytes with their content type and gives them back, with size, a quoted ETag and the time", async () => {
       const key = blobKey();
       const before = Date.now();
-      const info = await store.write(key, body("héllo wörld"), { contentType: "text/plain; charset=utf-8", maxBytes: 1024 });
+      const info = await store.write(key, body("héllo wörld"), {
+        contentType: "text/plain; charset=utf-8",
+        maxBytes: 1024,
+      });
       expect(info).toMatchObject({ size: Buffer.byteLength("héllo wörld"), contentType: "text/plain; charset=utf-8" });
       expect(info.etag).toMatch(/^"[^"]+"$/);
       // Stores may keep whole seconds (S3's Last-Modified).
@@ -59,7 +67,9 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
 
     it("stores an empty blob", async () => {
       const key = blobKey();
-      expect((await store.write(key, body(""), { contentType: "application/octet-stream", maxBytes: 10 })).size).toBe(0);
+      expect((await store.write(key, body(""), { contentType: "application/octet-stream", maxBytes: 10 })).size).toBe(
+        0,
+      );
       expect(await contents(store, key)).toBe("");
     });
 
@@ -88,7 +98,13 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
     it("takes a body of declared length in one go; one that ends short fails and keeps the old bytes", async () => {
       const key = blobKey();
       const bytes = Buffer.alloc(6 * 1024 * 1024 + 3, 7); // over one part, for stores that use parts
-      expect(await store.write(key, Readable.from([bytes]), { contentType: "x/y", maxBytes: bytes.length, size: bytes.length })).toMatchObject({ size: bytes.length });
+      expect(
+        await store.write(key, Readable.from([bytes]), {
+          contentType: "x/y",
+          maxBytes: bytes.length,
+          size: bytes.length,
+        }),
+      ).toMatchObject({ size: bytes.length });
       await expect(store.write(key, body("short"), { contentType: "x/y", maxBytes: 100, size: 10 })).rejects.toThrow();
       expect((await store.stat(key))?.size).toBe(bytes.length);
     });
@@ -105,14 +121,18 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
     it("refuses more than maxBytes as they arrive (the body never ends) and keeps the old bytes", async () => {
       const key = blobKey();
       const old = await store.write(key, body("old bytes"), { contentType: "text/plain", maxBytes: 100 });
-      await expect(store.write(key, endlessAfter(1025), { contentType: "text/plain", maxBytes: 1024 })).rejects.toBeInstanceOf(BlobTooLarge);
+      await expect(
+        store.write(key, endlessAfter(1025), { contentType: "text/plain", maxBytes: 1024 }),
+      ).rejects.toBeInstanceOf(BlobTooLarge);
       expect(await store.stat(key)).toEqual(old);
       expect(await contents(store, key)).toBe("old bytes");
     });
 
     it("takes exactly maxBytes", async () => {
       const key = blobKey();
-      expect((await store.write(key, body("x".repeat(1024)), { contentType: "text/plain", maxBytes: 1024 })).size).toBe(1024);
+      expect((await store.write(key, body("x".repeat(1024)), { contentType: "text/plain", maxBytes: 1024 })).size).toBe(
+        1024,
+      );
     });
 
     it("keeps the old bytes when the upload's body fails midway (the caller went away)", async () => {
@@ -131,7 +151,9 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
 
     it("a refused first upload leaves no blob", async () => {
       const key = blobKey();
-      await expect(store.write(key, endlessAfter(11), { contentType: "text/plain", maxBytes: 10 })).rejects.toBeInstanceOf(BlobTooLarge);
+      await expect(
+        store.write(key, endlessAfter(11), { contentType: "text/plain", maxBytes: 10 }),
+      ).rejects.toBeInstanceOf(BlobTooLarge);
       expect(await store.stat(key)).toBeUndefined();
     });
 
@@ -149,7 +171,8 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       const [doomed, kept] = [randomUUID(), randomUUID()];
       const doomedKeys = [blobKey(organization, doomed), blobKey(organization, doomed), blobKey(organization, doomed)];
       const keptKeys = [blobKey(organization, kept), blobKey(randomUUID(), doomed)];
-      for (const key of [...doomedKeys, ...keptKeys]) await store.write(key, body(key), { contentType: "text/plain", maxBytes: 1024 });
+      for (const key of [...doomedKeys, ...keptKeys])
+        await store.write(key, body(key), { contentType: "text/plain", maxBytes: 1024 });
       await store.deletePrefix(`${organization}/${doomed}/`);
       for (const key of doomedKeys) expect(await store.stat(key)).toBeUndefined();
       for (const key of keptKeys) expect(await contents(store, key)).toBe(key);
@@ -160,7 +183,8 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       const organization = randomUUID();
       const keys = [blobKey(organization), blobKey(organization)];
       const other = blobKey();
-      for (const key of [...keys, other]) await store.write(key, body("x"), { contentType: "text/plain", maxBytes: 10 });
+      for (const key of [...keys, other])
+        await store.write(key, body("x"), { contentType: "text/plain", maxBytes: 10 });
       await store.deletePrefix(`${organization}/`);
       for (const key of keys) expect(await store.stat(key)).toBeUndefined();
       expect(await store.stat(other)).toBeDefined();
@@ -177,7 +201,8 @@ export function blobStoreContract(name: string, make: () => Promise<BlobStoreUnd
       for await (const page of store.list()) listed.push(...page.filter((blob) => blob.key.startsWith(organization)));
       expect(listed.map((blob) => blob.key).sort()).toEqual([first, generation].sort());
       // Whole seconds on S3 (LastModified).
-      for (const blob of listed) expect(blob.updatedAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+      for (const blob of listed)
+        expect(blob.updatedAt.getTime()).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
     });
 
     it("is ready once initialized", async () => {

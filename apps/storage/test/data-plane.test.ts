@@ -4,20 +4,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
 import { buffer } from "node:stream/consumers";
-import { SignJWT } from "jose";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { BlobRequest, ServeBlob } from "@loom/blob-plane/exchange";
 import { newId } from "@loom/contracts/ids";
-import { createLogger } from "@loom/telemetry/logger";
+import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
-import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { storageConfigSchema } from "../src/config.ts";
+import { SignJWT } from "jose";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createDiskBlobStore } from "../src/blobs/disk.ts";
+import { storageConfigSchema } from "../src/config.ts";
 import type { StorageStore } from "../src/store/port.ts";
-import { openStorageStore, wireStorage, type WiredStorage } from "../src/wiring.ts";
+import { openStorageStore, type WiredStorage, wireStorage } from "../src/wiring.ts";
 
 /** Files under a directory, recursively (the bytes the disk store keeps). */
 async function filesUnder(dir: string): Promise<string[]> {
@@ -49,7 +49,10 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
       ASSET_MAX_BYTES: String(4 * 1024 * 1024),
       STORAGE_QUOTA_BYTES: String(6 * 1024 * 1024),
     });
-    wired = await wireStorage(store, createDiskBlobStore(dir), settings, { logger, publicUrl: () => settings.PUBLIC_URL });
+    wired = await wireStorage(store, createDiskBlobStore(dir), settings, {
+      logger,
+      publicUrl: () => settings.PUBLIC_URL,
+    });
     storage = clientFor(StorageService, inProcessTransport([wired.service], "t".repeat(24), logger));
     serve = wired.serveBlob;
   });
@@ -59,7 +62,12 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
   });
 
-  const request = (method: BlobRequest["method"], token: string, headers: BlobRequest["headers"] = {}, body?: Buffer): BlobRequest => ({
+  const request = (
+    method: BlobRequest["method"],
+    token: string,
+    headers: BlobRequest["headers"] = {},
+    body?: Buffer,
+  ): BlobRequest => ({
     method,
     token,
     headers: body ? { "content-length": String(body.length), ...headers } : headers,
@@ -85,7 +93,11 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     expect(put.status).toBe(200);
     const got = await serve(request("GET", token));
     expect(got.status).toBe(200);
-    expect(got.headers).toMatchObject({ "content-type": "image/png", "content-length": String(bytes.length), etag: put.headers.etag });
+    expect(got.headers).toMatchObject({
+      "content-type": "image/png",
+      "content-length": String(bytes.length),
+      etag: put.headers.etag,
+    });
     expect(sha(await buffer(got.body!))).toBe(sha(bytes));
     const { asset } = await storage.getAsset({ bucketId, name }, call);
     expect(asset!.size).toBe(BigInt(bytes.length));
@@ -98,7 +110,11 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     await serve(request("PUT", token, {}, bytes));
     const part = await serve(request("GET", token, { range: "bytes=2-5" }));
     expect(part.status).toBe(206);
-    expect(part.headers).toMatchObject({ "content-range": "bytes 2-5/10", "content-length": "4", "content-type": "application/octet-stream" });
+    expect(part.headers).toMatchObject({
+      "content-range": "bytes 2-5/10",
+      "content-length": "4",
+      "content-type": "application/octet-stream",
+    });
     expect((await buffer(part.body!)).toString()).toBe("2345");
     expect((await buffer((await serve(request("GET", token, { range: "bytes=-3" }))).body!)).toString()).toBe("789");
     expect((await serve(request("GET", token, { range: "bytes=20-30" }))).status).toBe(416);
@@ -118,14 +134,23 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
 
   it("a URL for one operation refuses the other; a forged or altered token is refused the same way", async () => {
     const { bucketId, name } = await assetWithUrl();
-    const getOnly = tokenOf((await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.GET }, call)).url);
-    const putOnly = tokenOf((await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.PUT }, call)).url);
-    await expect(serve(request("PUT", getOnly, {}, Buffer.from("x")))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    const getOnly = tokenOf(
+      (await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.GET }, call)).url,
+    );
+    const putOnly = tokenOf(
+      (await storage.createAssetUrl({ bucketId, name, operation: AssetUrlOperation.PUT }, call)).url,
+    );
+    await expect(serve(request("PUT", getOnly, {}, Buffer.from("x")))).rejects.toMatchObject({
+      code: Code.PermissionDenied,
+    });
     await expect(serve(request("GET", putOnly))).rejects.toMatchObject({ code: Code.PermissionDenied });
     const [header, payload, signature] = getOnly.split(".");
     const claims = JSON.parse(Buffer.from(payload!, "base64url").toString());
     for (const field of ["org", "bkt", "aid", "ops", "exp"]) {
-      const altered = { ...claims, [field]: field === "exp" ? claims.exp + 3600 : field === "ops" ? "PUT,GET" : newId() };
+      const altered = {
+        ...claims,
+        [field]: field === "exp" ? claims.exp + 3600 : field === "ops" ? "PUT,GET" : newId(),
+      };
       const forged = `${header}.${Buffer.from(JSON.stringify(altered)).toString("base64url")}.${signature}`;
       await expect(serve(request("GET", forged))).rejects.toMatchObject({ code: Code.PermissionDenied });
     }
@@ -137,7 +162,13 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     await serve(request("PUT", token, {}, Buffer.from("old")));
     const big = randomBytes(4 * 1024 * 1024 + 1);
     await expect(serve(request("PUT", token, {}, big))).rejects.toMatchObject({ code: Code.OutOfRange });
-    const undeclared: BlobRequest = { method: "PUT", token, headers: {}, body: Readable.from([big.subarray(0, 3_000_000), big.subarray(3_000_000)]), signal: new AbortController().signal };
+    const undeclared: BlobRequest = {
+      method: "PUT",
+      token,
+      headers: {},
+      body: Readable.from([big.subarray(0, 3_000_000), big.subarray(3_000_000)]),
+      signal: new AbortController().signal,
+    };
     await expect(serve(undeclared)).rejects.toMatchObject({ code: Code.OutOfRange });
     expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("old");
     expect(await filesUnder(join(dir, ".incoming"))).toEqual([]);
@@ -166,12 +197,18 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     const organization = { headers: headersFor({ userId: newId(), organizationId }) };
     const targets = await Promise.all(Array.from({ length: 6 }, () => assetWithUrl(undefined, organization)));
     // Six uploads of 2 MiB at once against the 6 MiB quota: each alone fits, three together fill it.
-    const answers = await Promise.allSettled(targets.map(({ token }) => serve(request("PUT", token, {}, randomBytes(2 * 1024 * 1024)))));
-    const refused = answers.filter((a) => a.status === "rejected").map((a) => (a as PromiseRejectedResult).reason as ConnectError);
+    const answers = await Promise.allSettled(
+      targets.map(({ token }) => serve(request("PUT", token, {}, randomBytes(2 * 1024 * 1024)))),
+    );
+    const refused = answers
+      .filter((a) => a.status === "rejected")
+      .map((a) => (a as PromiseRejectedResult).reason as ConnectError);
     expect(refused.length).toBe(3); // three fit: those are stored, whichever they are
-    for (const error of refused) expect([error.code, error.rawMessage]).toEqual([Code.OutOfRange, expect.stringMatching(/quota/)]);
+    for (const error of refused)
+      expect([error.code, error.rawMessage]).toEqual([Code.OutOfRange, expect.stringMatching(/quota/)]);
     let stored = 0;
-    for (const { bucketId, name } of targets) stored += Number((await storage.getAsset({ bucketId, name }, organization)).asset!.size ?? 0n);
+    for (const { bucketId, name } of targets)
+      stored += Number((await storage.getAsset({ bucketId, name }, organization)).asset!.size ?? 0n);
     expect(stored).toBeLessThanOrEqual(6 * 1024 * 1024);
     expect(stored).toBe((answers.length - refused.length) * 2 * 1024 * 1024);
     // A refused upload leaves no bytes behind.
@@ -189,8 +226,12 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     expect([second === first, others]).toEqual([false, []]);
     // What a stop between the steps of an upload or a delete leaves: bytes nobody names (planted here, as a crash would leave them).
     const blobs = createDiskBlobStore(dir);
-    const orphanKeys = [`${principal.organizationId}/${bucketId}/${newId()}`, `${second!.slice(dir.length + 1).split(".")[0]}.00000000000000ff`];
-    for (const key of orphanKeys) await blobs.write(key, Readable.from([Buffer.from("orphan")]), { contentType: "x/y", maxBytes: 10 });
+    const orphanKeys = [
+      `${principal.organizationId}/${bucketId}/${newId()}`,
+      `${second!.slice(dir.length + 1).split(".")[0]}.00000000000000ff`,
+    ];
+    for (const key of orphanKeys)
+      await blobs.write(key, Readable.from([Buffer.from("orphan")]), { contentType: "x/y", maxBytes: 10 });
     expect(await filesUnder(bucketDir)).toHaveLength(3);
     expect(await wired.sweepOrphans(60_000)).toBe(0); // younger than the grace: maybe an upload about to commit
     expect(await wired.sweepOrphans(0)).toBeGreaterThanOrEqual(2);
@@ -205,8 +246,20 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     // instants; this makes the stop land exactly after the bytes are stored and before the record says so.
     const stopped = () => Promise.reject(new Error("stopped here"));
     const failing: StorageStore = { ...sharedStore(), setAssetBlob: stopped, replaceAssetBlob: stopped };
-    const crashing = await wireStorage(failing, createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir, BLOB_SIGNING_KEY: "k".repeat(32) }), { logger, publicUrl: () => "http://loom.test" });
-    await expect(crashing.serveBlob(request("PUT", token, {}, Buffer.from("new bytes, longer than the old")))).rejects.toThrow("stopped here");
+    const crashing = await wireStorage(
+      failing,
+      createDiskBlobStore(dir),
+      storageConfigSchema.parse({
+        SERVICE_TOKEN: "x".repeat(16),
+        PUBLIC_URL: "http://loom.test",
+        BLOB_DIR: dir,
+        BLOB_SIGNING_KEY: "k".repeat(32),
+      }),
+      { logger, publicUrl: () => "http://loom.test" },
+    );
+    await expect(
+      crashing.serveBlob(request("PUT", token, {}, Buffer.from("new bytes, longer than the old"))),
+    ).rejects.toThrow("stopped here");
     await crashing.service.close();
     const { asset } = await storage.getAsset({ bucketId, name, includeContents: true }, call);
     const served = await buffer((await serve(request("GET", token))).body!);
@@ -221,8 +274,17 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     const { asset } = await storage.getAsset({ bucketId, name }, call);
     const record = (await store.getAsset(principal.organizationId, bucketId, asset!.name))!;
     const firstKey = `${principal.organizationId}/${bucketId}/${record.id}`;
-    const info = await createDiskBlobStore(dir).write(firstKey, Readable.from([Buffer.from("from before")]), { contentType: "text/plain", maxBytes: 100 });
-    await store.setAssetBlob(principal.organizationId, bucketId, record.id, { size: info.size, contentType: info.contentType, etag: info.etag }, new Date());
+    const info = await createDiskBlobStore(dir).write(firstKey, Readable.from([Buffer.from("from before")]), {
+      contentType: "text/plain",
+      maxBytes: 100,
+    });
+    await store.setAssetBlob(
+      principal.organizationId,
+      bucketId,
+      record.id,
+      { size: info.size, contentType: info.contentType, etag: info.etag },
+      new Date(),
+    );
     const { url } = await storage.createAssetUrl({ bucketId, name }, call);
     const token = tokenOf(url);
     expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("from before");
@@ -250,7 +312,11 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     const seen: string[] = [];
     while (writing) {
       seen.push((await buffer((await serve(request("GET", token))).body!)).toString());
-      seen.push(Buffer.from((await storage.getAsset({ bucketId, name, includeContents: true }, call)).asset!.contents!).toString());
+      seen.push(
+        Buffer.from(
+          (await storage.getAsset({ bucketId, name, includeContents: true }, call)).asset!.contents!,
+        ).toString(),
+      );
     }
     await writer;
     expect(seen.length).toBeGreaterThan(2);
@@ -281,12 +347,23 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
     // A crash right after the mark: the bucket is gone for the API, its bytes are still there.
     const crashed = await assetWithUrl();
     await serve(request("PUT", crashed.token, {}, Buffer.from("b")));
-    expect(await store.markBucketDeleting(principal.organizationId, crashed.bucketId, new Date(Date.now() - 120_000))).toBe(true);
-    await expect(storage.getBucket({ bucketId: crashed.bucketId }, call)).rejects.toMatchObject({ code: Code.NotFound });
+    expect(
+      await store.markBucketDeleting(principal.organizationId, crashed.bucketId, new Date(Date.now() - 120_000)),
+    ).toBe(true);
+    await expect(storage.getBucket({ bucketId: crashed.bucketId }, call)).rejects.toMatchObject({
+      code: Code.NotFound,
+    });
     expect(await filesUnder(join(dir, principal.organizationId, crashed.bucketId))).toHaveLength(1);
     // A process starting (or the minute's sweep) finishes it.
-    const again = await wireStorage(sharedStore(), createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir }), { logger, publicUrl: () => "http://loom.test" });
-    await expect.poll(() => filesUnder(join(dir, principal.organizationId, crashed.bucketId)), { timeout: 5000 }).toEqual([]);
+    const again = await wireStorage(
+      sharedStore(),
+      createDiskBlobStore(dir),
+      storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir }),
+      { logger, publicUrl: () => "http://loom.test" },
+    );
+    await expect
+      .poll(() => filesUnder(join(dir, principal.organizationId, crashed.bucketId)), { timeout: 5000 })
+      .toEqual([]);
     // The record goes last, after the bytes and the assets: waited for too.
     await expect.poll(() => store.bucketsToSweep(new Date(Date.now() + 1000), 10), { timeout: 5000 }).toEqual([]);
     await again.service.close();
@@ -301,10 +378,20 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
         .sign(new TextEncoder().encode("k".repeat(32)));
     // Created now: it may be a re-creation of the asset the token was made for, so the token is refused.
     const recent = await assetWithUrl();
-    await expect(serve(request("PUT", await legacyToken(recent.bucketId, recent.name), {}, Buffer.from("x")))).rejects.toMatchObject({ code: Code.PermissionDenied });
+    await expect(
+      serve(request("PUT", await legacyToken(recent.bucketId, recent.name), {}, Buffer.from("x"))),
+    ).rejects.toMatchObject({ code: Code.PermissionDenied });
     // Created longer ago than any URL lives: it existed when the token was made, so it is the token's asset.
     const old = new Date(Date.now() - 8 * 24 * 3600 * 1000);
-    await store.upsertAsset({ id: newId(), organizationId: principal.organizationId, bucketId: recent.bucketId, name: "old.txt", createdBy: principal.userId, createdAt: old, updatedAt: old });
+    await store.upsertAsset({
+      id: newId(),
+      organizationId: principal.organizationId,
+      bucketId: recent.bucketId,
+      name: "old.txt",
+      createdBy: principal.userId,
+      createdAt: old,
+      updatedAt: old,
+    });
     const token = await legacyToken(recent.bucketId, "old.txt");
     expect((await serve(request("PUT", token, {}, Buffer.from("still works")))).status).toBe(200);
     expect((await buffer((await serve(request("GET", token))).body!)).toString()).toBe("still works");
@@ -312,7 +399,18 @@ describe.each(storeKinds("storage data plane"))("storage data plane on local dis
 
   it("an expired URL is refused", async () => {
     const { bucketId, name } = await assetWithUrl();
-    const short = await wireStorage(sharedStore(), createDiskBlobStore(dir), storageConfigSchema.parse({ SERVICE_TOKEN: "x".repeat(16), PUBLIC_URL: "http://loom.test", BLOB_DIR: dir, BLOB_SIGNING_KEY: "k".repeat(32), ASSET_URL_TTL_SECONDS: "1" }), { logger, publicUrl: () => "http://loom.test" });
+    const short = await wireStorage(
+      sharedStore(),
+      createDiskBlobStore(dir),
+      storageConfigSchema.parse({
+        SERVICE_TOKEN: "x".repeat(16),
+        PUBLIC_URL: "http://loom.test",
+        BLOB_DIR: dir,
+        BLOB_SIGNING_KEY: "k".repeat(32),
+        ASSET_URL_TTL_SECONDS: "1",
+      }),
+      { logger, publicUrl: () => "http://loom.test" },
+    );
     const shortClient = clientFor(StorageService, inProcessTransport([short.service], "t".repeat(24), logger));
     const { url, expiresAt } = await shortClient.createAssetUrl({ bucketId, name }, call);
     expect(Number(expiresAt!.seconds) * 1000 - Date.now()).toBeLessThanOrEqual(1000);

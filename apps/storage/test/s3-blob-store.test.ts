@@ -10,12 +10,12 @@ import {
   PutObjectCommand,
   UploadPartCommand,
 } from "@aws-sdk/client-s3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isDependencyDown } from "@loom/runtime/dependency-down";
 import { freePort } from "@loom/testing/processes";
-import { freshS3Bucket, type FreshS3Bucket } from "@loom/testing/s3";
+import { type FreshS3Bucket, freshS3Bucket } from "@loom/testing/s3";
 import { needs } from "@loom/testing/servers";
-import { BlobTooLarge, type BlobStore } from "../src/blobs/port.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type BlobStore, BlobTooLarge } from "../src/blobs/port.ts";
 import { createS3BlobStore, type S3BlobSettings } from "../src/blobs/s3.ts";
 import { blobKey, blobStoreContract } from "./blob-store-contract.ts";
 
@@ -83,9 +83,14 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
 
   it("refuses a multipart upload past maxBytes, aborts it (no parts left behind) and keeps the old bytes", async () => {
     const key = blobKey();
-    const old = await store.write(key, Readable.from([Buffer.from("old bytes")]), { contentType: "text/plain", maxBytes: 100 });
+    const old = await store.write(key, Readable.from([Buffer.from("old bytes")]), {
+      contentType: "text/plain",
+      maxBytes: 100,
+    });
     const { body } = randomBody(12 * mib);
-    await expect(store.write(key, body, { contentType: "application/octet-stream", maxBytes: 7 * mib })).rejects.toBeInstanceOf(BlobTooLarge);
+    await expect(
+      store.write(key, body, { contentType: "application/octet-stream", maxBytes: 7 * mib }),
+    ).rejects.toBeInstanceOf(BlobTooLarge);
     expect(await store.stat(key)).toEqual(old);
     const pending = await bucket.client.send(new ListMultipartUploadsCommand({ Bucket: bucket.bucket, Prefix: key }));
     expect(pending.Uploads ?? []).toEqual([]);
@@ -94,15 +99,26 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
   it("drops multipart uploads a stopped process left unfinished, once older than asked, and no other", async () => {
     // What a SIGKILL in the middle of a multipart upload leaves (made behind the adapter's back: killing this test process is not an option).
     const key = blobKey();
-    const { UploadId } = await bucket.client.send(new CreateMultipartUploadCommand({ Bucket: bucket.bucket, Key: key }));
-    await bucket.client.send(new UploadPartCommand({ Bucket: bucket.bucket, Key: key, UploadId, PartNumber: 1, Body: randomBytes(5 * mib) }));
-    const notOurs = await bucket.client.send(new CreateMultipartUploadCommand({ Bucket: bucket.bucket, Key: "someone-else/file" }));
-    const pending = async () => ((await bucket.client.send(new ListMultipartUploadsCommand({ Bucket: bucket.bucket }))).Uploads ?? []).map((u) => u.Key);
+    const { UploadId } = await bucket.client.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket.bucket, Key: key }),
+    );
+    await bucket.client.send(
+      new UploadPartCommand({ Bucket: bucket.bucket, Key: key, UploadId, PartNumber: 1, Body: randomBytes(5 * mib) }),
+    );
+    const notOurs = await bucket.client.send(
+      new CreateMultipartUploadCommand({ Bucket: bucket.bucket, Key: "someone-else/file" }),
+    );
+    const pending = async () =>
+      ((await bucket.client.send(new ListMultipartUploadsCommand({ Bucket: bucket.bucket }))).Uploads ?? []).map(
+        (u) => u.Key,
+      );
     expect(await store.dropUnfinished(new Date(Date.now() - 60_000))).toBe(0); // too young: maybe still arriving
     expect(await pending()).toEqual(expect.arrayContaining([key, "someone-else/file"]));
     expect(await store.dropUnfinished(new Date(Date.now() + 60_000))).toBe(1);
     expect(await pending()).toEqual(["someone-else/file"]);
-    await bucket.client.send(new AbortMultipartUploadCommand({ Bucket: bucket.bucket, Key: "someone-else/file", UploadId: notOurs.UploadId }));
+    await bucket.client.send(
+      new AbortMultipartUploadCommand({ Bucket: bucket.bucket, Key: "someone-else/file", UploadId: notOurs.UploadId }),
+    );
   });
 
   it("deletes a prefix holding more than one listing page (1,005 objects) and nothing else", async () => {
@@ -112,7 +128,11 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
     const keys = Array.from({ length: 1005 }, () => `${doomed}${randomUUID()}`);
     // Put behind the adapter's back: 1,005 uploads through it would only be slower.
     for (let i = 0; i < keys.length; i += 50) {
-      await Promise.all(keys.slice(i, i + 50).map((Key) => bucket.client.send(new PutObjectCommand({ Bucket: bucket.bucket, Key, Body: "x" }))));
+      await Promise.all(
+        keys
+          .slice(i, i + 50)
+          .map((Key) => bucket.client.send(new PutObjectCommand({ Bucket: bucket.bucket, Key, Body: "x" }))),
+      );
     }
     await store.write(kept, Readable.from([Buffer.from("kept")]), { contentType: "text/plain", maxBytes: 10 });
     await store.deletePrefix(doomed);
@@ -132,7 +152,9 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
     const query = new URL(put.url).searchParams;
     expect(query.get("X-Amz-SignedHeaders")).toBe("host");
     // MinIO ignores it, AWS does not: the SDK's default puts the checksum of an empty body in the URL.
-    expect([...query.keys()].filter((name) => name.startsWith("x-amz-checksum") || name.startsWith("x-amz-sdk-checksum"))).toEqual([]);
+    expect(
+      [...query.keys()].filter((name) => name.startsWith("x-amz-checksum") || name.startsWith("x-amz-sdk-checksum")),
+    ).toEqual([]);
     const uploaded = await fetch(put.url, { method: "PUT", body: bytes, headers: { "content-type": "image/png" } });
     expect(uploaded.status).toBe(200);
     expect(await store.stat(key)).toMatchObject({ size: 300_000, contentType: "image/png" });
@@ -181,7 +203,9 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
   it("refuses to start on a bucket that does not exist, and says which", async () => {
     const missing = createS3BlobStore({ ...bucket.settings, S3_BUCKET: `${bucket.bucket}-missing` });
     const error = await failureOf(missing.init());
-    expect((error as Error).message).toMatch(new RegExp(`^S3_BUCKET: bucket "${bucket.bucket}-missing" does not exist`));
+    expect((error as Error).message).toMatch(
+      new RegExp(`^S3_BUCKET: bucket "${bucket.bucket}-missing" does not exist`),
+    );
     expect(isDependencyDown(error)).toBe(false);
     expect(await missing.ready()).toBe(false);
     await missing.close();
@@ -190,7 +214,9 @@ describe.skipIf(!runs)("S3 blob store on MinIO", () => {
   it("refuses to start with credentials S3 refuses, naming S3_ACCESS_KEY_ID", async () => {
     const wrong = createS3BlobStore({ ...bucket.settings, S3_SECRET_ACCESS_KEY: "not-the-secret" });
     const error = await failureOf(wrong.init());
-    expect((error as Error).message).toMatch(new RegExp(`^S3_ACCESS_KEY_ID: S3 at \\S+ refused these credentials for bucket "${bucket.bucket}" \\(403\\)`));
+    expect((error as Error).message).toMatch(
+      new RegExp(`^S3_ACCESS_KEY_ID: S3 at \\S+ refused these credentials for bucket "${bucket.bucket}" \\(403\\)`),
+    );
     await wrong.close();
   });
 

@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
-import { openStorageStore } from "../src/wiring.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AssetRecord, BucketRecord, StorageStore } from "../src/store/port.ts";
+import { openStorageStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("storage store contract"))("storage store contract (%s)", (kind) => {
   let store: StorageStore;
@@ -24,13 +24,30 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
 
   const newBucket = async (over: Partial<BucketRecord> = {}): Promise<BucketRecord> => {
     const at = tick();
-    const bucket = { id: newId(), organizationId: org, name: "b", createdBy: "u", createdAt: at, updatedAt: at, ...over };
+    const bucket = {
+      id: newId(),
+      organizationId: org,
+      name: "b",
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...over,
+    };
     await store.insertBucket(bucket);
     return bucket;
   };
   const asset = (bucket: BucketRecord, name: string, over: Partial<AssetRecord> = {}): AssetRecord => {
     const at = tick();
-    return { id: newId(), organizationId: bucket.organizationId, bucketId: bucket.id, name, createdBy: "u", createdAt: at, updatedAt: at, ...over };
+    return {
+      id: newId(),
+      organizationId: bucket.organizationId,
+      bucketId: bucket.id,
+      name,
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...over,
+    };
   };
 
   it("round-trips a bucket only within its organization, renames it, lists newest first", async () => {
@@ -40,7 +57,11 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
     expect(await store.getBucket(otherOrg, first.id)).toBeUndefined();
     const at = tick();
     expect(await store.renameBucket(otherOrg, first.id, "hijacked", at)).toBeUndefined();
-    expect(await store.renameBucket(org, first.id, "renamed", at)).toEqual({ ...first, name: "renamed", updatedAt: at });
+    expect(await store.renameBucket(org, first.id, "renamed", at)).toEqual({
+      ...first,
+      name: "renamed",
+      updatedAt: at,
+    });
     const page = await store.listBuckets(org, 0, 100);
     expect(page.items.slice(0, 2).map((b) => b.id)).toEqual([second.id, first.id]);
     expect((await store.listBuckets(otherOrg, 0, 10)).totalCount).toBe(0);
@@ -96,7 +117,8 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
     const paged = await store.listAssets(org, bucket.id, { prefix: "", postfix: "" }, 1, 2);
     expect(paged).toMatchObject({ totalCount: 5 });
     expect(paged.items.map((a) => a.name)).toEqual(["a.b/x.txt", "b/three.txt"]);
-    const names_ = async (prefix: string, postfix: string) => (await store.listAssets(org, bucket.id, { prefix, postfix }, 0, 100)).items.map((a) => a.name).sort();
+    const names_ = async (prefix: string, postfix: string) =>
+      (await store.listAssets(org, bucket.id, { prefix, postfix }, 0, 100)).items.map((a) => a.name).sort();
     expect(await names_("a/", "")).toEqual(["a/one.txt", "a/two.md"]);
     expect(await names_("", ".txt")).toEqual(["(a)*/y.txt", "a.b/x.txt", "a/one.txt", "b/three.txt"]);
     expect(await names_("a", ".txt")).toEqual(["a.b/x.txt", "a/one.txt"]);
@@ -107,8 +129,10 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
 
   it("filters names exactly: no wildcards, case kept, characters beyond the BMP counted as one", async () => {
     const bucket = await newBucket();
-    for (const name of ["a%b", "axb", "A%b", "a_c", "aZc", "ü\u{10FFFF}", "ü/x", "üx", "v"]) await store.upsertAsset(asset(bucket, name));
-    const names_ = async (prefix: string, postfix: string) => (await store.listAssets(org, bucket.id, { prefix, postfix }, 0, 100)).items.map((a) => a.name).sort();
+    for (const name of ["a%b", "axb", "A%b", "a_c", "aZc", "ü\u{10FFFF}", "ü/x", "üx", "v"])
+      await store.upsertAsset(asset(bucket, name));
+    const names_ = async (prefix: string, postfix: string) =>
+      (await store.listAssets(org, bucket.id, { prefix, postfix }, 0, 100)).items.map((a) => a.name).sort();
     expect(await names_("a%", "")).toEqual(["a%b"]);
     expect(await names_("a_", "")).toEqual(["a_c"]);
     expect(await names_("a", "")).toEqual(["a%b", "aZc", "a_c", "axb"]);
@@ -127,7 +151,12 @@ describe.each(storeKinds("storage store contract"))("storage store contract (%s)
     const at = tick();
     const until = new Date(clock + 60_000);
     expect(await store.setAssetBlob(otherOrg, bucket.id, first.id, blob, at)).toBeUndefined();
-    expect(await store.setAssetBlob(org, bucket.id, first.id, blob, at, until)).toEqual({ ...first, blob, updatedAt: at, presignedPutUntil: until });
+    expect(await store.setAssetBlob(org, bucket.id, first.id, blob, at, until)).toEqual({
+      ...first,
+      blob,
+      updatedAt: at,
+      presignedPutUntil: until,
+    });
     await store.notePresignedPut(org, bucket.id, first.id, new Date(until.getTime() - 1000)); // earlier: kept as it is
     expect((await store.getAsset(org, bucket.id, "f"))!.presignedPutUntil).toEqual(until);
     const later = new Date(until.getTime() + 1000);

@@ -1,4 +1,4 @@
-import { create, toBinary, toJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, type JsonValue, toBinary, toJson } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 /**
@@ -45,21 +45,32 @@ const codeOfStatus = new Map<number, Code>([
 
 /** The wire name of a code: its name in snake case ("permission_denied"). */
 const codeName = (code: Code) => Code[code].replace(/[a-z](?=[A-Z])/g, "$&_").toLowerCase();
-const codeByName = new Map(Object.values(Code).filter((code): code is Code => typeof code === "number").map((code) => [codeName(code), code]));
+const codeByName = new Map(
+  Object.values(Code)
+    .filter((code): code is Code => typeof code === "number")
+    .map((code) => [codeName(code), code]),
+);
 
 export const httpStatusOf = (code: Code): number => statusOfCode.get(code) ?? 500;
 
 export const codeOfHttpStatus = (status: number): Code => codeOfStatus.get(status) ?? Code.Unknown;
 
-const base64 = (bytes: Uint8Array) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64").replace(/=+$/, "");
+const base64 = (bytes: Uint8Array) =>
+  Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64").replace(/=+$/, "");
 
 /** The error's JSON body (a detail built from a message also says what it holds, as `debug`). */
 export function errorJsonBytes(error: ConnectError): Uint8Array {
-  const json: { code: string; message?: string; details?: Array<{ type: string; value: string; debug?: JsonValue }> } = { code: codeName(error.code) };
+  const json: { code: string; message?: string; details?: Array<{ type: string; value: string; debug?: JsonValue }> } =
+    { code: codeName(error.code) };
   if (error.rawMessage.length > 0) json.message = error.rawMessage;
   if (error.details.length > 0) {
     json.details = error.details.map((detail) => {
-      if (!("desc" in detail)) return { type: detail.type, value: base64(detail.value), ...(detail.debug === undefined ? {} : { debug: detail.debug }) };
+      if (!("desc" in detail))
+        return {
+          type: detail.type,
+          value: base64(detail.value),
+          ...(detail.debug === undefined ? {} : { debug: detail.debug }),
+        };
       const message = create(detail.desc, detail.value);
       let debug: JsonValue | undefined;
       try {
@@ -67,7 +78,11 @@ export function errorJsonBytes(error: ConnectError): Uint8Array {
       } catch {
         // Only a reader's aid: a message that has no JSON form (an Any of an unknown type) goes without.
       }
-      return { type: detail.desc.typeName, value: base64(toBinary(detail.desc, message)), ...(debug === undefined ? {} : { debug }) };
+      return {
+        type: detail.desc.typeName,
+        value: base64(toBinary(detail.desc, message)),
+        ...(debug === undefined ? {} : { debug }),
+      };
     });
   }
   return new TextEncoder().encode(JSON.stringify(json));
@@ -84,7 +99,11 @@ export function errorFromJsonBytes(bytes: Uint8Array, metadata: Headers, fallbac
   if (typeof json !== "object" || json === null || Array.isArray(json)) return undefined;
   const { code, message, details } = json as Record<string, unknown>;
   if (message !== undefined && message !== null && typeof message !== "string") return undefined;
-  const error = new ConnectError(message ?? "", (typeof code === "string" ? codeByName.get(code) : undefined) ?? fallbackCode, metadata);
+  const error = new ConnectError(
+    message ?? "",
+    (typeof code === "string" ? codeByName.get(code) : undefined) ?? fallbackCode,
+    metadata,
+  );
   error.isWireError = true;
   if (!Array.isArray(details)) return error;
   for (const detail of details as unknown[]) {

@@ -1,13 +1,20 @@
 import { timingSafeEqual } from "node:crypto";
-import { Agent, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type OutgoingHttpHeaders, type ServerResponse } from "node:http";
+import {
+  Agent,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type OutgoingHttpHeaders,
+  type ServerResponse,
+} from "node:http";
 import { pipeline } from "node:stream/promises";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { codeOfHttpStatus, errorFromJsonBytes, errorJsonBytes, httpStatusOf } from "./connect-error-json.ts";
-import { blobPathPrefix, type BlobRequest, type BlobResponse, type ServeBlob } from "./exchange.ts";
-import { clientGoneSignal } from "@loom/server/client-gone";
 import { unavailableIfDown } from "@loom/runtime/dependency-down";
-import type { Logger } from "@loom/telemetry/logger";
+import { clientGoneSignal } from "@loom/server/client-gone";
 import { principalHeaders } from "@loom/server/principal";
+import type { Logger } from "@loom/telemetry/logger";
+import { codeOfHttpStatus, errorFromJsonBytes, errorJsonBytes, httpStatusOf } from "./connect-error-json.ts";
+import { type BlobRequest, type BlobResponse, blobPathPrefix, type ServeBlob } from "./exchange.ts";
 
 /**
  * The blob data plane over plain HTTP between the gateway and the storage
@@ -21,7 +28,17 @@ import { principalHeaders } from "@loom/server/principal";
 const blobMethods = new Set<BlobRequest["method"]>(["GET", "HEAD", "PUT"]);
 
 /** Headers that belong to one connection, never forwarded (RFC 9110 §7.6.1), plus those the connection names. */
-const hopByHop = new Set(["connection", "keep-alive", "proxy-connection", "proxy-authenticate", "proxy-authorization", "te", "trailer", "transfer-encoding", "upgrade"]);
+const hopByHop = new Set([
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "proxy-authenticate",
+  "proxy-authorization",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
 
 function endToEnd(headers: IncomingHttpHeaders): Map<string, string | string[]> {
   const named = String(headers.connection ?? "")
@@ -41,7 +58,13 @@ function writeConnectError(res: ServerResponse, error: ConnectError): void {
   error.metadata.forEach((value, name) => {
     if (!hopByHop.has(name)) headers[name] = value;
   });
-  res.writeHead(httpStatusOf(error.code), { ...headers, "content-type": "application/json", "content-length": body.byteLength }).end(body);
+  res
+    .writeHead(httpStatusOf(error.code), {
+      ...headers,
+      "content-type": "application/json",
+      "content-length": body.byteLength,
+    })
+    .end(body);
 }
 
 /**
@@ -50,7 +73,11 @@ function writeConnectError(res: ServerResponse, error: ConnectError): void {
  * under `blobPathPrefix`. A ConnectError becomes Connect's JSON error; any
  * other failure is logged and answered as INTERNAL, without its message.
  */
-export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: Logger): (req: IncomingMessage, res: ServerResponse) => void {
+export function blobHttpHandler(
+  serve: ServeBlob,
+  serviceToken: string,
+  logger: Logger,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const expected = Buffer.from(serviceToken);
   const trusted = (req: IncomingMessage) => {
     const given = Buffer.from(String(req.headers[principalHeaders.serviceToken] ?? ""));
@@ -60,10 +87,17 @@ export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: 
   async function answer(req: IncomingMessage, res: ServerResponse, signal: AbortSignal): Promise<void> {
     if (!trusted(req)) throw new ConnectError("missing or wrong service token", Code.Unauthenticated);
     const method = req.method as BlobRequest["method"];
-    if (!blobMethods.has(method)) throw new ConnectError(`${req.method} is not served on blob paths`, Code.Unimplemented);
+    if (!blobMethods.has(method))
+      throw new ConnectError(`${req.method} is not served on blob paths`, Code.Unimplemented);
     const path = (req.url ?? "").split("?", 1)[0]!;
     const { [principalHeaders.serviceToken]: _, ...headers } = req.headers;
-    const answer = await serve({ method, token: path.slice(blobPathPrefix.length), headers, body: method === "PUT" ? req : undefined, signal });
+    const answer = await serve({
+      method,
+      token: path.slice(blobPathPrefix.length),
+      headers,
+      body: method === "PUT" ? req : undefined,
+      signal,
+    });
     writeAnswer(req, res, answer);
     if (answer.body && method !== "HEAD") await pipeline(answer.body, res);
     else answer.body?.destroy();
@@ -84,7 +118,10 @@ export function blobHttpHandler(serve: ServeBlob, serviceToken: string, logger: 
       // reads and drops the rest until the gateway, having read this answer,
       // cuts it. Closing here would reset the connection under the gateway
       // while it is still sending, before it could read why.
-      writeConnectError(res, answered instanceof ConnectError ? answered : new ConnectError("internal error", Code.Internal));
+      writeConnectError(
+        res,
+        answered instanceof ConnectError ? answered : new ConnectError("internal error", Code.Internal),
+      );
     });
   };
 }
@@ -121,7 +158,10 @@ function connectErrorOf(status: number, headers: IncomingHttpHeaders, bytes: Uin
   const metadata = new Headers();
   for (const [name, value] of endToEnd(headers)) metadata.set(name, Array.isArray(value) ? value.join(", ") : value);
   const code = codeOfHttpStatus(status);
-  return errorFromJsonBytes(bytes, metadata, code) ?? new ConnectError(`the storage service answered ${status}`, code, metadata);
+  return (
+    errorFromJsonBytes(bytes, metadata, code) ??
+    new ConnectError(`the storage service answered ${status}`, code, metadata)
+  );
 }
 
 /**
@@ -142,7 +182,14 @@ export function remoteBlobs(baseUrl: string, serviceToken: string): ServeBlob {
       if (signal.aborted) return reject(signal.reason);
       const headers: OutgoingHttpHeaders = {};
       for (const [name, value] of endToEnd(blob.headers)) {
-        if (name !== "host" && name !== "expect" && name !== "authorization" && name !== "cookie" && !name.startsWith("x-loom-")) headers[name] = value;
+        if (
+          name !== "host" &&
+          name !== "expect" &&
+          name !== "authorization" &&
+          name !== "cookie" &&
+          !name.startsWith("x-loom-")
+        )
+          headers[name] = value;
       }
       headers[principalHeaders.serviceToken] = serviceToken;
       let settled = false;
@@ -169,7 +216,13 @@ export function remoteBlobs(baseUrl: string, serviceToken: string): ServeBlob {
       req.once("close", () => signal.removeEventListener("abort", onAbort));
       // `on`, not `once`: a socket may report more than one failure, and an unheard one would crash the process.
       req.on("error", (error) => {
-        settle(() => reject(error instanceof ConnectError ? error : new ConnectError("the storage service is unavailable", Code.Unavailable, undefined, undefined, error)));
+        settle(() =>
+          reject(
+            error instanceof ConnectError
+              ? error
+              : new ConnectError("the storage service is unavailable", Code.Unavailable, undefined, undefined, error),
+          ),
+        );
       });
       req.once("response", (res) => {
         const status = res.statusCode ?? 500;
@@ -186,7 +239,8 @@ export function remoteBlobs(baseUrl: string, serviceToken: string): ServeBlob {
           return;
         }
         const answerHeaders: Record<string, string> = {};
-        for (const [name, value] of endToEnd(res.headers)) answerHeaders[name] = Array.isArray(value) ? value.join(", ") : value;
+        for (const [name, value] of endToEnd(res.headers))
+          answerHeaders[name] = Array.isArray(value) ? value.join(", ") : value;
         const hasBody = blob.method !== "HEAD" && !bodiless.has(status);
         if (!hasBody) res.resume();
         settle(() => resolve({ status, headers: answerHeaders, body: hasBody ? res : undefined }));

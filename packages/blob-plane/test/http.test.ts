@@ -1,20 +1,23 @@
 import { createHash, randomBytes } from "node:crypto";
 import { Readable } from "node:stream";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { fieldViolationsOf, invalidArgument } from "@loom/contracts/errors";
+import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
+import { createLogger } from "@loom/telemetry/logger";
+import { within } from "@loom/testing/within";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { BlobRequest, ServeBlob } from "../src/exchange.ts";
 import { blobPathPrefix } from "../src/exchange.ts";
 import { blobHttpHandler, remoteBlobs } from "../src/http.ts";
-import { fieldViolationsOf, invalidArgument } from "@loom/contracts/errors";
-import { createLogger } from "@loom/telemetry/logger";
-import { startRpcServer, type RunningServer } from "@loom/server/rpc-server";
-import { within } from "@loom/testing/within";
 
 const serviceToken = "blob-test-service-token-0123456789";
 const sha256 = (bytes: Buffer) => createHash("sha256").update(bytes).digest("hex");
 
 /** Resolves when the signal aborts. */
-const abortedOf = (signal: AbortSignal) => new Promise<void>((resolve) => (signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true })));
+const abortedOf = (signal: AbortSignal) =>
+  new Promise<void>((resolve) =>
+    signal.aborted ? resolve() : signal.addEventListener("abort", () => resolve(), { once: true }),
+  );
 
 /** A stream of `bytes` in 64 KiB chunks, as a socket would deliver them. */
 const chunked = (bytes: Buffer) =>
@@ -38,7 +41,11 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
     seen.push(request);
     const { token, method, signal } = request;
     if (token === "download") {
-      return { status: 200, headers: { "content-length": String(download.length), "content-type": "application/x-test", etag: '"v1"' }, body: method === "GET" ? chunked(download) : undefined };
+      return {
+        status: 200,
+        headers: { "content-length": String(download.length), "content-type": "application/x-test", etag: '"v1"' },
+        body: method === "GET" ? chunked(download) : undefined,
+      };
     }
     if (token === "upload") {
       const bytes = await readAll(request.body);
@@ -57,7 +64,11 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
     }
     if (token === "endless") {
       abortedCalls.push(abortedOf(signal));
-      const body = new Readable({ read() { this.push(Buffer.alloc(65536, 7)); } });
+      const body = new Readable({
+        read() {
+          this.push(Buffer.alloc(65536, 7));
+        },
+      });
       return { status: 200, headers: { "content-type": "application/octet-stream" }, body };
     }
     throw new ConnectError("unknown token", Code.PermissionDenied);
@@ -68,7 +79,10 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   const call = (method: BlobRequest["method"], token: string, extra: Partial<BlobRequest> = {}) =>
     blobs({ method, token, headers: {}, signal: new AbortController().signal, ...extra });
   const rejection = async (promise: Promise<unknown>) => {
-    const error = await promise.then(() => undefined, (e: unknown) => e);
+    const error = await promise.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(ConnectError);
     return error as ConnectError;
   };
@@ -76,7 +90,15 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   beforeAll(async () => {
     const logger = createLogger("test", "silent");
     server = await startRpcServer({
-      services: [{ name: "blobs", routes: () => {}, ready: async () => true, close: async () => {}, http: { prefix: blobPathPrefix, handle: blobHttpHandler(fake, serviceToken, logger) } }],
+      services: [
+        {
+          name: "blobs",
+          routes: () => {},
+          ready: async () => true,
+          close: async () => {},
+          http: { prefix: blobPathPrefix, handle: blobHttpHandler(fake, serviceToken, logger) },
+        },
+      ],
       serviceToken,
       logger,
     });
@@ -91,7 +113,11 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   it("downloads a few MiB as a stream, byte for byte, with the answer's headers", async () => {
     const answer = await call("GET", "download");
     expect(answer.status).toBe(200);
-    expect(answer.headers).toMatchObject({ "content-length": String(download.length), "content-type": "application/x-test", etag: '"v1"' });
+    expect(answer.headers).toMatchObject({
+      "content-length": String(download.length),
+      "content-type": "application/x-test",
+      etag: '"v1"',
+    });
     expect(sha256(await readAll(answer.body))).toBe(sha256(download));
   });
 
@@ -108,10 +134,14 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
         "x-hop": "1",
       },
     });
-    expect(answer).toMatchObject({ status: 200, headers: { "x-sha256": sha256(upload), "x-size": String(upload.length) } });
+    expect(answer).toMatchObject({
+      status: 200,
+      headers: { "x-sha256": sha256(upload), "x-size": String(upload.length) },
+    });
     const headers = seen.at(-1)!.headers;
     expect(headers).toMatchObject({ "content-type": "text/plain", "content-length": String(upload.length) });
-    for (const name of ["authorization", "x-loom-organization-id", "x-loom-service-token", "x-hop"]) expect(headers, name).not.toHaveProperty(name);
+    for (const name of ["authorization", "x-loom-organization-id", "x-loom-service-token", "x-hop"])
+      expect(headers, name).not.toHaveProperty(name);
   });
 
   it("passes the token as it appears in the path", async () => {
@@ -123,8 +153,16 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   });
 
   it("answers HEAD and 304 without a body", async () => {
-    expect(await call("HEAD", "download")).toMatchObject({ status: 200, headers: { "content-length": String(download.length) }, body: undefined });
-    expect(await call("GET", "not-modified")).toMatchObject({ status: 304, headers: { etag: '"v1"' }, body: undefined });
+    expect(await call("HEAD", "download")).toMatchObject({
+      status: 200,
+      headers: { "content-length": String(download.length) },
+      body: undefined,
+    });
+    expect(await call("GET", "not-modified")).toMatchObject({
+      status: 304,
+      headers: { etag: '"v1"' },
+      body: undefined,
+    });
   });
 
   it.each([
@@ -144,7 +182,9 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   it("keeps an error's details and metadata", async () => {
     const invalid = await rejection(call("GET", "bad-name"));
     expect(invalid.code).toBe(Code.InvalidArgument);
-    expect(fieldViolationsOf(invalid).map((v) => ({ path: v.path, message: v.message }))).toEqual([{ path: "path.name", message: "must not contain a backslash" }]);
+    expect(fieldViolationsOf(invalid).map((v) => ({ path: v.path, message: v.message }))).toEqual([
+      { path: "path.name", message: "must not contain a backslash" },
+    ]);
     const exhausted = await rejection(call("GET", "slow-down"));
     expect([exhausted.code, exhausted.metadata.get("retry-after")]).toEqual([Code.ResourceExhausted, "7"]);
   });
@@ -155,23 +195,36 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   });
 
   it("answers Connect's JSON error with Connect's status", async () => {
-    const res = await fetch(`${server.url}${blobPathPrefix}denied`, { headers: { "x-loom-service-token": serviceToken } });
-    expect([res.status, res.headers.get("content-type"), await res.json()]).toEqual([403, "application/json", { code: "permission_denied", message: "the token is not good for this" }]);
+    const res = await fetch(`${server.url}${blobPathPrefix}denied`, {
+      headers: { "x-loom-service-token": serviceToken },
+    });
+    expect([res.status, res.headers.get("content-type"), await res.json()]).toEqual([
+      403,
+      "application/json",
+      { code: "permission_denied", message: "the token is not good for this" },
+    ]);
   });
 
   it("refuses a caller without the service token, or with a wrong one", async () => {
     const count = seen.length;
     const res = await fetch(`${server.url}${blobPathPrefix}download`);
-    expect([res.status, await res.json()]).toEqual([401, { code: "unauthenticated", message: "missing or wrong service token" }]);
+    expect([res.status, await res.json()]).toEqual([
+      401,
+      { code: "unauthenticated", message: "missing or wrong service token" },
+    ]);
     const wrong = remoteBlobs(server.url, serviceToken.replace(/.$/, "X"));
-    const error = await rejection(wrong({ method: "GET", token: "download", headers: {}, signal: new AbortController().signal }));
+    const error = await rejection(
+      wrong({ method: "GET", token: "download", headers: {}, signal: new AbortController().signal }),
+    );
     expect(error.code).toBe(Code.Unauthenticated);
     expect(seen.length).toBe(count);
   });
 
   it("refuses an upload before reading it, and the next exchange still works", async () => {
     const big = Buffer.alloc(64 * 1024 * 1024, 5);
-    const error = await rejection(call("PUT", "denied", { body: chunked(big), headers: { "content-length": String(big.length) } }));
+    const error = await rejection(
+      call("PUT", "denied", { body: chunked(big), headers: { "content-length": String(big.length) } }),
+    );
     expect(error.code).toBe(Code.PermissionDenied);
     const upload = randomBytes(1000);
     expect((await call("PUT", "upload", { body: chunked(upload) })).headers["x-sha256"]).toBe(sha256(upload));
@@ -190,7 +243,13 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
     const answer = await call("GET", "endless");
     await new Promise((resolve) => answer.body!.once("data", resolve));
     answer.body!.destroy();
-    expect(await within("the service's signal aborted after the caller stopped reading", 5_000, abortedCalls[1]!.then(() => "aborted"))).toBe("aborted");
+    expect(
+      await within(
+        "the service's signal aborted after the caller stopped reading",
+        5_000,
+        abortedCalls[1]!.then(() => "aborted"),
+      ),
+    ).toBe("aborted");
   });
 
   it("aborts the service's signal when the caller's upload breaks off", async () => {
@@ -206,7 +265,12 @@ describe("the blob data plane over HTTP (blobHttpHandler + remoteBlobs)", () => 
   it("is UNAVAILABLE when the storage service cannot be reached", async () => {
     const closed = await startRpcServer({ services: [], serviceToken, logger: createLogger("test", "silent") });
     await closed.close();
-    const error = await rejection(remoteBlobs(closed.url, serviceToken)({ method: "GET", token: "x", headers: {}, signal: new AbortController().signal }));
+    const error = await rejection(
+      remoteBlobs(
+        closed.url,
+        serviceToken,
+      )({ method: "GET", token: "x", headers: {}, signal: new AbortController().signal }),
+    );
     expect(error.code).toBe(Code.Unavailable);
   });
 });

@@ -1,8 +1,8 @@
+import type { Logger } from "@loom/telemetry/logger";
+import { Gauge, metricsRegistry } from "@loom/telemetry/metrics";
 import { connect } from "@nats-io/transport-node";
 import type { Bus, BusConnection, Subscription } from "./bus.ts";
 import { deliverTraced, publishHeaders } from "./tracing.ts";
-import type { Logger } from "@loom/telemetry/logger";
-import { Gauge, metricsRegistry } from "@loom/telemetry/metrics";
 
 /**
  * `loom_bus_connected`, registered by the first NATS bus of the process: a
@@ -45,7 +45,10 @@ export async function createNatsBus(url: string, name: string, logger?: Logger):
       }
       if (status.type !== "reconnect") continue;
       // The client sent its subscriptions again on reconnecting; a round trip makes sure the server has them.
-      const registered = await nc.flush().then(() => true, () => false);
+      const registered = await nc.flush().then(
+        () => true,
+        () => false,
+      );
       if (!registered) continue;
       connection = "connected";
       gauge.set(1);
@@ -63,7 +66,10 @@ export async function createNatsBus(url: string, name: string, logger?: Logger):
       nc.publish(subject, data, headers ? { headers } : undefined);
     },
     subscribe(subject, onMessage): Subscription {
-      const sub = nc.subscribe(subject, { callback: (error, msg) => void (error || deliverTraced(msg.subject, msg.headers, () => onMessage(msg.data, msg.subject))) });
+      const sub = nc.subscribe(subject, {
+        callback: (error, msg) =>
+          void (error || deliverTraced(msg.subject, msg.headers, () => onMessage(msg.data, msg.subject))),
+      });
       return { unsubscribe: () => sub.unsubscribe() };
     },
     async ready() {

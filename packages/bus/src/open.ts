@@ -1,8 +1,8 @@
+import { StartupRefused } from "@loom/runtime/shutdown";
+import type { Logger } from "@loom/telemetry/logger";
 import type { Bus } from "./bus.ts";
 import { createMemoryBus } from "./memory.ts";
 import { createNatsBus } from "./nats.ts";
-import type { Logger } from "@loom/telemetry/logger";
-import { StartupRefused } from "@loom/runtime/shutdown";
 
 /**
  * NATS when a URL is given (replicas share it), else the in-process bus. A
@@ -14,7 +14,9 @@ export async function openBus(natsUrl: string | undefined, name: string, logger?
   try {
     return await createNatsBus(natsUrl, name, logger);
   } catch (error) {
-    throw new StartupRefused(`NATS_URL: cannot connect to NATS at ${hostsOf(natsUrl)}: ${(error as Error).message}`, { cause: error });
+    throw new StartupRefused(`NATS_URL: cannot connect to NATS at ${hostsOf(natsUrl)}: ${(error as Error).message}`, {
+      cause: error,
+    });
   }
 }
 

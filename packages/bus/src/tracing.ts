@@ -1,6 +1,6 @@
-import { headers as natsHeaders, type MsgHdrs } from "@nats-io/nats-core";
-import { context, propagation, trace, type Span } from "@opentelemetry/api";
 import { headersGetter, inSpanSync, SpanKind, tracing } from "@loom/telemetry/tracing";
+import { type MsgHdrs, headers as natsHeaders } from "@nats-io/nats-core";
+import { context, propagation, type Span, trace } from "@opentelemetry/api";
 
 const attributes = (subject: string) => ({ "messaging.system": "nats", "messaging.destination.name": subject });
 

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { needs, testServers } from "@loom/testing/servers";
-import { subjectMatches, type Bus } from "../src/bus.ts";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { type Bus, subjectMatches } from "../src/bus.ts";
 import { createMemoryBus } from "../src/memory.ts";
 import { createNatsBus } from "../src/nats.ts";
 
@@ -23,17 +23,23 @@ describe("subject wildcards", () => {
  * bus (the embedded process); on NATS, two connections (two replicas).
  */
 const kinds: Array<["memory" | "nats", () => Promise<{ publisher: Bus; subscriber: Bus; close(): Promise<void> }>]> = [
-  ["memory", async () => {
-    const bus = createMemoryBus();
-    return { publisher: bus, subscriber: bus, close: () => bus.close() };
-  }],
+  [
+    "memory",
+    async () => {
+      const bus = createMemoryBus();
+      return { publisher: bus, subscriber: bus, close: () => bus.close() };
+    },
+  ],
 ];
 if (needs("NATS_URL", "bus contract on NATS")) {
-  kinds.push(["nats", async () => {
-    const publisher = await createNatsBus(testServers.natsUrl!, "bus-test-publisher");
-    const subscriber = await createNatsBus(testServers.natsUrl!, "bus-test-subscriber");
-    return { publisher, subscriber, close: async () => (await publisher.close(), await subscriber.close()) };
-  }]);
+  kinds.push([
+    "nats",
+    async () => {
+      const publisher = await createNatsBus(testServers.natsUrl!, "bus-test-publisher");
+      const subscriber = await createNatsBus(testServers.natsUrl!, "bus-test-subscriber");
+      return { publisher, subscriber, close: async () => (await publisher.close(), await subscriber.close()) };
+    },
+  ]);
 }
 
 describe.each(kinds)("bus contract (%s)", (_kind, open) => {
@@ -72,7 +78,10 @@ describe.each(kinds)("bus contract (%s)", (_kind, open) => {
     const other = collect(b, "loom.events.assistant.other");
     await b.ready(); // subscriptions are registered with the server
     for (const n of [1, 2, 3]) await a.publish(`loom.events.assistant.${run}`, new TextEncoder().encode(String(n)));
-    await vi.waitFor(() => expect(exact.got).toEqual([1, 2, 3].map((n) => `loom.events.assistant.${run}:${n}`)), { timeout: 5_000, interval: 5 });
+    await vi.waitFor(() => expect(exact.got).toEqual([1, 2, 3].map((n) => `loom.events.assistant.${run}:${n}`)), {
+      timeout: 5_000,
+      interval: 5,
+    });
     await vi.waitFor(() => expect(wild.got).toHaveLength(3), { timeout: 5_000, interval: 5 });
     await a.publish("loom.events.assistant.elsewhere", new Uint8Array([1]));
     await flushed();

@@ -1,6 +1,6 @@
-import { Code, ConnectError } from "@connectrpc/connect";
-import { FieldViolationsSchema, type FieldViolation } from "@loom/proto/common/v1/common_pb";
 import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { type FieldViolation, FieldViolationsSchema } from "@loom/proto/common/v1/common_pb";
 
 /** INVALID_ARGUMENT with one detail entry per problem, as the gateway reports them. */
 export function invalidArgument(violations: Array<Pick<FieldViolation, "path" | "message">>): ConnectError {

@@ -1,5 +1,5 @@
-import { fromJson, toJson, type JsonValue } from "@bufbuild/protobuf";
-import { ValueSchema, type Value } from "@bufbuild/protobuf/wkt";
+import { fromJson, type JsonValue, toJson } from "@bufbuild/protobuf";
+import { type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 
 /** Any JSON as a google.protobuf.Value (event payloads, run outputs), and back. */
 export function jsonToValue(json: unknown): Value {

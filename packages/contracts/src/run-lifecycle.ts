@@ -25,4 +25,6 @@ export const lifecycleEventType: Readonly<Record<RunStatus, string>> = {
 };
 
 /** The lifecycle events that end an assistant run's log: those of the terminal statuses. */
-export const terminalLifecycleEvents: ReadonlySet<string> = new Set(terminalStatuses.map((status) => lifecycleEventType[status]));
+export const terminalLifecycleEvents: ReadonlySet<string> = new Set(
+  terminalStatuses.map((status) => lifecycleEventType[status]),
+);

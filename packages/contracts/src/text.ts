@@ -26,7 +26,9 @@ export const namePatternSource = `^[^${controlCharacters}]*$`;
  * shown in lists and logs, where a NUL or an escape sequence does harm.
  */
 export function nameProblem(value: string, min: number, max: number): string | undefined {
-  return lengthProblem(value, min, max) ?? (controlCharacter.test(value) ? "must not contain control characters" : undefined);
+  return (
+    lengthProblem(value, min, max) ?? (controlCharacter.test(value) ? "must not contain control characters" : undefined)
+  );
 }
 
 /** A character of an asset name's segment: not `/`, not a backslash, not a control character. */

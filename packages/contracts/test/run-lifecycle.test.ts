@@ -1,6 +1,12 @@
-import { describe, expect, it } from "vitest";
 import { RunStatus } from "@loom/proto/runs/v1/runs_pb";
-import { activeStatuses, lifecycleEventType, runStatuses, terminalLifecycleEvents, terminalStatuses } from "../src/run-lifecycle.ts";
+import { describe, expect, it } from "vitest";
+import {
+  activeStatuses,
+  lifecycleEventType,
+  runStatuses,
+  terminalLifecycleEvents,
+  terminalStatuses,
+} from "../src/run-lifecycle.ts";
 
 describe("the run lifecycle, named once", () => {
   it("names exactly the contract's run statuses", () => {
@@ -11,6 +17,11 @@ describe("the run lifecycle, named once", () => {
   it("splits them into active and terminal, and gives each its own lifecycle event", () => {
     expect([...activeStatuses, ...terminalStatuses].sort()).toEqual([...runStatuses].sort());
     expect(new Set(Object.values(lifecycleEventType)).size).toBe(runStatuses.length);
-    expect([...terminalLifecycleEvents].sort()).toEqual(["AssistantRunCancelled", "AssistantRunErrored", "AssistantRunFailed", "AssistantRunSucceeded"]);
+    expect([...terminalLifecycleEvents].sort()).toEqual([
+      "AssistantRunCancelled",
+      "AssistantRunErrored",
+      "AssistantRunFailed",
+      "AssistantRunSucceeded",
+    ]);
   });
 });

@@ -1,5 +1,5 @@
-import { z } from "zod";
 import { logFormats } from "@loom/telemetry/logger";
+import { z } from "zod";
 import { StartupRefused } from "./shutdown.ts";
 
 /**
@@ -61,7 +61,13 @@ export const env = {
    * A MongoDB connection string: not a WHATWG URL when it lists a replica
    * set's hosts with ports (`mongodb://a:27017,b:27017/?replicaSet=rs0`).
    */
-  mongoUrl: () => z.string().regex(/^mongodb(\+srv)?:\/\/[^\s/]+(\/[^\s]*)?$/, "must be a MongoDB connection string (mongodb:// or mongodb+srv://)"),
+  mongoUrl: () =>
+    z
+      .string()
+      .regex(
+        /^mongodb(\+srv)?:\/\/[^\s/]+(\/[^\s]*)?$/,
+        "must be a MongoDB connection string (mongodb:// or mongodb+srv://)",
+      ),
   logLevel: () => z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   /** Unset: pretty on a terminal, JSON lines otherwise; the logger reads it itself (telemetry/logger.ts), this only refuses a bad one. */
   logFormat: () => z.enum(logFormats).optional(),

@@ -1,7 +1,12 @@
 import { ConnectError } from "@connectrpc/connect";
 import { unavailable } from "@loom/contracts/errors";
 import { errors as natsErrors } from "@nats-io/nats-core";
-import { MongoNetworkError, MongoNotConnectedError, MongoServerSelectionError, MongoTopologyClosedError } from "mongodb";
+import {
+  MongoNetworkError,
+  MongoNotConnectedError,
+  MongoServerSelectionError,
+  MongoTopologyClosedError,
+} from "mongodb";
 
 /**
  * A dependency that cannot be reached or answers that it cannot serve now,
@@ -23,7 +28,9 @@ export class DependencyDown extends Error {
  * without the RPC interceptors (the blob data plane); any other error as it is.
  */
 export function unavailableIfDown(error: unknown): unknown {
-  return !(error instanceof ConnectError) && isDependencyDown(error) ? unavailable("a dependency is unavailable, try again later") : error;
+  return !(error instanceof ConnectError) && isDependencyDown(error)
+    ? unavailable("a dependency is unavailable, try again later")
+    : error;
 }
 
 /**
@@ -58,6 +65,11 @@ export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
   if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
   // EMFILE/ENFILE: the process (or the system) is out of file descriptors for now; a retry later finds some.
-  if (/^(EPIPE|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EMFILE|ENFILE)$/.test(String((error as NodeJS.ErrnoException).code ?? ""))) return true;
+  if (
+    /^(EPIPE|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EMFILE|ENFILE)$/.test(
+      String((error as NodeJS.ErrnoException).code ?? ""),
+    )
+  )
+    return true;
   return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
 }

@@ -25,7 +25,10 @@ const defaults: MemoryReleaseOptions = { everyMs: 5_000, quietBelow: 0.05, grown
  * collection (V8's "last-resort" flavor, which also frees the pooled pages;
  * a few ms on a heap this size).
  */
-export function releaseMemoryWhenQuiet(options: Partial<MemoryReleaseOptions> = {}): { stop(): void; releases(): number } {
+export function releaseMemoryWhenQuiet(options: Partial<MemoryReleaseOptions> = {}): {
+  stop(): void;
+  releases(): number;
+} {
   const { everyMs, quietBelow, grownBy } = { ...defaults, ...options };
   let floor = residentBytes() ?? 0;
   let last = performance.eventLoopUtilization();

@@ -1,6 +1,6 @@
-import type { z } from "zod";
 import { createLogger, type Logger } from "@loom/telemetry/logger";
 import { tracing } from "@loom/telemetry/tracing";
+import type { z } from "zod";
 import { loadConfig } from "./config.ts";
 import { releaseMemoryWhenQuiet } from "./release-memory-when-quiet.ts";
 import { failStartup, onShutdown } from "./shutdown.ts";
@@ -24,7 +24,11 @@ export type StartProcess<S extends z.ZodObject> = (config: z.infer<S>, logger: L
  * SIGTERM, then the lines that say it is up. A start that fails says why in
  * one line and exits 1 (`failStartup`).
  */
-export async function runProcess<S extends z.ZodObject>(name: string, schema: S, start: StartProcess<S>): Promise<void> {
+export async function runProcess<S extends z.ZodObject>(
+  name: string,
+  schema: S,
+  start: StartProcess<S>,
+): Promise<void> {
   const logger = createLogger(name);
   try {
     const config = loadConfig(schema);

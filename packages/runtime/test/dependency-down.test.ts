@@ -1,6 +1,12 @@
-import { describe, expect, it } from "vitest";
 import { errors as natsErrors } from "@nats-io/nats-core";
-import { MongoBulkWriteError, MongoNetworkError, MongoNetworkTimeoutError, MongoServerError, MongoServerSelectionError } from "mongodb";
+import {
+  MongoBulkWriteError,
+  MongoNetworkError,
+  MongoNetworkTimeoutError,
+  MongoServerError,
+  MongoServerSelectionError,
+} from "mongodb";
+import { describe, expect, it } from "vitest";
 import { DependencyDown, isDependencyDown } from "../src/dependency-down.ts";
 
 describe("isDependencyDown", () => {
@@ -8,10 +14,14 @@ describe("isDependencyDown", () => {
     const network = new MongoNetworkError("connection 1 to 127.0.0.1:27017 closed");
     expect(isDependencyDown(network)).toBe(true);
     expect(isDependencyDown(new MongoNetworkTimeoutError("connection 2 to 127.0.0.1:27017 timed out"))).toBe(true);
-    expect(isDependencyDown(new MongoServerSelectionError("Server selection timed out after 5000 ms", {} as never))).toBe(true);
+    expect(
+      isDependencyDown(new MongoServerSelectionError("Server selection timed out after 5000 ms", {} as never)),
+    ).toBe(true);
     expect(isDependencyDown(new MongoBulkWriteError(network as never, {} as never))).toBe(true);
     // What the driver lets through when it writes to a socket the server has just closed.
-    expect(isDependencyDown(Object.assign(new Error("This socket has been ended by the other party"), { code: "EPIPE" }))).toBe(true);
+    expect(
+      isDependencyDown(Object.assign(new Error("This socket has been ended by the other party"), { code: "EPIPE" })),
+    ).toBe(true);
   });
 
   it("knows a NATS connection that is closed, draining or lost, by the client's classes", () => {
@@ -28,12 +38,16 @@ describe("isDependencyDown", () => {
   });
 
   it("goes by class, not by name: an error merely named like a driver's is not one", () => {
-    expect(isDependencyDown(Object.assign(new Error("connect ECONNREFUSED"), { name: "MongoServerSelectionError" }))).toBe(false);
+    expect(
+      isDependencyDown(Object.assign(new Error("connect ECONNREFUSED"), { name: "MongoServerSelectionError" })),
+    ).toBe(false);
   });
 
   it("leaves other failures alone", () => {
     expect(isDependencyDown(new MongoServerError({ message: "E11000 duplicate key", code: 11000 }))).toBe(false);
-    expect(isDependencyDown(new MongoBulkWriteError({ message: "E11000 duplicate key", code: 11000 }, {} as never))).toBe(false);
+    expect(
+      isDependencyDown(new MongoBulkWriteError({ message: "E11000 duplicate key", code: 11000 }, {} as never)),
+    ).toBe(false);
     expect(isDependencyDown(new TypeError("x is undefined"))).toBe(false);
   });
 });

@@ -20,7 +20,11 @@ export interface ConnectionLimits {
   maxConnections?: number | undefined;
 }
 
-export const defaultConnectionLimits: ConnectionLimits = { headersTimeoutMs: 60_000, keepAliveTimeoutMs: 5_000, bodyIdleTimeoutMs: 60_000 };
+export const defaultConnectionLimits: ConnectionLimits = {
+  headersTimeoutMs: 60_000,
+  keepAliveTimeoutMs: 5_000,
+  bodyIdleTimeoutMs: 60_000,
+};
 
 /** The limits as the configuration spells them (runtime/config.ts `httpSettings`). */
 export function connectionLimitsFrom(config: {
@@ -97,7 +101,8 @@ export function limitConnections(server: Server, limits: ConnectionLimits, logge
   server.on("drop", () => warn("max_connections", `${cap} connections are open (HTTP_MAX_CONNECTIONS)`));
   server.on("error", (error: NodeJS.ErrnoException) => {
     // Only accept errors arrive here once the server listens (listen's own are handled by `listen`).
-    if (server.listening) warn("descriptors", `the process is out of file descriptors (${error.code ?? error.message})`);
+    if (server.listening)
+      warn("descriptors", `the process is out of file descriptors (${error.code ?? error.message})`);
   });
   server.on("request", (req, res) => {
     if (req.complete || !hasBody(req)) return;
@@ -112,7 +117,10 @@ export function limitConnections(server: Server, limits: ConnectionLimits, logge
 }
 
 function hasBody(req: IncomingMessage): boolean {
-  return req.headers["transfer-encoding"] !== undefined || (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0");
+  return (
+    req.headers["transfer-encoding"] !== undefined ||
+    (req.headers["content-length"] !== undefined && req.headers["content-length"] !== "0")
+  );
 }
 
 /** Descriptors kept back from client connections: a quarter of the limit, at least 64. */

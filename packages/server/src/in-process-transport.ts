@@ -1,12 +1,21 @@
-import { create, isMessage, type DescMessage, type DescMethod, type DescMethodStreaming, type DescMethodUnary, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import {
+  create,
+  type DescMessage,
+  type DescMethod,
+  type DescMethodStreaming,
+  type DescMethodUnary,
+  isMessage,
+  type MessageInitShape,
+  type MessageShape,
+} from "@bufbuild/protobuf";
 import {
   Code,
   ConnectError,
+  type ConnectRouter,
   createContextValues,
   createHandlerContext,
   createMethodImplSpec,
   createServiceImplSpec,
-  type ConnectRouter,
   type Interceptor,
   type MethodImplSpec,
   type StreamResponse,
@@ -34,7 +43,11 @@ export function directTransport(services: RpcService[], serviceToken: string, in
   const specs = implementationsOf(services);
   const specFor = (method: DescMethod): MethodImplSpec => {
     const spec = specs.get(methodKey(method));
-    if (!spec) throw new ConnectError(`${method.parent.typeName}/${method.name} is not served in this process`, Code.Unimplemented);
+    if (!spec)
+      throw new ConnectError(
+        `${method.parent.typeName}/${method.name} is not served in this process`,
+        Code.Unimplemented,
+      );
     return spec;
   };
   // The caller's context values stay on the caller's side, as over HTTP: the
@@ -47,8 +60,18 @@ export function directTransport(services: RpcService[], serviceToken: string, in
     requestMethod: "POST",
     url: `in-process:/${method.parent.typeName}/${method.name}`,
   });
-  const contextFor = (method: DescMethod, signal: AbortSignal | undefined, timeoutMs: number | undefined, header: HeaderInit | undefined) =>
-    createHandlerContext({ ...contextInit(method), requestHeader: withServiceToken(header, serviceToken), requestSignal: signal, timeoutMs });
+  const contextFor = (
+    method: DescMethod,
+    signal: AbortSignal | undefined,
+    timeoutMs: number | undefined,
+    header: HeaderInit | undefined,
+  ) =>
+    createHandlerContext({
+      ...contextInit(method),
+      requestHeader: withServiceToken(header, serviceToken),
+      requestSignal: signal,
+      timeoutMs,
+    });
   /**
    * A unary call without a deadline needs no signal of its own: the caller's
    * (or, without one, a fresh one that is never aborted) is the call's, and
@@ -56,7 +79,11 @@ export function directTransport(services: RpcService[], serviceToken: string, in
    * three AbortControllers and abort one on every finish (docs/benchmarks.md,
    * "Calls inside one process").
    */
-  const unaryContext = (method: DescMethod, signal: AbortSignal | undefined, header: HeaderInit | undefined): HandlerContextController => ({
+  const unaryContext = (
+    method: DescMethod,
+    signal: AbortSignal | undefined,
+    header: HeaderInit | undefined,
+  ): HandlerContextController => ({
     ...contextInit(method),
     signal: signal ?? new AbortController().signal,
     timeoutMs: () => undefined,
@@ -75,12 +102,23 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       header: HeaderInit | undefined,
       input: MessageInitShape<I>,
     ): Promise<UnaryResponse<I, O>> {
-      const context = timeoutMs === undefined ? unaryContext(method, signal, header) : contextFor(method, signal, timeoutMs, header);
+      const context =
+        timeoutMs === undefined ? unaryContext(method, signal, header) : contextFor(method, signal, timeoutMs, header);
       try {
         const spec = specFor(method);
         if (spec.kind !== "unary") throw new ConnectError(`${method.name} is not unary`, Code.Internal);
-        const message = await untilAborted(invokeUnaryImplementation(spec, context, toMessage(method.input, input), interceptors), context.signal);
-        return { stream: false, service: method.parent, method, header: context.responseHeader, trailer: context.responseTrailer, message: message as MessageShape<O> };
+        const message = await untilAborted(
+          invokeUnaryImplementation(spec, context, toMessage(method.input, input), interceptors),
+          context.signal,
+        );
+        return {
+          stream: false,
+          service: method.parent,
+          method,
+          header: context.responseHeader,
+          trailer: context.responseTrailer,
+          message: message as MessageShape<O>,
+        };
       } catch (error) {
         throw ConnectError.from(error);
       } finally {
@@ -158,7 +196,10 @@ function toMessage<I extends DescMessage>(schema: I, input: MessageInitShape<I>)
   return isMessage(input, schema) ? input : create(schema, input);
 }
 
-async function* messagesOf<I extends DescMessage>(schema: I, input: AsyncIterable<MessageInitShape<I>>): AsyncIterable<MessageShape<I>> {
+async function* messagesOf<I extends DescMessage>(
+  schema: I,
+  input: AsyncIterable<MessageInitShape<I>>,
+): AsyncIterable<MessageShape<I>> {
   for await (const item of input) yield toMessage(schema, item);
 }
 

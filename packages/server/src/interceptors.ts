@@ -1,7 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import type { Logger } from "@loom/telemetry/logger";
 import { isDependencyDown } from "@loom/runtime/dependency-down";
+import type { Logger } from "@loom/telemetry/logger";
 import { principalHeaders, principalKey } from "./principal.ts";
 
 /**
@@ -39,10 +39,17 @@ export function nameUnreachableService(): Interceptor {
       return await next(req);
     } catch (error) {
       // The caller's own abort or deadline is not the service's fault.
-      if (error instanceof ConnectError && (error.code === Code.Canceled || error.code === Code.DeadlineExceeded)) throw error;
+      if (error instanceof ConnectError && (error.code === Code.Canceled || error.code === Code.DeadlineExceeded))
+        throw error;
       if (!isDependencyDown(error)) throw error;
       const service = req.service.typeName.split(".")[1] ?? req.service.name;
-      throw new ConnectError(`the ${service} service is unavailable, try again later`, Code.Unavailable, undefined, undefined, error);
+      throw new ConnectError(
+        `the ${service} service is unavailable, try again later`,
+        Code.Unavailable,
+        undefined,
+        undefined,
+        error,
+      );
     }
   };
 }

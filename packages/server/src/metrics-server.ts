@@ -1,7 +1,7 @@
 import { createServer } from "node:http";
+import { metricsRegistry } from "@loom/telemetry/metrics";
 import { collectDefaultMetrics } from "prom-client";
 import { connectionServerOptions, defaultConnectionLimits, limitConnections } from "./connection-limits.ts";
-import { metricsRegistry } from "@loom/telemetry/metrics";
 import { listen, type RunningServer } from "./rpc-server.ts";
 
 let defaultsCollected = false;
@@ -17,7 +17,8 @@ export async function serveMetrics(port: number, host: string): Promise<RunningS
     collectDefaultMetrics({ register: metricsRegistry });
   }
   const server = createServer(connectionServerOptions(defaultConnectionLimits), (req, res) => {
-    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics") return void res.writeHead(404, { "content-type": "text/plain" }).end("not found");
+    if (req.method !== "GET" || req.url?.split("?")[0] !== "/metrics")
+      return void res.writeHead(404, { "content-type": "text/plain" }).end("not found");
     metricsRegistry.metrics().then(
       (text) => res.writeHead(200, { "content-type": metricsRegistry.contentType }).end(text),
       () => res.writeHead(500, { "content-type": "text/plain" }).end("metrics unavailable"),

@@ -1,12 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
-import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
-import { busReadiness, type Bus } from "@loom/bus/bus";
+import { type Bus, busReadiness } from "@loom/bus/bus";
 import type { Logger } from "@loom/telemetry/logger";
-import type { RpcService } from "./rpc-service.ts";
+import {
+  type ConnectionLimits,
+  connectionServerOptions,
+  defaultConnectionLimits,
+  limitConnections,
+} from "./connection-limits.ts";
 import { heldUntil } from "./held-until.ts";
 import { listenRefusal } from "./listen-refusal.ts";
+import type { RpcService } from "./rpc-service.ts";
 import { serverInterceptors } from "./transports.ts";
 
 export interface RpcServerOptions {
@@ -53,12 +58,17 @@ export async function startRpcServer(options: RpcServerOptions): Promise<Running
     if (req.url === "/healthz") return plain(res, 200, "ok");
     if (req.url === "/readyz") {
       const { bus } = busReadiness(options.bus);
-      void allReady(services).then((ok) => plain(res, ok ? 200 : 503, `${ok ? "ready" : "not ready"}${bus ? `; bus ${bus}` : ""}`));
+      void allReady(services).then((ok) =>
+        plain(res, ok ? 200 : 503, `${ok ? "ready" : "not ready"}${bus ? `; bus ${bus}` : ""}`),
+      );
       return;
     }
     rpc(req, res);
   };
-  const server = createServer(connectionServerOptions(limits), options.started ? heldUntil(options.started, handle) : handle);
+  const server = createServer(
+    connectionServerOptions(limits),
+    options.started ? heldUntil(options.started, handle) : handle,
+  );
   limitConnections(server, limits, logger);
   return listen(server, options.port ?? 0, options.host ?? "127.0.0.1", async () => {
     await Promise.all(services.map((s) => s.close()));
@@ -125,4 +135,3 @@ export async function listen(
       })()),
   };
 }
-

@@ -33,6 +33,10 @@ export interface RpcService {
 }
 
 /** A service whose readiness and shutdown are its store's: ready while the store answers, closing it on close. */
-export function storeBackedService(name: string, routes: RpcService["routes"], store: { ready(): Promise<boolean>; close(): Promise<void> }): RpcService {
+export function storeBackedService(
+  name: string,
+  routes: RpcService["routes"],
+  store: { ready(): Promise<boolean>; close(): Promise<void> },
+): RpcService {
   return { name, routes, ready: () => store.ready(), close: () => store.close() };
 }

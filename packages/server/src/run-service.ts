@@ -1,8 +1,8 @@
-import type { z } from "zod";
 import type { Bus } from "@loom/bus/bus";
 import { openBus } from "@loom/bus/open";
 import { runProcess } from "@loom/runtime/run-process";
 import type { Logger } from "@loom/telemetry/logger";
+import type { z } from "zod";
 import { connectionLimitsFrom } from "./connection-limits.ts";
 import { serveMetrics } from "./metrics-server.ts";
 import { startRpcServer } from "./rpc-server.ts";
@@ -37,7 +37,10 @@ export interface ProcessDeps {
 }
 
 /** Opens the store and wires the service; `Extra`: what a test may hand it besides (a model of its own). */
-export type WireService<S extends z.ZodObject, Extra extends object = object> = (config: z.infer<S>, deps: ProcessDeps & Extra) => Promise<RpcService>;
+export type WireService<S extends z.ZodObject, Extra extends object = object> = (
+  config: z.infer<S>,
+  deps: ProcessDeps & Extra,
+) => Promise<RpcService>;
 
 /**
  * A service run on its own, from its settings: each app's `src/process.ts`,
@@ -56,16 +59,33 @@ export interface ServiceProcess<S extends z.ZodObject = z.ZodObject, Extra exten
  * warnings for what it keeps in memory, the bus, the wiring, the RPC server,
  * `/metrics` on METRICS_PORT. One start-up for every service.
  */
-export async function runService<S extends z.ZodObject>({ name, schema, notes, wire }: ServiceProcess<S>): Promise<void> {
+export async function runService<S extends z.ZodObject>({
+  name,
+  schema,
+  notes,
+  wire,
+}: ServiceProcess<S>): Promise<void> {
   await runProcess(name, schema, async (config, logger) => {
     const common = config as z.infer<S> & ServiceConfig;
-    if (!common.MONGODB_URL) logger.warn(`MONGODB_URL is not set: keeping ${notes.keeps} in an in-memory SQLite database, they are lost on restart (the all-in-one process keeps them in its data directory)`);
+    if (!common.MONGODB_URL)
+      logger.warn(
+        `MONGODB_URL is not set: keeping ${notes.keeps} in an in-memory SQLite database, they are lost on restart (the all-in-one process keeps them in its data directory)`,
+      );
     if (notes.withoutNats && !common.NATS_URL) logger.warn(`NATS_URL is not set: ${notes.withoutNats}`);
     const bus = await openBus(common.NATS_URL, name, logger);
     const service = await wire(config, { logger, bus });
     // Listening first, so a taken port fails the start before `started` runs; requests wait for its end.
     const started = Promise.withResolvers<void>();
-    const server = await startRpcServer({ services: [service], bus, serviceToken: common.SERVICE_TOKEN, logger, port: common.PORT, host: common.HOST, connections: connectionLimitsFrom(common), started: started.promise });
+    const server = await startRpcServer({
+      services: [service],
+      bus,
+      serviceToken: common.SERVICE_TOKEN,
+      logger,
+      port: common.PORT,
+      host: common.HOST,
+      connections: connectionLimitsFrom(common),
+      started: started.promise,
+    });
     const metrics = await serveMetrics(common.METRICS_PORT, common.HOST);
     await service.started?.();
     started.resolve();

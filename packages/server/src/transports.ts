@@ -1,13 +1,13 @@
-import { createClient, type Client, type Interceptor, type Transport } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import type { DescService } from "@bufbuild/protobuf";
-import { directTransport } from "./in-process-transport.ts";
+import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Logger } from "@loom/telemetry/logger";
-import type { RpcService } from "./rpc-service.ts";
-import { logCalls, nameUnreachableService, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
 import { observeCalls } from "@loom/telemetry/rpc-metrics";
 import { traceIncomingCalls, traceOutgoingCalls } from "@loom/telemetry/rpc-tracing";
 import { tracing } from "@loom/telemetry/tracing";
+import { directTransport } from "./in-process-transport.ts";
+import { logCalls, nameUnreachableService, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
+import type { RpcService } from "./rpc-service.ts";
 
 /**
  * The interceptors every service runs, in order, wherever it is hosted. The
@@ -15,7 +15,13 @@ import { tracing } from "@loom/telemetry/tracing";
  * gets; with tracing off there is no span (not even a no-op one on the hot path).
  */
 export function serverInterceptors(serviceToken: string, logger: Logger): Interceptor[] {
-  return [...(tracing().enabled ? [traceIncomingCalls()] : []), observeCalls(), logCalls(logger), sanitizeErrors(logger), trustGateway(serviceToken)];
+  return [
+    ...(tracing().enabled ? [traceIncomingCalls()] : []),
+    observeCalls(),
+    logCalls(logger),
+    sanitizeErrors(logger),
+    trustGateway(serviceToken),
+  ];
 }
 
 /** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */
@@ -24,7 +30,11 @@ export function httpTransport(baseUrl: string, serviceToken: string): Transport 
     baseUrl,
     httpVersion: "1.1",
     useBinaryFormat: true,
-    interceptors: [...(tracing().enabled ? [traceOutgoingCalls()] : []), nameUnreachableService(), sendServiceToken(serviceToken)],
+    interceptors: [
+      ...(tracing().enabled ? [traceOutgoingCalls()] : []),
+      nameUnreachableService(),
+      sendServiceToken(serviceToken),
+    ],
   });
 }
 

@@ -1,6 +1,11 @@
-import { createServer, ServerResponse, type IncomingMessage, type RequestListener, type Server } from "node:http";
-import { connectionServerOptions, defaultConnectionLimits, limitConnections, type ConnectionLimits } from "./connection-limits.ts";
+import { createServer, type IncomingMessage, type RequestListener, type Server, ServerResponse } from "node:http";
 import type { Logger } from "@loom/telemetry/logger";
+import {
+  type ConnectionLimits,
+  connectionServerOptions,
+  defaultConnectionLimits,
+  limitConnections,
+} from "./connection-limits.ts";
 
 /**
  * A response whose `end` waits for the end of the event loop's turn: the
@@ -52,6 +57,14 @@ function endAll(): void {
  * kept-alive connections and stalled bodies time out, and connections past
  * the cap are refused.
  */
-export function createHttpServer(handler: RequestListener, limits: ConnectionLimits = defaultConnectionLimits, logger?: Logger): Server {
-  return limitConnections(createServer({ ServerResponse: TurnBatchedResponse, ...connectionServerOptions(limits) }, handler), limits, logger);
+export function createHttpServer(
+  handler: RequestListener,
+  limits: ConnectionLimits = defaultConnectionLimits,
+  logger?: Logger,
+): Server {
+  return limitConnections(
+    createServer({ ServerResponse: TurnBatchedResponse, ...connectionServerOptions(limits) }, handler),
+    limits,
+    logger,
+  );
 }

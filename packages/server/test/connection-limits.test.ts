@@ -1,9 +1,9 @@
 import { connect } from "node:net";
-import { afterEach, describe, expect, it } from "vitest";
-import { connectionsForDescriptorLimit, descriptorLimit, type ConnectionLimits } from "../src/connection-limits.ts";
-import { createHttpServer } from "../src/turn-batched-response.ts";
 import { createLogger } from "@loom/telemetry/logger";
-import { listen, startRpcServer, type RunningServer } from "../src/rpc-server.ts";
+import { afterEach, describe, expect, it } from "vitest";
+import { type ConnectionLimits, connectionsForDescriptorLimit, descriptorLimit } from "../src/connection-limits.ts";
+import { listen, type RunningServer, startRpcServer } from "../src/rpc-server.ts";
+import { createHttpServer } from "../src/turn-batched-response.ts";
 
 const fast: ConnectionLimits = { headersTimeoutMs: 500, keepAliveTimeoutMs: 300, bodyIdleTimeoutMs: 500 };
 const logger = createLogger("test", "silent");
@@ -28,12 +28,28 @@ afterEach(() => server?.close());
 
 /** Both kinds of Loom's servers: the gateway's (turn-batched) and a service's (Connect and plain routes). */
 const servers: Array<[string, () => Promise<RunningServer>]> = [
-  ["the gateway's HTTP server", () => listen(createHttpServer((req, res) => req.resume().on("end", () => res.end("done")), fast, logger), 0, "127.0.0.1")],
+  [
+    "the gateway's HTTP server",
+    () =>
+      listen(
+        createHttpServer((req, res) => req.resume().on("end", () => res.end("done")), fast, logger),
+        0,
+        "127.0.0.1",
+      ),
+  ],
   [
     "a service's RPC server with plain routes (the storage service's blobs)",
     () =>
       startRpcServer({
-        services: [{ name: "plain", routes: () => {}, ready: async () => true, close: async () => {}, http: { prefix: "/plain/", handle: (req, res) => void req.resume().on("end", () => res.end("done")) } }],
+        services: [
+          {
+            name: "plain",
+            routes: () => {},
+            ready: async () => true,
+            close: async () => {},
+            http: { prefix: "/plain/", handle: (req, res) => void req.resume().on("end", () => res.end("done")) },
+          },
+        ],
         serviceToken: "kit-test-token-0123456789",
         logger,
         connections: fast,
@@ -52,7 +68,10 @@ describe.each(servers)("%s", (_name, start) => {
 
   it("cuts a request whose body stops arriving within the body-idle timeout; a whole one is answered", async () => {
     server = await start();
-    const stalled = await exchange(server.url, "PUT /plain/x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly some");
+    const stalled = await exchange(
+      server.url,
+      "PUT /plain/x HTTP/1.1\r\nHost: t\r\nContent-Length: 100\r\n\r\nonly some",
+    );
     expect(stalled.text).toBe("");
     expect(stalled.closedAfterMs).toBeLessThan(2_000);
     const whole = await exchange(server.url, "PUT /plain/x HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n\r\nall!");

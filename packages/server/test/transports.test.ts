@@ -1,13 +1,13 @@
-import { MongoServerSelectionError } from "mongodb";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { Code, ConnectError, createClient, createContextValues, type Transport } from "@connectrpc/connect";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { createLogger } from "@loom/telemetry/logger";
-import { headersFor, requirePrincipal } from "../src/principal.ts";
-import { startRpcServer, type RunningServer } from "../src/rpc-server.ts";
-import type { RpcService } from "../src/rpc-service.ts";
+import { MongoServerSelectionError } from "mongodb";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { directTransport } from "../src/in-process-transport.ts";
+import { headersFor, requirePrincipal } from "../src/principal.ts";
+import { type RunningServer, startRpcServer } from "../src/rpc-server.ts";
+import type { RpcService } from "../src/rpc-service.ts";
 import { httpTransport, inProcessTransport, serverInterceptors } from "../src/transports.ts";
 
 const token = "kit-test-token-0123456789";
@@ -22,9 +22,11 @@ const testService: RpcService = {
   routes: (router) => {
     router.service(IdentityService, {
       authenticate: async (req, ctx) => {
-        if (req.credential === "driver") throw new Error("E11000 duplicate key error collection: loom.api_keys secretHash_1");
+        if (req.credential === "driver")
+          throw new Error("E11000 duplicate key error collection: loom.api_keys secretHash_1");
         // What the MongoDB driver throws when no server answers (its own class, with the address in the message).
-        if (req.credential === "down") throw new MongoServerSelectionError("connect ECONNREFUSED 10.0.0.7:27017", {} as never);
+        if (req.credential === "down")
+          throw new MongoServerSelectionError("connect ECONNREFUSED 10.0.0.7:27017", {} as never);
         if (req.credential === "who") return { principal: requirePrincipal(ctx) };
         if (req.credential === "slow") return new Promise<never>(() => {});
         throw new ConnectError("bad credential", Code.Unauthenticated);
@@ -82,13 +84,19 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
   const events = () => createClient(EventsService, transport(token));
 
   it("carries the principal to the implementation", async () => {
-    const answer = await identity().authenticate({ credential: "who" }, { headers: headersFor({ userId: "u1", organizationId: "o1" }) });
+    const answer = await identity().authenticate(
+      { credential: "who" },
+      { headers: headersFor({ userId: "u1", organizationId: "o1" }) },
+    );
     expect(answer.principal).toMatchObject({ userId: "u1", organizationId: "o1" });
   });
 
   it("starts every call from fresh context values: a principal does not carry over to a call without one", async () => {
     const shared = createContextValues();
-    await identity().authenticate({ credential: "who" }, { headers: headersFor({ userId: "u1", organizationId: "o1" }), contextValues: shared });
+    await identity().authenticate(
+      { credential: "who" },
+      { headers: headersFor({ userId: "u1", organizationId: "o1" }), contextValues: shared },
+    );
     const error = await failure(identity().authenticate({ credential: "who" }, { contextValues: shared }));
     expect(error.code).toBe(Code.Unauthenticated);
   });
@@ -111,7 +119,10 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
 
   it("refuses calls without the shared service token", async () => {
     // In process the transport stamps the token its services check, so the mismatch is built by hand.
-    const wrong = kind === "http" ? transport("wrong-token-0123456789") : directTransport([testService], "wrong-token-0123456789", serverInterceptors(token, logger));
+    const wrong =
+      kind === "http"
+        ? transport("wrong-token-0123456789")
+        : directTransport([testService], "wrong-token-0123456789", serverInterceptors(token, logger));
     const error = await failure(createClient(IdentityService, wrong).authenticate({ credential: "x" }));
     expect(error.code).toBe(Code.Unauthenticated);
     expect(error.rawMessage).toMatch(/service token/);
@@ -127,7 +138,9 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
     const call = failure(identity().authenticate({ credential: "slow" }, { signal: abort.signal }));
     setTimeout(() => abort.abort(), 20);
     expect((await call).code).toBe(Code.Canceled);
-    expect((await failure(identity().authenticate({ credential: "slow" }, { timeoutMs: 30 }))).code).toBe(Code.DeadlineExceeded);
+    expect((await failure(identity().authenticate({ credential: "slow" }, { timeoutMs: 30 }))).code).toBe(
+      Code.DeadlineExceeded,
+    );
   });
 
   it("streams every message in order, then ends and stops the implementation", async () => {
@@ -145,7 +158,10 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
     const abort = new AbortController();
     const offsets: bigint[] = [];
     const reading = (async () => {
-      for await (const answer of events().followEvents({ runKind: RunKind.STRUCTURE_RUN, runId: "endless" }, { signal: abort.signal })) {
+      for await (const answer of events().followEvents(
+        { runKind: RunKind.STRUCTURE_RUN, runId: "endless" },
+        { signal: abort.signal },
+      )) {
         if (answer.kind.case === "event") offsets.push(answer.kind.value.offset);
         if (offsets.length === 3) setTimeout(() => abort.abort(), 10);
       }
@@ -162,8 +178,13 @@ describe("a service that cannot be reached over HTTP", () => {
   it("fails as UNAVAILABLE naming the service by its contract, not its address", async () => {
     const gone = await startRpcServer({ serviceToken: token, logger, services: [testService] });
     await gone.close(); // its port now refuses connections
-    const error = await failure(createClient(IdentityService, httpTransport(gone.url, token)).authenticate({ credential: "x" }));
-    expect(error).toMatchObject({ code: Code.Unavailable, rawMessage: "the identity service is unavailable, try again later" });
+    const error = await failure(
+      createClient(IdentityService, httpTransport(gone.url, token)).authenticate({ credential: "x" }),
+    );
+    expect(error).toMatchObject({
+      code: Code.Unavailable,
+      rawMessage: "the identity service is unavailable, try again later",
+    });
     const events = await failure(createClient(EventsService, httpTransport(gone.url, token)).getEvent({}));
     expect(events.rawMessage).toBe("the events service is unavailable, try again later");
   });

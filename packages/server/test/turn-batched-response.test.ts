@@ -1,8 +1,8 @@
-import { request, Agent } from "node:http";
 import type { ServerResponse } from "node:http";
+import { Agent, request } from "node:http";
 import { afterEach, describe, expect, it } from "vitest";
-import { createHttpServer } from "../src/turn-batched-response.ts";
 import { listen, type RunningServer } from "../src/rpc-server.ts";
+import { createHttpServer } from "../src/turn-batched-response.ts";
 
 let server: RunningServer | undefined;
 afterEach(() => server?.close());
@@ -36,7 +36,9 @@ describe("the HTTP server with turn-batched responses", () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 20 });
     const answers = await Promise.all(Array.from({ length: 300 }, (_, n) => get(`${server!.url}/?n=${n}`, agent)));
     agent.destroy();
-    answers.forEach((answer, n) => expect(answer).toEqual({ status: n % 2 ? 201 : 200, tag: `t${n}`, body: `body ${n}` }));
+    answers.forEach((answer, n) =>
+      expect(answer).toEqual({ status: n % 2 ? 201 : 200, tag: `t${n}`, body: `body ${n}` }),
+    );
   });
 
   it("writes the responses ended during a turn right after it, in the order they were ended, and calls their callbacks", async () => {

@@ -100,7 +100,8 @@ export type SplitApp = (typeof splitApps)[number];
 export const entryOf = (name: ServiceName): ServiceEntry => services[name];
 
 /** The services a service calls, checked: each is a service of the table. */
-export const callsOf = (name: ServiceName): ServiceName[] => entryOf(name).calls.map((callee) => (callee in services ? (callee as ServiceName) : unknownService(name, callee)));
+export const callsOf = (name: ServiceName): ServiceName[] =>
+  entryOf(name).calls.map((callee) => (callee in services ? (callee as ServiceName) : unknownService(name, callee)));
 
 /** The services in an order where each comes after those it calls (to start them one by one). */
 export function callersLast(): ServiceName[] {
@@ -133,4 +134,6 @@ export type RpcName = KeysOf<Rpcs>;
 export type RpcDesc<K extends RpcName> = DescOf<Rpcs, K>;
 
 /** Each Connect service with the service that serves it. */
-export const rpcServices = serviceNames.flatMap((service) => Object.entries(entryOf(service).rpc).map(([name, desc]) => ({ name: name as RpcName, service, desc })));
+export const rpcServices = serviceNames.flatMap((service) =>
+  Object.entries(entryOf(service).rpc).map(([name, desc]) => ({ name: name as RpcName, service, desc })),
+);

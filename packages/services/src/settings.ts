@@ -8,7 +8,9 @@ export function standaloneSettings(name: ServiceName) {
 }
 
 /** The URL variables of `names`, as a config schema's shape: each a required URL. */
-export type ServiceUrlSettings<N extends ServiceName> = { [K in N as (typeof services)[K]["urlVariable"]]: ReturnType<typeof env.url> };
+export type ServiceUrlSettings<N extends ServiceName> = {
+  [K in N as (typeof services)[K]["urlVariable"]]: ReturnType<typeof env.url>;
+};
 
 /** The settings that say where the services `names` are (`IDENTITY_URL`, ...): for the processes that call them. */
 export function serviceUrlSettings<N extends ServiceName>(names: readonly N[]): ServiceUrlSettings<N> {
@@ -16,6 +18,12 @@ export function serviceUrlSettings<N extends ServiceName>(names: readonly N[]): 
 }
 
 /** Each of `names` at the URL its variable holds in `config`. */
-export function serviceUrls<N extends ServiceName>(names: readonly N[], config: Record<string, unknown>): Record<N, string> {
-  return Object.fromEntries(names.map((name) => [name, config[entryOf(name).urlVariable] as string])) as Record<N, string>;
+export function serviceUrls<N extends ServiceName>(
+  names: readonly N[],
+  config: Record<string, unknown>,
+): Record<N, string> {
+  return Object.fromEntries(names.map((name) => [name, config[entryOf(name).urlVariable] as string])) as Record<
+    N,
+    string
+  >;
 }

@@ -1,5 +1,5 @@
-import { MongoClient, MongoServerSelectionError, type Db, type MongoClientOptions } from "mongodb";
 import { StartupRefused } from "@loom/runtime/shutdown";
+import { type Db, MongoClient, type MongoClientOptions, MongoServerSelectionError } from "mongodb";
 
 export interface MongoHandle {
   client: MongoClient;

@@ -1,5 +1,5 @@
 import { connectMongo, type MongoHandle } from "./mongo.ts";
-import { groupCommitted, openSqlite, type Acknowledgements, type SqliteHandle } from "./sqlite.ts";
+import { type Acknowledgements, groupCommitted, openSqlite, type SqliteHandle } from "./sqlite.ts";
 
 /** Where a service keeps its data: MongoDB when a URL is given, else SQLite. */
 export interface StoreSettings {

@@ -1,8 +1,8 @@
 import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { DependencyDown } from "@loom/runtime/dependency-down";
-import type { Logger } from "@loom/telemetry/logger";
 import { StartupRefused } from "@loom/runtime/shutdown";
-import { checkpointOffThread, type CheckpointResult } from "./wal-checkpointer.ts";
+import type { Logger } from "@loom/telemetry/logger";
+import { type CheckpointResult, checkpointOffThread } from "./wal-checkpointer.ts";
 import { walSync } from "./wal-sync.ts";
 
 /**
@@ -83,7 +83,8 @@ export class DatabaseFailed extends DependencyDown {
   override name = "DatabaseFailed";
   constructor(cause: unknown) {
     super("the database", { cause });
-    this.message = "the database failed: nothing more is written until the process restarts and recovers it from its log";
+    this.message =
+      "the database failed: nothing more is written until the process restarts and recovers it from its log";
   }
 }
 
@@ -92,7 +93,14 @@ export class DatabaseInUseError extends Error {
   override name = "DatabaseInUseError";
 }
 
-const transactionControl = ["BEGIN IMMEDIATE", "COMMIT", "ROLLBACK", "SAVEPOINT loom_work", "RELEASE loom_work", "ROLLBACK TO loom_work"] as const;
+const transactionControl = [
+  "BEGIN IMMEDIATE",
+  "COMMIT",
+  "ROLLBACK",
+  "SAVEPOINT loom_work",
+  "RELEASE loom_work",
+  "ROLLBACK TO loom_work",
+] as const;
 
 /**
  * Opens (creating if need be) a database file, or `:memory:`. WAL journal
@@ -185,7 +193,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
    * transaction with it (SQLITE_FULL, SQLITE_IOERR), every write of the
    * group is gone, not only the statement's, and the database has failed.
    */
-  const statementError = (error: unknown): unknown => (failure || (depth > 0 && !db.isTransaction) ? fail(error) : error);
+  const statementError = (error: unknown): unknown =>
+    failure || (depth > 0 && !db.isTransaction) ? fail(error) : error;
   /** Whether a group has written nothing so far: every write made is then in the groups before it. */
   const wroteNothing = (opened: Group) => !opened.wrote;
   /**
@@ -218,7 +227,9 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     // A group that writes nothing has nothing to sync: it waits only for the groups before it (what it read may be theirs).
     const earlier = lastCommitted;
     let settle!: (error?: unknown) => void;
-    const committed = new Promise<void>((resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))));
+    const committed = new Promise<void>(
+      (resolve, reject) => (settle = (error) => (error === undefined ? resolve() : reject(error))),
+    );
     committed.catch(() => {}); // each waiting call sees the failure; nobody else needs to
     const opened: Group = {
       committed,
@@ -248,14 +259,17 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
         if (!wal) return settle();
         if (wroteNothing(opened)) return void earlier.then(() => settle(), settle);
         syncing = true;
-        wal.synced().then(
-          () => settle(),
-          // After a failed fsync the kernel may have dropped the pages: nothing later can be trusted either.
-          (error: unknown) => settle(fail(error)),
-        ).finally(() => {
-          syncing = false;
-          if (group?.due) group.commit();
-        });
+        wal
+          .synced()
+          .then(
+            () => settle(),
+            // After a failed fsync the kernel may have dropped the pages: nothing later can be trusted either.
+            (error: unknown) => settle(fail(error)),
+          )
+          .finally(() => {
+            syncing = false;
+            if (group?.due) group.commit();
+          });
       },
     };
     setImmediate(() => commitWhenIdle(opened));
@@ -305,7 +319,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     ...(options.logger ? { logger: options.logger } : {}),
     prepare(sql) {
       let statement = statements.get(sql);
-      if (!statement) statements.set(sql, (statement = /^\s*SELECT\b/i.test(sql) ? db.prepare(sql) : writing(db.prepare(sql))));
+      if (!statement)
+        statements.set(sql, (statement = /^\s*SELECT\b/i.test(sql) ? db.prepare(sql) : writing(db.prepare(sql))));
       return statement;
     },
     transaction<T>(work: () => T): T {
@@ -357,7 +372,8 @@ export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHan
     durable,
     afterRollback: (listener) => void rollbackListeners.push(listener),
     afterFailure: (listener) => void failureListeners.push(listener),
-    checkpoint: () => (failure ? Promise.reject(failure) : (checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 }))),
+    checkpoint: () =>
+      failure ? Promise.reject(failure) : (checkpointer?.checkpoint() ?? Promise.resolve({ log: 0, checkpointed: 0 })),
     ping: async () => open && db.isOpen && failure === undefined,
     close: async () => {
       if (!open) return;
@@ -386,13 +402,23 @@ export type Acknowledgements<S> = Acknowledgement | Partial<Record<keyof S & str
  * A store whose every call runs in the handle's commit group (the ports'
  * lifecycle included): what `openStore` gives the services on SQLite.
  */
-export function groupCommitted<S extends object>(handle: SqliteHandle, store: S, acknowledge: Acknowledgements<S> = "each call"): S {
+export function groupCommitted<S extends object>(
+  handle: SqliteHandle,
+  store: S,
+  acknowledge: Acknowledgements<S> = "each call",
+): S {
   const wrapped = { ...store } as Record<string, unknown>;
   for (const [name, member] of Object.entries(store)) {
     if (typeof member !== "function" || name === "close" || name === "durable") continue;
     const call = member as (...a: unknown[]) => Promise<unknown>;
-    const mode = typeof acknowledge === "string" ? acknowledge : ((acknowledge as Record<string, Acknowledgement | undefined>)[name] ?? "each call");
-    wrapped[name] = mode === "each call" ? (...args: unknown[]) => handle.inCommitGroup(() => call(...args)) : (...args: unknown[]) => handle.inGroup(() => call(...args));
+    const mode =
+      typeof acknowledge === "string"
+        ? acknowledge
+        : ((acknowledge as Record<string, Acknowledgement | undefined>)[name] ?? "each call");
+    wrapped[name] =
+      mode === "each call"
+        ? (...args: unknown[]) => handle.inCommitGroup(() => call(...args))
+        : (...args: unknown[]) => handle.inGroup(() => call(...args));
   }
   return wrapped as S;
 }
@@ -412,8 +438,12 @@ export function sharedSqlite(handle: SqliteHandle): SqliteHandle {
  * change is a new one at the end. Idempotent, so it runs at every start.
  */
 export function migrate(handle: SqliteHandle, scope: string, migrations: readonly string[]): void {
-  handle.db.exec("CREATE TABLE IF NOT EXISTS schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))");
-  const row = handle.db.prepare("SELECT max(version) AS version FROM schema_migrations WHERE scope = ?").get(scope) as { version: number | null };
+  handle.db.exec(
+    "CREATE TABLE IF NOT EXISTS schema_migrations (scope TEXT NOT NULL, version INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (scope, version))",
+  );
+  const row = handle.db.prepare("SELECT max(version) AS version FROM schema_migrations WHERE scope = ?").get(scope) as {
+    version: number | null;
+  };
   const current = row.version ?? 0;
   const file = handle.db.location() ?? ":memory:";
   if (current > migrations.length) {
@@ -424,9 +454,14 @@ export function migrate(handle: SqliteHandle, scope: string, migrations: readonl
   for (let version = current + 1; version <= migrations.length; version++) {
     handle.transaction(() => {
       handle.db.exec(migrations[version - 1]!);
-      handle.db.prepare("INSERT INTO schema_migrations (scope, version, applied_at) VALUES (?, ?, ?)").run(scope, version, Date.now());
+      handle.db
+        .prepare("INSERT INTO schema_migrations (scope, version, applied_at) VALUES (?, ?, ?)")
+        .run(scope, version, Date.now());
     });
-    handle.logger?.info({ file, scope, version }, `migrated the ${scope} tables to schema version ${version} of ${migrations.length}`);
+    handle.logger?.info(
+      { file, scope, version },
+      `migrated the ${scope} tables to schema version ${version} of ${migrations.length}`,
+    );
   }
 }
 
@@ -444,10 +479,12 @@ export const newestFirstOrder = "created_at DESC, id DESC";
 export type Row = Record<string, unknown>;
 
 /** A stored time (epoch milliseconds) back as a Date; NULL as undefined. */
-export const dateOf = (ms: unknown): Date | undefined => (ms === null || ms === undefined ? undefined : new Date(Number(ms)));
+export const dateOf = (ms: unknown): Date | undefined =>
+  ms === null || ms === undefined ? undefined : new Date(Number(ms));
 
 /** A NULL column as an absent field. */
-export const optional = <T>(value: unknown): T | undefined => (value === null || value === undefined ? undefined : (value as T));
+export const optional = <T>(value: unknown): T | undefined =>
+  value === null || value === undefined ? undefined : (value as T);
 
 /** A SQLite store's lifecycle (the ports' `StoreLifecycle`): its migrations at init, the handle's probe and close. */
 export function sqliteLifecycle(handle: SqliteHandle, scope: string, migrations: readonly string[]) {

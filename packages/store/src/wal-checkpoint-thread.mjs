@@ -17,7 +17,10 @@ import { parentPort, workerData } from "node:worker_threads";
 const db = new DatabaseSync(workerData.file, { timeout: 5_000 });
 db.exec("PRAGMA synchronous = NORMAL");
 db.exec("PRAGMA wal_autocheckpoint = 0");
-const checkpoints = { passive: db.prepare("PRAGMA wal_checkpoint(PASSIVE)"), restart: db.prepare("PRAGMA wal_checkpoint(RESTART)") };
+const checkpoints = {
+  passive: db.prepare("PRAGMA wal_checkpoint(PASSIVE)"),
+  restart: db.prepare("PRAGMA wal_checkpoint(RESTART)"),
+};
 
 parentPort.on("message", (/** @type {"passive" | "restart" | "close"} */ mode) => {
   if (mode === "close") {

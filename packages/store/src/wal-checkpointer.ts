@@ -22,10 +22,16 @@ export interface WalCheckpointer {
  * waits for the writer, runs only when the WAL has grown past `maxFrames`
  * (a writer that never paused long enough for a passive one to finish).
  */
-export function checkpointOffThread(file: string, options: { everyMs?: number; maxFrames?: number } = {}): WalCheckpointer {
+export function checkpointOffThread(
+  file: string,
+  options: { everyMs?: number; maxFrames?: number } = {},
+): WalCheckpointer {
   const everyMs = options.everyMs ?? 500;
   const maxFrames = options.maxFrames ?? 16_384; // 64 MiB of 4 KiB pages
-  const thread = new Worker(new URL("./wal-checkpoint-thread.mjs", import.meta.url), { workerData: { file }, resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 } });
+  const thread = new Worker(new URL("./wal-checkpoint-thread.mjs", import.meta.url), {
+    workerData: { file },
+    resourceLimits: { maxOldGenerationSizeMb: 16, maxYoungGenerationSizeMb: 2 },
+  });
   thread.unref(); // a database left open does not keep the process alive
   let running: Promise<CheckpointResult> | undefined;
   let last: CheckpointResult = { log: 0, checkpointed: 0 };

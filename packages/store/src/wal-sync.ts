@@ -1,4 +1,4 @@
-import { open, type FileHandle } from "node:fs/promises";
+import { type FileHandle, open } from "node:fs/promises";
 
 /**
  * Makes a SQLite WAL durable off the event loop: `synced()` resolves once an
@@ -44,10 +44,12 @@ export function walSync(walFile: string): WalSync {
       if (queued) return queued; // starts after the running one: it covers this caller's writes too
       if (!running) return start();
       // The running sync may have begun before this caller's writes: wait for the next one.
-      const next = running.catch(() => {}).then(() => {
-        queued = undefined;
-        return start();
-      });
+      const next = running
+        .catch(() => {})
+        .then(() => {
+          queued = undefined;
+          return start();
+        });
       queued = next;
       return next;
     },

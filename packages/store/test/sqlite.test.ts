@@ -2,25 +2,33 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DatabaseSync } from "node:sqlite";
-import { describe, expect, it, vi } from "vitest";
 import { heldSyncs } from "@loom/testing/held-syncs";
-import { DatabaseInUseError, groupCommitted, migrate, openSqlite, type Acknowledgements } from "../src/sqlite.ts";
+import { describe, expect, it, vi } from "vitest";
+import { type Acknowledgements, DatabaseInUseError, groupCommitted, migrate, openSqlite } from "../src/sqlite.ts";
 
 const freshFile = () => join(mkdtempSync(join(tmpdir(), "loom-sqlite-")), "test.db");
 
 /** A tiny store over one table, as the services' adapters are written. */
-function notesStore(file: string, acknowledge: Acknowledgements<{ add: unknown; addPair: unknown; count: unknown }> = "each call") {
+function notesStore(
+  file: string,
+  acknowledge: Acknowledgements<{ add: unknown; addPair: unknown; count: unknown }> = "each call",
+) {
   const handle = openSqlite(file);
   migrate(handle, "notes", ["CREATE TABLE notes (id TEXT PRIMARY KEY, text TEXT NOT NULL)"]);
-  const store = groupCommitted(handle, {
-    add: async (id: string, text: string) => void handle.prepare("INSERT INTO notes (id, text) VALUES (?, ?)").run(id, text),
-    addPair: async (a: string, b: string) =>
-      handle.transaction(() => {
-        handle.prepare("INSERT INTO notes (id, text) VALUES (?, 'pair')").run(a);
-        handle.prepare("INSERT INTO notes (id, text) VALUES (?, 'pair')").run(b);
-      }),
-    count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
-  }, acknowledge);
+  const store = groupCommitted(
+    handle,
+    {
+      add: async (id: string, text: string) =>
+        void handle.prepare("INSERT INTO notes (id, text) VALUES (?, ?)").run(id, text),
+      addPair: async (a: string, b: string) =>
+        handle.transaction(() => {
+          handle.prepare("INSERT INTO notes (id, text) VALUES (?, 'pair')").run(a);
+          handle.prepare("INSERT INTO notes (id, text) VALUES (?, 'pair')").run(b);
+        }),
+      count: async () => Number(handle.prepare("SELECT count(*) AS n FROM notes").get()!.n),
+    },
+    acknowledge,
+  );
   return { handle, store };
 }
 
@@ -28,7 +36,10 @@ function notesStore(file: string, acknowledge: Acknowledgements<{ add: unknown; 
 const committedIds = (file: string) => {
   const reader = new DatabaseSync(file, { readOnly: true });
   try {
-    return reader.prepare("SELECT id FROM notes ORDER BY id").all().map((r) => r.id);
+    return reader
+      .prepare("SELECT id FROM notes ORDER BY id")
+      .all()
+      .map((r) => r.id);
   } finally {
     reader.close();
   }
@@ -40,7 +51,9 @@ const committedIds = (file: string) => {
  */
 async function withHeldSyncs(
   acknowledge: Parameters<typeof notesStore>[1],
-  test: (held: ReturnType<typeof notesStore> & { file: string } & Awaited<ReturnType<typeof heldSyncs>>) => Promise<void>,
+  test: (
+    held: ReturnType<typeof notesStore> & { file: string } & Awaited<ReturnType<typeof heldSyncs>>,
+  ) => Promise<void>,
 ) {
   const file = freshFile();
   const { handle, store } = notesStore(file, acknowledge);
@@ -179,7 +192,8 @@ describe("the embedded store's SQLite handle", () => {
     try {
       expect(handle.db.prepare("PRAGMA wal_autocheckpoint").get()).toEqual({ wal_autocheckpoint: 0 });
       const text = "x".repeat(2_000);
-      for (let group = 0; group < 40; group++) await Promise.all(Array.from({ length: 50 }, (_, i) => store.add(`${group}-${i}`, text)));
+      for (let group = 0; group < 40; group++)
+        await Promise.all(Array.from({ length: 50 }, (_, i) => store.add(`${group}-${i}`, text)));
       const done = await handle.checkpoint(); // the thread may have checkpointed some already: its timer runs meanwhile
       expect(done.checkpointed).toBe(done.log);
       await store.add("after", "the WAL starts over");
@@ -226,8 +240,18 @@ describe("the embedded store's SQLite handle", () => {
     migrate(handle, "t", v1);
     migrate(handle, "t", v2);
     migrate(handle, "t", v2);
-    expect(handle.db.prepare("SELECT version FROM schema_migrations WHERE scope = 't' ORDER BY version").all().map((r) => r.version)).toEqual([1, 2]);
-    expect(handle.db.prepare("SELECT name FROM pragma_table_info('t')").all().map((r) => r.name)).toEqual(["a", "b"]);
+    expect(
+      handle.db
+        .prepare("SELECT version FROM schema_migrations WHERE scope = 't' ORDER BY version")
+        .all()
+        .map((r) => r.version),
+    ).toEqual([1, 2]);
+    expect(
+      handle.db
+        .prepare("SELECT name FROM pragma_table_info('t')")
+        .all()
+        .map((r) => r.name),
+    ).toEqual(["a", "b"]);
     expect(() => migrate(handle, "t", v1)).toThrow(/schema version 2, newer than this Loom knows \(1\)/);
     await handle.close();
   });

@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 import pretty from "pino-pretty";
 
 export type { Logger };
@@ -12,7 +12,10 @@ export type LogFormat = (typeof logFormats)[number];
  * refused by the configuration check (runtime/config.ts `env.logFormat`), which
  * runs after the logger exists and reports through it.
  */
-export function logFormatOf(env: NodeJS.ProcessEnv = process.env, terminal: boolean = process.stdout.isTTY === true): LogFormat {
+export function logFormatOf(
+  env: NodeJS.ProcessEnv = process.env,
+  terminal: boolean = process.stdout.isTTY === true,
+): LogFormat {
   const asked = env.LOG_FORMAT;
   if (asked === "json" || asked === "pretty") return asked;
   return terminal ? "pretty" : "json";
@@ -40,20 +43,34 @@ function oneKeyPerField(child: Logger): void {
 }
 
 /** Structured logs on stdout; `service` names the emitter in every line. */
-export function createLogger(service: string, level: string = process.env.LOG_LEVEL ?? "info", options: LoggerOptions = {}): Logger {
+export function createLogger(
+  service: string,
+  level: string = process.env.LOG_LEVEL ?? "info",
+  options: LoggerOptions = {},
+): Logger {
   const format = options.format ?? logFormatOf();
   const settings = {
     level,
     base: { service },
     timestamp: pino.stdTimeFunctions.isoTime,
     // Credentials never reach the logs, whatever a caller passes in.
-    redact: { paths: ["credential", "*.credential", "authorization", "*.authorization", "value", "*.value"], censor: "[redacted]" },
+    redact: {
+      paths: ["credential", "*.credential", "authorization", "*.authorization", "value", "*.value"],
+      censor: "[redacted]",
+    },
     onChild: oneKeyPerField,
   };
   // Pretty in this thread and synchronous: a line written just before process.exit (a refused start) is not lost.
   const destination =
     format === "pretty"
-      ? pretty({ sync: true, colorize: options.destination ? false : undefined, translateTime: "SYS:HH:MM:ss.l", ignore: "pid,hostname,service", messageFormat: "{service}: {msg}", ...(options.destination ? { destination: options.destination } : {}) })
+      ? pretty({
+          sync: true,
+          colorize: options.destination ? false : undefined,
+          translateTime: "SYS:HH:MM:ss.l",
+          ignore: "pid,hostname,service",
+          messageFormat: "{service}: {msg}",
+          ...(options.destination ? { destination: options.destination } : {}),
+        })
       : (options.destination ?? pino.destination({ dest: 1, sync: true }));
   return pino(settings, destination);
 }

@@ -11,7 +11,8 @@ const rpcDuration = new Histogram({
 });
 
 /** Connect's code names, snake case as on the wire ("not_found"); "ok" for success. */
-const codeName = (code: Code | undefined) => (code === undefined ? "ok" : Code[code].replace(/[a-z](?=[A-Z])/g, "$&_").toLowerCase());
+const codeName = (code: Code | undefined) =>
+  code === undefined ? "ok" : Code[code].replace(/[a-z](?=[A-Z])/g, "$&_").toLowerCase();
 
 function observe(method: string, code: Code | undefined, startedMs: number): void {
   rpcDuration.observe({ method, code: codeName(code) }, (performance.now() - startedMs) / 1000);

@@ -1,6 +1,6 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
-import { context, propagation, SpanKind, SpanStatusCode, trace, type Span } from "@opentelemetry/api";
+import { context, propagation, type Span, SpanKind, SpanStatusCode, trace } from "@opentelemetry/api";
 import { carriesTraceContext, headersGetter, isSampled, isUnsampledTraceparent, startSpan } from "./tracing.ts";
 
 const headerSetter = { set: (carrier: Headers, key: string, value: string) => carrier.set(key, value) };
@@ -18,7 +18,11 @@ export function traceOutgoingCalls(): Interceptor {
       propagation.inject(active, req.header, headerSetter);
       return next(req);
     }
-    const span = startSpan(procedureOf(req.method), { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) }, active);
+    const span = startSpan(
+      procedureOf(req.method),
+      { kind: SpanKind.CLIENT, attributes: rpcAttributes(req.method) },
+      active,
+    );
     const ctx = trace.setSpan(active, span);
     propagation.inject(ctx, req.header, headerSetter);
     return settle(span, () => context.with(ctx, () => next(req)));
@@ -34,12 +38,18 @@ export function traceIncomingCalls(): Interceptor {
   return (next) => (req) => {
     if (isUnsampledTraceparent(req.header.get("traceparent"))) return next(req);
     const active = context.active();
-    const parent = carriesTraceContext((name) => req.header.has(name)) ? propagation.extract(active, req.header, headersGetter) : active;
+    const parent = carriesTraceContext((name) => req.header.has(name))
+      ? propagation.extract(active, req.header, headersGetter)
+      : active;
     // Under a trace that is not sampled there is nothing to record: the call runs as it came, its
     // trace in its headers for what keeps it (`callTraceparent`). Entering a context for it cost
     // more than anything else tracing does on an unsampled request (docs/decisions.md, "Traces").
     if (!isSampled(parent)) return next(req);
-    const span = startSpan(procedureOf(req.method), { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) }, parent);
+    const span = startSpan(
+      procedureOf(req.method),
+      { kind: SpanKind.SERVER, attributes: rpcAttributes(req.method) },
+      parent,
+    );
     return settle(span, () => context.with(trace.setSpan(parent, span), () => next(req)));
   };
 }

@@ -1,5 +1,14 @@
 import { randomFillSync } from "node:crypto";
-import { diag, SamplingDecision, SpanKind, trace, TraceFlags, type Context, type Span, type SpanOptions } from "@opentelemetry/api";
+import {
+  type Context,
+  diag,
+  SamplingDecision,
+  type Span,
+  SpanKind,
+  type SpanOptions,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
 import type { IdGenerator, Sampler } from "@opentelemetry/sdk-trace";
 
 /**
@@ -23,15 +32,32 @@ export interface TraceRoots {
  * gets the very trace id the sampler was shown (`TraceIds.handOver`), so the
  * SDK's own decision, which runs again, sees the same trace.
  */
-export function unsampledRoot(roots: TraceRoots, name: string, options: SpanOptions, parent: Context): Span | undefined {
+export function unsampledRoot(
+  roots: TraceRoots,
+  name: string,
+  options: SpanOptions,
+  parent: Context,
+): Span | undefined {
   if (roots.isTracingSuppressed(parent)) return undefined;
   const traceId = roots.ids.generateTraceId();
-  const sampling = roots.sampler.shouldSample(parent, traceId, name, options.kind ?? SpanKind.INTERNAL, options.attributes ?? {}, []);
+  const sampling = roots.sampler.shouldSample(
+    parent,
+    traceId,
+    name,
+    options.kind ?? SpanKind.INTERNAL,
+    options.attributes ?? {},
+    [],
+  );
   if (sampling.decision !== SamplingDecision.NOT_RECORD) {
     roots.ids.handOver(traceId);
     return undefined;
   }
-  return trace.wrapSpanContext({ traceId, spanId: roots.ids.generateSpanId(), traceFlags: TraceFlags.NONE, traceState: sampling.traceState });
+  return trace.wrapSpanContext({
+    traceId,
+    spanId: roots.ids.generateSpanId(),
+    traceFlags: TraceFlags.NONE,
+    traceState: sampling.traceState,
+  });
 }
 
 /**
@@ -103,7 +129,8 @@ export function samplerFromEnv(sdk: typeof import("@opentelemetry/sdk-trace"), e
     case "parentbased_traceidratio":
       return new sdk.ParentBasedSampler({ root: new sdk.TraceIdRatioBasedSampler(ratio()) });
     default:
-      if (name && name !== "parentbased_always_on") diag.error(`unknown OTEL_TRACES_SAMPLER value "${name}", using parentbased_always_on`);
+      if (name && name !== "parentbased_always_on")
+        diag.error(`unknown OTEL_TRACES_SAMPLER value "${name}", using parentbased_always_on`);
       return new sdk.ParentBasedSampler({ root: new sdk.AlwaysOnSampler() });
   }
 }

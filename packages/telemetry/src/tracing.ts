@@ -1,6 +1,20 @@
 import { createRequire } from "node:module";
-import { context, INVALID_SPAN_CONTEXT, isSpanContextValid, propagation, ROOT_CONTEXT, SpanStatusCode, trace, TraceFlags, type Context, type Span, type SpanOptions, type TextMapGetter, type Tracer } from "@opentelemetry/api";
-import { samplerFromEnv, TraceIds, unsampledRoot, type TraceRoots } from "./trace-roots.ts";
+import {
+  type Context,
+  context,
+  INVALID_SPAN_CONTEXT,
+  isSpanContextValid,
+  propagation,
+  ROOT_CONTEXT,
+  type Span,
+  type SpanOptions,
+  SpanStatusCode,
+  type TextMapGetter,
+  TraceFlags,
+  type Tracer,
+  trace,
+} from "@opentelemetry/api";
+import { samplerFromEnv, TraceIds, type TraceRoots, unsampledRoot } from "./trace-roots.ts";
 
 /** What a process knows about its tracing: whether it is on, and how to flush it at shutdown. */
 export interface Tracing {
@@ -25,7 +39,9 @@ let started: Tracing | undefined;
  */
 export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = process.env): Tracing {
   if (started) return started;
-  const off = (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) || env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true";
+  const off =
+    (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) ||
+    env.OTEL_SDK_DISABLED?.trim().toLowerCase() === "true";
   if (off) return (started = { enabled: false, shutdown: async () => {} });
   const load = createRequire(import.meta.url);
   const { NodeSDK } = load("@opentelemetry/sdk-node") as typeof import("@opentelemetry/sdk-node");
@@ -53,7 +69,9 @@ export function startTracing(serviceName: string, env: NodeJS.ProcessEnv = proce
  * it to see (docs/decisions.md, "Traces").
  */
 function mongoInstrumentation(load: NodeJS.Require) {
-  const { MongoDBInstrumentation } = load("@opentelemetry/instrumentation-mongodb") as typeof import("@opentelemetry/instrumentation-mongodb");
+  const { MongoDBInstrumentation } = load(
+    "@opentelemetry/instrumentation-mongodb",
+  ) as typeof import("@opentelemetry/instrumentation-mongodb");
   return new MongoDBInstrumentation();
 }
 
@@ -77,7 +95,7 @@ export function tracer(): Tracer {
   return (sdkTracer ??= trace.getTracer("loom"));
 }
 
-export { SpanKind, SpanStatusCode, type Context, type Span } from "@opentelemetry/api";
+export { type Context, type Span, SpanKind, SpanStatusCode } from "@opentelemetry/api";
 
 /** The W3C traceparent of the span active in `ctx`, or undefined when there is none (tracing off). */
 export function traceparentOf(ctx: Context = context.active()): string | undefined {
@@ -167,13 +185,16 @@ const w3cHeaders = new Set(["traceparent", "tracestate", "baggage"]);
  */
 export function unsampledTraceHeaders(parent: Context, span: Span): Record<string, string> {
   const spanContext = span.spanContext();
-  if (parent !== ROOT_CONTEXT || spanContext.traceState !== undefined || !propagatesW3c()) return traceHeadersOf(withSpan(parent, span));
+  if (parent !== ROOT_CONTEXT || spanContext.traceState !== undefined || !propagatesW3c())
+    return traceHeadersOf(withSpan(parent, span));
   return { traceparent: `00-${spanContext.traceId}-${spanContext.spanId}-0${spanContext.traceFlags.toString(16)}` };
 }
 
 /** The context the W3C trace headers of an incoming request continue (ROOT without them). */
 export function contextOfHeaders(headers: Record<string, string | string[] | undefined>): Context {
-  return carriesTraceContext((name) => headers[name] !== undefined) ? propagation.extract(ROOT_CONTEXT, headers) : ROOT_CONTEXT;
+  return carriesTraceContext((name) => headers[name] !== undefined)
+    ? propagation.extract(ROOT_CONTEXT, headers)
+    : ROOT_CONTEXT;
 }
 
 /** Whether `ctx` is inside a trace that records: false with tracing off, outside any trace, and under an unsampled one. */
@@ -206,17 +227,23 @@ export function contextOf(traceparent: string | undefined, base: Context = ROOT_
 }
 
 /** Reads W3C trace context from a Headers-like object (Connect's request headers, NATS headers). */
-export const headersGetter: TextMapGetter<{ get(key: string): string | null | undefined; keys?(): Iterable<string> }> = {
-  get: (carrier, key) => carrier.get(key) ?? undefined,
-  keys: (carrier) => (carrier.keys ? [...carrier.keys()] : []),
-};
+export const headersGetter: TextMapGetter<{ get(key: string): string | null | undefined; keys?(): Iterable<string> }> =
+  {
+    get: (carrier, key) => carrier.get(key) ?? undefined,
+    keys: (carrier) => (carrier.keys ? [...carrier.keys()] : []),
+  };
 
 /**
  * Runs `work` inside a new span, the child of `parent` (default: the active
  * context), ended when it settles, its error recorded: the one way Loom wraps
  * a piece of work in a span of its own. With tracing off, `work` runs as is.
  */
-export function inSpan<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => Promise<T>): Promise<T> {
+export function inSpan<T>(
+  name: string,
+  options: SpanOptions,
+  parent: Context | undefined,
+  work: (span: Span) => Promise<T>,
+): Promise<T> {
   if (!started?.enabled) return work(noSpan);
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);
@@ -234,7 +261,8 @@ export function inSpan<T>(name: string, options: SpanOptions, parent: Context | 
  */
 export function startSpan(name: string, options: SpanOptions, parent: Context): Span {
   const above = trace.getSpanContext(parent);
-  if (above && !(above.traceFlags & TraceFlags.SAMPLED) && isSpanContextValid(above)) return trace.wrapSpanContext(above);
+  if (above && !(above.traceFlags & TraceFlags.SAMPLED) && isSpanContextValid(above))
+    return trace.wrapSpanContext(above);
   // A new trace: one the sampler does not keep is made here, without the SDK (`unsampledRoot`).
   const unsampled = !above && roots ? unsampledRoot(roots, name, options, parent) : undefined;
   if (unsampled) return unsampled;
@@ -245,7 +273,12 @@ export function startSpan(name: string, options: SpanOptions, parent: Context): 
 }
 
 /** `inSpan` for synchronous work (a bus delivery, an SSE frame handed to subscribers). */
-export function inSpanSync<T>(name: string, options: SpanOptions, parent: Context | undefined, work: (span: Span) => T): T {
+export function inSpanSync<T>(
+  name: string,
+  options: SpanOptions,
+  parent: Context | undefined,
+  work: (span: Span) => T,
+): T {
   if (!started?.enabled) return work(noSpan);
   const within = parent ?? context.active();
   const span = startSpan(name, options, within);

@@ -1,6 +1,6 @@
 import { Writable } from "node:stream";
-import { describe, expect, it } from "vitest";
 import { duplicateKeys } from "@loom/testing/json-keys";
+import { describe, expect, it } from "vitest";
 import { createLogger, logFormatOf } from "../src/logger.ts";
 
 function written(): { lines: () => string; destination: Writable } {
@@ -19,15 +19,27 @@ describe("log format", () => {
 
   it("writes JSON lines, credentials redacted", () => {
     const out = written();
-    createLogger("loom", "info", { format: "json", destination: out.destination }).info({ authorization: "Bearer loom_s3cret", url: "http://127.0.0.1:8080" }, "Loom is listening");
+    createLogger("loom", "info", { format: "json", destination: out.destination }).info(
+      { authorization: "Bearer loom_s3cret", url: "http://127.0.0.1:8080" },
+      "Loom is listening",
+    );
     const line = JSON.parse(out.lines());
-    expect(line).toMatchObject({ level: 30, service: "loom", msg: "Loom is listening", authorization: "[redacted]", url: "http://127.0.0.1:8080" });
+    expect(line).toMatchObject({
+      level: 30,
+      service: "loom",
+      msg: "Loom is listening",
+      authorization: "[redacted]",
+      url: "http://127.0.0.1:8080",
+    });
   });
 
   it("writes pretty lines a person reads, credentials still redacted", () => {
     const out = written();
     const logger = createLogger("loom", "info", { format: "pretty", destination: out.destination });
-    logger.warn({ value: "loom_s3cret", credential: { value: "loom_s3cret" } }, "Loom is listening on http://127.0.0.1:8080");
+    logger.warn(
+      { value: "loom_s3cret", credential: { value: "loom_s3cret" } },
+      "Loom is listening on http://127.0.0.1:8080",
+    );
     const text = out.lines();
     expect(text).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] WARN: loom: Loom is listening on http:\/\/127\.0\.0\.1:8080\n/);
     expect(() => JSON.parse(text)).toThrow();
@@ -51,7 +63,11 @@ describe("child loggers", () => {
   });
 
   it("(the check above finds a repeated key, nested ones too)", () => {
-    expect(duplicateKeys('{"service":"loom","service":"runs","err":{"a":1,"a":[{"b":1,"b":2}]}}')).toEqual(["service", "err.a", "err.a.b"]);
+    expect(duplicateKeys('{"service":"loom","service":"runs","err":{"a":1,"a":[{"b":1,"b":2}]}}')).toEqual([
+      "service",
+      "err.a",
+      "err.a.b",
+    ]);
     expect(duplicateKeys('{"a":{"x":1},"b":{"x":"\\"x\\","}}')).toEqual([]);
   });
 });

@@ -1,10 +1,28 @@
 import { AsyncLocalStorage } from "node:async_hooks";
-import { context, createTraceState, propagation, ROOT_CONTEXT, trace, TraceFlags, type Context, type ContextManager } from "@opentelemetry/api";
+import {
+  type Context,
+  type ContextManager,
+  context,
+  createTraceState,
+  propagation,
+  ROOT_CONTEXT,
+  TraceFlags,
+  trace,
+} from "@opentelemetry/api";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
 import { InMemorySpanExporter, SimpleSpanProcessor, TracerProvider } from "@opentelemetry/sdk-trace";
 import { afterAll, describe, expect, it } from "vitest";
 import { traceIncomingCalls, traceOutgoingCalls } from "../src/rpc-tracing.ts";
-import { callTraceparent, contextOfHeaders, isUnsampledTraceparent, startSpan, startTracing, traceHeadersOf, unsampledTraceHeaders, withSpan } from "../src/tracing.ts";
+import {
+  callTraceparent,
+  contextOfHeaders,
+  isUnsampledTraceparent,
+  startSpan,
+  startTracing,
+  traceHeadersOf,
+  unsampledTraceHeaders,
+  withSpan,
+} from "../src/tracing.ts";
 
 const exporter = new InMemorySpanExporter();
 const processor = new SimpleSpanProcessor({ exporter });
@@ -30,15 +48,28 @@ afterAll(() => {
   propagation.disable();
 });
 
-const rpc = () => ({ header: new Headers(), method: { name: "GetApiKey", parent: { typeName: "loom.identity.v1.IdentityService" } } }) as unknown as { header: Headers };
+const rpc = () =>
+  ({
+    header: new Headers(),
+    method: { name: "GetApiKey", parent: { typeName: "loom.identity.v1.IdentityService" } },
+  }) as unknown as { header: Headers };
 
 const parent = (traceFlags: TraceFlags) =>
-  trace.setSpanContext(ROOT_CONTEXT, { traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags, isRemote: true });
+  trace.setSpanContext(ROOT_CONTEXT, {
+    traceId: "0af7651916cd43dd8448eb211c80319c",
+    spanId: "b7ad6b7169203331",
+    traceFlags,
+    isRemote: true,
+  });
 
 describe("Loom's spans", () => {
   it("are recorded, with their attributes, under a sampled trace", async () => {
     exporter.reset();
-    startSpan("loom.identity.v1.IdentityService/GetApiKey", { attributes: { "rpc.method": "GetApiKey" } }, parent(TraceFlags.SAMPLED)).end();
+    startSpan(
+      "loom.identity.v1.IdentityService/GetApiKey",
+      { attributes: { "rpc.method": "GetApiKey" } },
+      parent(TraceFlags.SAMPLED),
+    ).end();
     await processor.forceFlush();
     const [span] = exporter.getFinishedSpans();
     expect(span?.name).toBe("loom.identity.v1.IdentityService/GetApiKey");
@@ -48,11 +79,19 @@ describe("Loom's spans", () => {
 
   it("are not made under a trace that is not sampled: the trace's context goes on as it came", async () => {
     exporter.reset();
-    const span = startSpan("loom.identity.v1.IdentityService/GetApiKey", { attributes: { "rpc.method": "GetApiKey" } }, parent(TraceFlags.NONE));
+    const span = startSpan(
+      "loom.identity.v1.IdentityService/GetApiKey",
+      { attributes: { "rpc.method": "GetApiKey" } },
+      parent(TraceFlags.NONE),
+    );
     span.end();
     await processor.forceFlush();
     expect(span.isRecording()).toBe(false);
-    expect(span.spanContext()).toMatchObject({ traceId: "0af7651916cd43dd8448eb211c80319c", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.NONE });
+    expect(span.spanContext()).toMatchObject({
+      traceId: "0af7651916cd43dd8448eb211c80319c",
+      spanId: "b7ad6b7169203331",
+      traceFlags: TraceFlags.NONE,
+    });
     expect(exporter.getFinishedSpans()).toEqual([]);
   });
 
@@ -62,7 +101,10 @@ describe("Loom's spans", () => {
       seen.push(trace.getSpanContext(context.active())?.spanId);
       return {};
     }) as never);
-    const req = { header: new Headers(), method: { name: "GetApiKey", parent: { typeName: "loom.identity.v1.IdentityService" } } } as never;
+    const req = {
+      header: new Headers(),
+      method: { name: "GetApiKey", parent: { typeName: "loom.identity.v1.IdentityService" } },
+    } as never;
     exporter.reset();
     await context.with(parent(TraceFlags.NONE), () => call(req));
     await processor.forceFlush();
@@ -121,26 +163,55 @@ describe("Loom's spans", () => {
 
   it("a request's headers are parsed only when they carry trace context", () => {
     expect(contextOfHeaders({ host: "loom" })).toBe(ROOT_CONTEXT);
-    const continued = contextOfHeaders({ host: "loom", traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" });
-    expect(trace.getSpanContext(continued)).toMatchObject({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", isRemote: true });
+    const continued = contextOfHeaders({
+      host: "loom",
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+    });
+    expect(trace.getSpanContext(continued)).toMatchObject({
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "00f067aa0ba902b7",
+      isRemote: true,
+    });
   });
 
   it("a new unsampled trace's call headers are what the W3C propagator writes; a continued one's keep its trace state", () => {
-    const unsampled = trace.wrapSpanContext({ traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "00f067aa0ba902b7", traceFlags: TraceFlags.NONE });
-    expect(unsampledTraceHeaders(ROOT_CONTEXT, unsampled)).toEqual({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00" });
+    const unsampled = trace.wrapSpanContext({
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "00f067aa0ba902b7",
+      traceFlags: TraceFlags.NONE,
+    });
+    expect(unsampledTraceHeaders(ROOT_CONTEXT, unsampled)).toEqual({
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+    });
     expect(unsampledTraceHeaders(ROOT_CONTEXT, unsampled)).toEqual(traceHeadersOf(withSpan(ROOT_CONTEXT, unsampled)));
-    const incoming = trace.setSpanContext(ROOT_CONTEXT, { traceId: "4bf92f3577b34da6a3ce929d0e0e4736", spanId: "b7ad6b7169203331", traceFlags: TraceFlags.NONE, isRemote: true, traceState: createTraceState("vendor=abc") });
+    const incoming = trace.setSpanContext(ROOT_CONTEXT, {
+      traceId: "4bf92f3577b34da6a3ce929d0e0e4736",
+      spanId: "b7ad6b7169203331",
+      traceFlags: TraceFlags.NONE,
+      isRemote: true,
+      traceState: createTraceState("vendor=abc"),
+    });
     const continued = trace.wrapSpanContext({ ...trace.getSpanContext(incoming)!, spanId: "00f067aa0ba902b7" });
-    expect(unsampledTraceHeaders(incoming, continued)).toEqual({ traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00", tracestate: "vendor=abc" });
+    expect(unsampledTraceHeaders(incoming, continued)).toEqual({
+      traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00",
+      tracestate: "vendor=abc",
+    });
   });
 
   it("reads an unsampled traceparent from its flags alone", () => {
     const ids = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7";
     expect([`${ids}-00`, `${ids}-02`, `${ids}-0e`].map(isUnsampledTraceparent)).toEqual([true, true, true]);
-    expect([`${ids}-01`, `${ids}-03`, `${ids}-ff`, `${ids}-0`, `${ids}-000`, `${ids}_00`, "", null, undefined].map(isUnsampledTraceparent)).toEqual(Array(9).fill(false));
+    expect(
+      [`${ids}-01`, `${ids}-03`, `${ids}-ff`, `${ids}-0`, `${ids}-000`, `${ids}_00`, "", null, undefined].map(
+        isUnsampledTraceparent,
+      ),
+    ).toEqual(Array(9).fill(false));
   });
 
   it("stays off with OTEL_SDK_DISABLED, as the SDK would, endpoint or not", () => {
-    expect(startTracing("loom-test", { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" }).enabled).toBe(false);
+    expect(
+      startTracing("loom-test", { OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318", OTEL_SDK_DISABLED: "true" })
+        .enabled,
+    ).toBe(false);
   });
 });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { join } from "node:path";
 import { freshDataDir } from "@loom/testing/data-dir";
 import { nodeFlagsFor, repoRoot } from "@loom/testing/processes";
@@ -30,9 +30,19 @@ export interface SpawnOptions {
  */
 function spawnMain(env: Record<string, string>, options: SpawnOptions = {}) {
   const node = [process.execPath, ...nodeFlagsFor(main), main];
-  const [command, ...args] = options.maxDescriptors === undefined ? node : ["prlimit", `--nofile=${options.maxDescriptors}`, ...node];
+  const [command, ...args] =
+    options.maxDescriptors === undefined ? node : ["prlimit", `--nofile=${options.maxDescriptors}`, ...node];
   const child = spawn(command!, args, {
-    env: { ...process.env, MONGODB_URL: "", NATS_URL: "", BOOTSTRAP_API_KEY: "", LOG_LEVEL: "info", LOG_FORMAT: "json", LOOM_DATA_DIR: freshDataDir(), ...env },
+    env: {
+      ...process.env,
+      MONGODB_URL: "",
+      NATS_URL: "",
+      BOOTSTRAP_API_KEY: "",
+      LOG_LEVEL: "info",
+      LOG_FORMAT: "json",
+      LOOM_DATA_DIR: freshDataDir(),
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const printed = { text: "" };
@@ -49,7 +59,7 @@ export async function startAllInOne(env: Record<string, string>, options: SpawnO
     const timer = setTimeout(() => reject(new Error(`no start within 30 s:\n${printed.text}`)), 30_000);
     const look = () => {
       const found = /Loom is listening on (http:\/\/[^"\s]+)/.exec(printed.text)?.[1];
-      if (found) (clearTimeout(timer), resolve(found));
+      if (found) clearTimeout(timer), resolve(found);
     };
     child.stdout!.on("data", look);
     void exited.then((code) => (clearTimeout(timer), reject(new Error(`exited with ${code}:\n${printed.text}`))));

@@ -1,21 +1,29 @@
-import type { RequestListener } from "node:http";
 import { mkdtemp, rm } from "node:fs/promises";
+import type { RequestListener } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { z } from "zod";
-import { openBus } from "@loom/bus/open";
 import type { Bus } from "@loom/bus/bus";
+import { openBus } from "@loom/bus/open";
 import { loadConfig } from "@loom/runtime/config";
-import { listen, startRpcServer, type RunningServer } from "@loom/server/rpc-server";
+import { listen, type RunningServer, startRpcServer } from "@loom/server/rpc-server";
 import type { RpcService } from "@loom/server/rpc-service";
 import type { ServiceProcess } from "@loom/server/run-service";
 import { createHttpServer } from "@loom/server/turn-batched-response";
-import { blobService, callersLast, callsOf, entryOf, gateway, serviceNames, type ServiceName } from "@loom/services/registry";
+import {
+  blobService,
+  callersLast,
+  callsOf,
+  entryOf,
+  gateway,
+  type ServiceName,
+  serviceNames,
+} from "@loom/services/registry";
 import { createLogger, type Logger } from "@loom/telemetry/logger";
 import { freePort, repoRoot } from "@loom/testing/processes";
 import { dropDatabase, freshDatabaseName, testServers } from "@loom/testing/servers";
 import { testTokenSecret } from "@loom/testing/tokens";
+import type { z } from "zod";
 
 /** Settings as their variables would hold them; numbers and flags are written out. */
 export type Settings = Record<string, string | number | boolean | undefined>;
@@ -56,7 +64,11 @@ const bootstrapKey = "loom_test-bootstrap-key-0123456789abcdefghijklmnop";
 
 /** What tests run a service with, over its defaults: a known admin key, short leases and polls, echo unless a test says otherwise. */
 const testSettings: Partial<Record<ServiceName, Settings>> = {
-  identity: { BOOTSTRAP_EMAIL: "admin@example.com", BOOTSTRAP_API_KEY: bootstrapKey, ACCESS_TOKEN_SECRET: testTokenSecret },
+  identity: {
+    BOOTSTRAP_EMAIL: "admin@example.com",
+    BOOTSTRAP_API_KEY: bootstrapKey,
+    ACCESS_TOKEN_SECRET: testTokenSecret,
+  },
   runs: {
     RUN_TIMEOUT_MS: 30_000,
     RUN_LEASE_MS: 2_000,
@@ -74,8 +86,10 @@ interface GatewayModules {
   buildGateway(config: unknown, deps: { logger: Logger; bus?: Bus }): { app: { callback(): RequestListener } };
 }
 
-const appModule = async <T>(app: string, file: string): Promise<T> => (await import(pathToFileURL(join(repoRoot, "apps", app, "src", file)).href)) as T;
-const loadService = async (name: ServiceName) => (await appModule<{ serviceProcess: ServiceProcess }>(name, "process.ts")).serviceProcess;
+const appModule = async <T>(app: string, file: string): Promise<T> =>
+  (await import(pathToFileURL(join(repoRoot, "apps", app, "src", file)).href)) as T;
+const loadService = async (name: ServiceName) =>
+  (await appModule<{ serviceProcess: ServiceProcess }>(name, "process.ts")).serviceProcess;
 const loadGateway = async (): Promise<GatewayModules> => {
   const [{ gatewayConfigSchema }, { buildGateway }] = await Promise.all([
     appModule<{ gatewayConfigSchema: z.ZodObject }>(gateway.name, "config.ts"),
@@ -85,7 +99,9 @@ const loadGateway = async (): Promise<GatewayModules> => {
 };
 
 const asEnv = (settings: Settings): Record<string, string> =>
-  Object.fromEntries(Object.entries(settings).flatMap(([name, value]) => (value === undefined ? [] : [[name, String(value)]])));
+  Object.fromEntries(
+    Object.entries(settings).flatMap(([name, value]) => (value === undefined ? [] : [[name, String(value)]])),
+  );
 
 /**
  * Every service of the registry and the gateway in this process, each on its
@@ -104,7 +120,11 @@ export async function startStack(store: "sqlite" | "mongo", options: StackOption
   // Blob bytes in a directory of this stack's own; signed URLs point at the (first) gateway, which forwards them.
   const blobDir = await mkdtemp(join(tmpdir(), "loom-test-blobs-"));
   const gatewayPort = await freePort();
-  const blobSettings: Settings = { BLOB_DIR: blobDir, BLOB_SIGNING_KEY: "test-blob-signing-key-0123456789abcdef", PUBLIC_URL: `http://127.0.0.1:${gatewayPort}` };
+  const blobSettings: Settings = {
+    BLOB_DIR: blobDir,
+    BLOB_SIGNING_KEY: "test-blob-signing-key-0123456789abcdef",
+    PUBLIC_URL: `http://127.0.0.1:${gatewayPort}`,
+  };
 
   const urls = {} as Record<ServiceName, string>;
   const servers = new Map<ServiceName, RunningServer>();
@@ -114,7 +134,12 @@ export async function startStack(store: "sqlite" | "mongo", options: StackOption
   const startService = async (name: ServiceName, port = 0) => {
     const { schema, wire } = await loadService(name);
     const settings = { ...testSettings[name], ...(name === blobService() ? blobSettings : {}), ...options[name] };
-    const env = { ...asEnv(settings), ...urlSettings(callsOf(name)), SERVICE_TOKEN: serviceToken, ...(mongoUrl ? { MONGODB_URL: mongoUrl, MONGODB_DB: `${db}_${name}` } : {}) };
+    const env = {
+      ...asEnv(settings),
+      ...urlSettings(callsOf(name)),
+      SERVICE_TOKEN: serviceToken,
+      ...(mongoUrl ? { MONGODB_URL: mongoUrl, MONGODB_DB: `${db}_${name}` } : {}),
+    };
     const service = await wire(loadConfig(schema, env), { logger, bus, ...options.inject?.[name] });
     const server = await startRpcServer({ services: [service], bus, serviceToken, logger, port });
     // As its process would: once it listens (identity's bootstrap).
@@ -132,11 +157,18 @@ export async function startStack(store: "sqlite" | "mongo", options: StackOption
 
   const { schema: gatewaySchema, buildGateway } = await loadGateway();
   const gateways: RunningServer[] = [];
-  const startGateway = async (port: number, over: { urls?: Partial<Record<ServiceName, string>>; natsUrl?: string } = {}) => {
+  const startGateway = async (
+    port: number,
+    over: { urls?: Partial<Record<ServiceName, string>>; natsUrl?: string } = {},
+  ) => {
     // Each replica its own bus connection, as separate processes would have.
     const replicaNats = over.natsUrl ?? natsUrl;
     const replicaBus = replicaNats ? await openBus(replicaNats, "test-gateway") : bus;
-    const config = loadConfig(gatewaySchema, { ...asEnv(options.gateway ?? {}), ...urlSettings(serviceNames, over.urls), SERVICE_TOKEN: serviceToken });
+    const config = loadConfig(gatewaySchema, {
+      ...asEnv(options.gateway ?? {}),
+      ...urlSettings(serviceNames, over.urls),
+      SERVICE_TOKEN: serviceToken,
+    });
     const { app } = buildGateway(config, { logger, bus: replicaBus });
     const server = await listen(createHttpServer(app.callback()), port, "127.0.0.1", async () => {
       if (replicaBus !== bus) await replicaBus.close();

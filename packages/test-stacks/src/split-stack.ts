@@ -1,10 +1,19 @@
-import { randomBytes } from "node:crypto";
 import type { ChildProcess } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { blobService, callersLast, callsOf, entryOf, gateway, serviceNames, type ServiceName, type SplitApp } from "@loom/services/registry";
-import { freePort, startProcess, stopProcess, type ProcessOptions } from "@loom/testing/processes";
+import {
+  blobService,
+  callersLast,
+  callsOf,
+  entryOf,
+  gateway,
+  type ServiceName,
+  type SplitApp,
+  serviceNames,
+} from "@loom/services/registry";
+import { freePort, type ProcessOptions, startProcess, stopProcess } from "@loom/testing/processes";
 
 /** Every process of the split deployment (the service registry's), each after the services it calls: the gateway last. */
 export const splitServices: readonly SplitApp[] = [...callersLast(), gateway.name];
@@ -37,21 +46,46 @@ export async function startSplitStack(
   options: ProcessOptions = {},
 ): Promise<SplitStack> {
   const serviceToken = randomBytes(24).toString("base64url");
-  const ports = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
-  const urls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<SplitService, string>;
+  const ports = Object.fromEntries(
+    await Promise.all(splitServices.map(async (name) => [name, await freePort()])),
+  ) as Record<SplitService, number>;
+  const urls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${ports[name]}`])) as Record<
+    SplitService,
+    string
+  >;
   // Every process on this one host needs a metrics port of its own (each defaults to 9464).
-  const metricsPorts = Object.fromEntries(await Promise.all(splitServices.map(async (name) => [name, await freePort()]))) as Record<SplitService, number>;
-  const metricsUrls = Object.fromEntries(splitServices.map((name) => [name, `http://127.0.0.1:${metricsPorts[name]}/metrics`])) as Record<SplitService, string>;
+  const metricsPorts = Object.fromEntries(
+    await Promise.all(splitServices.map(async (name) => [name, await freePort()])),
+  ) as Record<SplitService, number>;
+  const metricsUrls = Object.fromEntries(
+    splitServices.map((name) => [name, `http://127.0.0.1:${metricsPorts[name]}/metrics`]),
+  ) as Record<SplitService, string>;
   // Each process knows where the services it calls are (the registry's URL variables): the gateway, all of them.
-  const urlSettings = (names: readonly ServiceName[]) => Object.fromEntries(names.map((name) => [entryOf(name).urlVariable, urls[name]]));
-  const wiring = Object.fromEntries(splitServices.map((name) => [name, urlSettings(name === gateway.name ? serviceNames : callsOf(name))])) as Record<SplitService, Record<string, string>>;
+  const urlSettings = (names: readonly ServiceName[]) =>
+    Object.fromEntries(names.map((name) => [entryOf(name).urlVariable, urls[name]]));
+  const wiring = Object.fromEntries(
+    splitServices.map((name) => [name, urlSettings(name === gateway.name ? serviceNames : callsOf(name))]),
+  ) as Record<SplitService, Record<string, string>>;
   // Blob bytes in a directory of this stack's own; signed URLs point at the gateway, which forwards them.
   const blobDir = await mkdtemp(join(tmpdir(), "loom-split-blobs-"));
-  Object.assign(wiring[blobService()], { BLOB_DIR: blobDir, PUBLIC_URL: urls.gateway, BLOB_SIGNING_KEY: randomBytes(32).toString("base64url") });
+  Object.assign(wiring[blobService()], {
+    BLOB_DIR: blobDir,
+    PUBLIC_URL: urls.gateway,
+    BLOB_SIGNING_KEY: randomBytes(32).toString("base64url"),
+  });
   const running = new Map<SplitService, ChildProcess>();
   const start = async (name: SplitService, extra: Record<string, string> = {}) => {
     if (running.has(name)) throw new Error(`${name} is already running`);
-    const env = { ...shared, ...wiring[name], ...perService[name], ...extra, PORT: String(ports[name]), METRICS_PORT: String(metricsPorts[name]), HOST: "127.0.0.1", SERVICE_TOKEN: serviceToken };
+    const env = {
+      ...shared,
+      ...wiring[name],
+      ...perService[name],
+      ...extra,
+      PORT: String(ports[name]),
+      METRICS_PORT: String(metricsPorts[name]),
+      HOST: "127.0.0.1",
+      SERVICE_TOKEN: serviceToken,
+    };
     running.set(name, await startProcess(`apps/${name}/src/main.ts`, env, `${urls[name]}/healthz`, options));
   };
   const stopService = async (name: SplitService, signal: "SIGTERM" | "SIGKILL" = "SIGTERM") => {
@@ -71,5 +105,13 @@ export async function startSplitStack(
     await stop();
     throw failed.reason;
   }
-  return { gatewayUrl: urls.gateway, urls, metricsUrls, pid: (name) => running.get(name)?.pid, stopService, startService: start, stop };
+  return {
+    gatewayUrl: urls.gateway,
+    urls,
+    metricsUrls,
+    pid: (name) => running.get(name)?.pid,
+    stopService,
+    startService: start,
+    stop,
+  };
 }

@@ -1,4 +1,4 @@
-import { chromium, type Browser } from "playwright-core";
+import { type Browser, chromium } from "playwright-core";
 import { findBinary } from "./own-servers.ts";
 
 export type { Browser };
@@ -12,7 +12,10 @@ export const chromiumBinary = findBinary("LOOM_CHROMIUM_BIN", "chromium", ["/usr
 
 /** Says out loud that a browser suite does not run, and why. */
 export function needsChromium(suite: string): boolean {
-  if (!chromiumBinary) console.warn(`SKIPPED: ${suite} — no chromium (LOOM_CHROMIUM_BIN, or \`apt-get install -y chromium\`; .ci/run installs it)`);
+  if (!chromiumBinary)
+    console.warn(
+      `SKIPPED: ${suite} — no chromium (LOOM_CHROMIUM_BIN, or \`apt-get install -y chromium\`; .ci/run installs it)`,
+    );
   return chromiumBinary !== undefined;
 }
 

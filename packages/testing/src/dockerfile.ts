@@ -38,7 +38,10 @@ export function readDockerfile(path: string): Dockerfile {
     pending = "";
     if (whole === "") continue;
     const [keyword] = whole.split(/\s+/);
-    instructions.push({ keyword: keyword!.toUpperCase(), args: whole.slice(keyword!.length).trim().replace(/\s+/g, " ") });
+    instructions.push({
+      keyword: keyword!.toUpperCase(),
+      args: whole.slice(keyword!.length).trim().replace(/\s+/g, " "),
+    });
   }
   const args: Record<string, string> = {};
   const stages: Stage[] = [];
@@ -68,12 +71,16 @@ export function keyValues(text: string, known: Record<string, string>): Record<s
 
 /** `${VAR}` and `$VAR` replaced as Docker does in ENV, WORKDIR, COPY, USER… */
 export function substitute(text: string, known: Record<string, string>): string {
-  return text.replace(/\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g, (_, braced, bare) => known[braced ?? bare] ?? "");
+  return text.replace(
+    /\$\{([A-Za-z_][A-Za-z0-9_]*)\}|\$([A-Za-z_][A-Za-z0-9_]*)/g,
+    (_, braced, bare) => known[braced ?? bare] ?? "",
+  );
 }
 
 /** An exec-form instruction's JSON array (CMD ["sh", "-c", "…"]). */
 export function execForm(args: string): string[] {
   const parsed: unknown = JSON.parse(args);
-  if (!Array.isArray(parsed) || !parsed.every((part) => typeof part === "string")) throw new Error(`not an exec-form array: ${args}`);
+  if (!Array.isArray(parsed) || !parsed.every((part) => typeof part === "string"))
+    throw new Error(`not an exec-form array: ${args}`);
   return parsed;
 }

@@ -25,7 +25,13 @@ export async function startFakeOpenAI() {
     let raw = "";
     for await (const chunk of req) raw += chunk;
     const closedEarly = new Promise<void>((resolve) => res.on("close", () => res.writableFinished || resolve()));
-    const request: ReceivedRequest = { method: req.method ?? "", path: req.url ?? "", headers: req.headers, body: raw ? JSON.parse(raw) : undefined, closedEarly };
+    const request: ReceivedRequest = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: req.headers,
+      body: raw ? JSON.parse(raw) : undefined,
+      closedEarly,
+    };
     requests.push(request);
     arrivals.splice(0).forEach((notify) => notify(request));
     reply(request, res);
@@ -55,7 +61,11 @@ export type FakeOpenAI = Awaited<ReturnType<typeof startFakeOpenAI>>;
 export const pieces = (text: string) => text.match(/\s*\S+/g) ?? [];
 
 /** A successful completion: JSON, or SSE chunks when the request asks to stream. */
-export function answer(text: string, usage = { prompt_tokens: 11, completion_tokens: 7 }, finishReason = "stop"): Reply {
+export function answer(
+  text: string,
+  usage = { prompt_tokens: 11, completion_tokens: 7 },
+  finishReason = "stop",
+): Reply {
   const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
   return (request, res) => {
     const base = { id: "chatcmpl-1", created: 1_700_000_000, model: request.body.model };
@@ -68,7 +78,12 @@ export function answer(text: string, usage = { prompt_tokens: 11, completion_tok
       });
       return;
     }
-    const chunk = (choices: unknown[], extra: object = {}) => ({ ...base, object: "chat.completion.chunk", choices, ...extra });
+    const chunk = (choices: unknown[], extra: object = {}) => ({
+      ...base,
+      object: "chat.completion.chunk",
+      choices,
+      ...extra,
+    });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     sse(res, chunk([{ index: 0, delta: { role: "assistant", content: "" }, finish_reason: null }]));
     for (const piece of pieces(text)) sse(res, chunk([{ index: 0, delta: { content: piece }, finish_reason: null }]));
@@ -90,23 +105,71 @@ export interface FakeToolCall {
  * A completion that calls tools (finish_reason "tool_calls"): JSON, or SSE
  * chunks when streaming, the arguments cut in two pieces as OpenAI streams them.
  */
-export function callTools(calls: FakeToolCall[], usage = { prompt_tokens: 20, completion_tokens: 9 }, text?: string): Reply {
+export function callTools(
+  calls: FakeToolCall[],
+  usage = { prompt_tokens: 20, completion_tokens: 9 },
+  text?: string,
+): Reply {
   const totals = { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
   return (request, res) => {
     const base = { id: "chatcmpl-2", created: 1_700_000_000, model: request.body.model };
     if (!request.body.stream) {
-      const toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: JSON.stringify(c.arguments) } }));
-      json(res, 200, { ...base, object: "chat.completion", choices: [{ index: 0, message: { role: "assistant", content: text ?? null, tool_calls: toolCalls }, finish_reason: "tool_calls" }], usage: totals });
+      const toolCalls = calls.map((c) => ({
+        id: c.id,
+        type: "function",
+        function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+      }));
+      json(res, 200, {
+        ...base,
+        object: "chat.completion",
+        choices: [
+          {
+            index: 0,
+            message: { role: "assistant", content: text ?? null, tool_calls: toolCalls },
+            finish_reason: "tool_calls",
+          },
+        ],
+        usage: totals,
+      });
       return;
     }
-    const chunk = (choices: unknown[], extra: object = {}) => ({ ...base, object: "chat.completion.chunk", choices, ...extra });
+    const chunk = (choices: unknown[], extra: object = {}) => ({
+      ...base,
+      object: "chat.completion.chunk",
+      choices,
+      ...extra,
+    });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
-    for (const piece of text === undefined ? [] : pieces(text)) sse(res, chunk([{ index: 0, delta: { role: "assistant", content: piece }, finish_reason: null }]));
+    for (const piece of text === undefined ? [] : pieces(text))
+      sse(res, chunk([{ index: 0, delta: { role: "assistant", content: piece }, finish_reason: null }]));
     calls.forEach((c, index) => {
       const args = JSON.stringify(c.arguments);
       const half = Math.floor(args.length / 2);
-      sse(res, chunk([{ index: 0, delta: { role: "assistant", tool_calls: [{ index, id: c.id, type: "function", function: { name: c.name, arguments: args.slice(0, half) } }] }, finish_reason: null }]));
-      sse(res, chunk([{ index: 0, delta: { tool_calls: [{ index, function: { arguments: args.slice(half) } }] }, finish_reason: null }]));
+      sse(
+        res,
+        chunk([
+          {
+            index: 0,
+            delta: {
+              role: "assistant",
+              tool_calls: [
+                { index, id: c.id, type: "function", function: { name: c.name, arguments: args.slice(0, half) } },
+              ],
+            },
+            finish_reason: null,
+          },
+        ]),
+      );
+      sse(
+        res,
+        chunk([
+          {
+            index: 0,
+            delta: { tool_calls: [{ index, function: { arguments: args.slice(half) } }] },
+            finish_reason: null,
+          },
+        ]),
+      );
     });
     sse(res, chunk([{ index: 0, delta: {}, finish_reason: "tool_calls" }]));
     if (request.body.stream_options?.include_usage) sse(res, chunk([], { usage: totals }));
@@ -141,8 +204,16 @@ function streamFirstPiece(request: { body: { model?: unknown } }, res: ServerRes
  */
 export function trickle(text: string, intervalMs: number, firstPieceMs = intervalMs): Reply {
   return (request, res) => {
-    const base = { id: "chatcmpl-1", created: 1_700_000_000, model: request.body.model, object: "chat.completion.chunk" };
-    const queue: unknown[] = pieces(text).map((piece) => ({ ...base, choices: [{ index: 0, delta: { content: piece }, finish_reason: null }] }));
+    const base = {
+      id: "chatcmpl-1",
+      created: 1_700_000_000,
+      model: request.body.model,
+      object: "chat.completion.chunk",
+    };
+    const queue: unknown[] = pieces(text).map((piece) => ({
+      ...base,
+      choices: [{ index: 0, delta: { content: piece }, finish_reason: null }],
+    }));
     queue.push({ ...base, choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
     res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
     let timer: NodeJS.Timeout | undefined;
@@ -159,7 +230,8 @@ export function trickle(text: string, intervalMs: number, firstPieceMs = interva
 
 /** An OpenAI-style error answer. `retry-after-ms` keeps the SDK's retries fast. */
 export function failWith(status: number, message = "something is wrong"): Reply {
-  return (_request, res) => json(res, status, { error: { message, type: "invalid_request_error", code: null } }, { "retry-after-ms": "1" });
+  return (_request, res) =>
+    json(res, status, { error: { message, type: "invalid_request_error", code: null } }, { "retry-after-ms": "1" });
 }
 
 /** Answers nothing (non-streaming) or one chunk then nothing (streaming): the client must abort. */

@@ -16,7 +16,10 @@ export interface StripeRequest {
  * Stripe replays an idempotent request. Customer creation takes
  * `createDelayMs`, so concurrent first calls overlap.
  */
-export async function startFakeStripe(options: { prices: Record<string, { id: string; recurring: boolean }>; createDelayMs?: number }) {
+export async function startFakeStripe(options: {
+  prices: Record<string, { id: string; recurring: boolean }>;
+  createDelayMs?: number;
+}) {
   const requests: StripeRequest[] = [];
   const customersByKey = new Map<string, Promise<string>>();
   let customersCreated = 0;
@@ -35,10 +38,22 @@ export async function startFakeStripe(options: { prices: Record<string, { id: st
     };
 
     if (req.method === "GET" && url.pathname === "/v1/prices") {
-      const keys = Object.entries(params).filter(([name]) => name.startsWith("lookup_keys")).map(([, value]) => value);
+      const keys = Object.entries(params)
+        .filter(([name]) => name.startsWith("lookup_keys"))
+        .map(([, value]) => value);
       const data = keys.flatMap((key) => {
         const price = options.prices[key];
-        return price ? [{ object: "price", id: price.id, lookup_key: key, active: true, type: price.recurring ? "recurring" : "one_time" }] : [];
+        return price
+          ? [
+              {
+                object: "price",
+                id: price.id,
+                lookup_key: key,
+                active: true,
+                type: price.recurring ? "recurring" : "one_time",
+              },
+            ]
+          : [];
       });
       return send(200, { object: "list", url: "/v1/prices", has_more: false, data });
     }
@@ -46,7 +61,9 @@ export async function startFakeStripe(options: { prices: Record<string, { id: st
       const key = idempotencyKey ?? `none-${customersCreated}`;
       let created = customersByKey.get(key);
       if (!created) {
-        created = new Promise((resolve) => setTimeout(() => resolve(`cus_fake${++customersCreated}`), options.createDelayMs ?? 0));
+        created = new Promise((resolve) =>
+          setTimeout(() => resolve(`cus_fake${++customersCreated}`), options.createDelayMs ?? 0),
+        );
         customersByKey.set(key, created);
       }
       return send(200, { object: "customer", id: await created, metadata: {} });
@@ -59,7 +76,9 @@ export async function startFakeStripe(options: { prices: Record<string, { id: st
       const id = `bps_fake${++sessions}`;
       return send(200, { object: "billing_portal.session", id, url: `https://billing.stripe.test/p/session/${id}` });
     }
-    send(404, { error: { type: "invalid_request_error", message: `the fake Stripe has no ${req.method} ${url.pathname}` } });
+    send(404, {
+      error: { type: "invalid_request_error", message: `the fake Stripe has no ${req.method} ${url.pathname}` },
+    });
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const { port } = server.address() as AddressInfo;

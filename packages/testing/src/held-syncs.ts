@@ -9,7 +9,8 @@ async function fileHandlePrototype(file: string): Promise<{ datasync(): Promise<
 }
 
 /** The error a failed fdatasync(2) rejects with, as Node reports it (`EIO`, `ENOSPC`). */
-export const syncError = (code: "EIO" | "ENOSPC") => Object.assign(new Error(`${code}: fdatasync failed`), { code, syscall: "fdatasync" });
+export const syncError = (code: "EIO" | "ENOSPC") =>
+  Object.assign(new Error(`${code}: fdatasync failed`), { code, syscall: "fdatasync" });
 
 /**
  * Every WAL sync held until `release()` lets the oldest one finish (if
@@ -18,6 +19,12 @@ export const syncError = (code: "EIO" | "ENOSPC") => Object.assign(new Error(`${
  */
 export async function heldSyncs(file: string) {
   const gates: Array<{ resolve: () => void; reject: (error: Error) => void }> = [];
-  const synced = vi.spyOn(await fileHandlePrototype(file), "datasync").mockImplementation(() => new Promise<void>((resolve, reject) => gates.push({ resolve, reject })));
-  return { synced, release: () => gates.shift()?.resolve(), fail: (code: "EIO" | "ENOSPC") => gates.shift()!.reject(syncError(code)) };
+  const synced = vi
+    .spyOn(await fileHandlePrototype(file), "datasync")
+    .mockImplementation(() => new Promise<void>((resolve, reject) => gates.push({ resolve, reject })));
+  return {
+    synced,
+    release: () => gates.shift()?.resolve(),
+    fail: (code: "EIO" | "ENOSPC") => gates.shift()!.reject(syncError(code)),
+  };
 }

@@ -6,7 +6,12 @@ export interface ApiResponse<T = any> {
 }
 
 export function apiClient(baseUrl: string, credential?: string) {
-  async function call<T = any>(method: string, path: string, body?: unknown, extraHeaders: Record<string, string> = {}): Promise<ApiResponse<T>> {
+  async function call<T = any>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extraHeaders: Record<string, string> = {},
+  ): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...extraHeaders };
     if (credential !== undefined) headers.authorization = `Bearer ${credential}`;
     let payload: string | undefined;
@@ -20,9 +25,12 @@ export function apiClient(baseUrl: string, credential?: string) {
   }
   return {
     get: <T = any>(path: string, headers?: Record<string, string>) => call<T>("GET", path, undefined, headers),
-    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("POST", path, body, headers),
-    put: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("PUT", path, body, headers),
-    patch: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) => call<T>("PATCH", path, body, headers),
+    post: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) =>
+      call<T>("POST", path, body, headers),
+    put: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) =>
+      call<T>("PUT", path, body, headers),
+    patch: <T = any>(path: string, body?: unknown, headers?: Record<string, string>) =>
+      call<T>("PATCH", path, body, headers),
     delete: <T = any>(path: string, headers?: Record<string, string>) => call<T>("DELETE", path, undefined, headers),
     as: (other?: string) => apiClient(baseUrl, other),
   };

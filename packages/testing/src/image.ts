@@ -1,8 +1,18 @@
-import { spawn, spawnSync, type ChildProcess } from "node:child_process";
-import { chmodSync, existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, symlinkSync } from "node:fs";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, posix } from "node:path";
-import { execForm, keyValues, readDockerfile, substitute, type Dockerfile, type Stage } from "./dockerfile.ts";
+import { type Dockerfile, execForm, keyValues, readDockerfile, type Stage, substitute } from "./dockerfile.ts";
 import { repoRoot } from "./processes.ts";
 
 /**
@@ -30,7 +40,8 @@ const basePath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 export function canReenactImage(): string | undefined {
   if (process.getuid?.() !== 0) return "re-enacting the image needs root (chroot, a mount namespace, a user switch)";
   for (const tool of ["unshare", "chroot", "setpriv"]) {
-    if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0) return `re-enacting the image needs ${tool} (util-linux / coreutils)`;
+    if (spawnSync("sh", ["-c", `command -v ${tool}`]).status !== 0)
+      return `re-enacting the image needs ${tool} (util-linux / coreutils)`;
   }
   return undefined;
 }
@@ -58,7 +69,8 @@ export function reenactImage(options: { buildArgs?: Record<string, string> } = {
   const stages = new Map<string, StageState>();
   try {
     for (const stage of dockerfile.stages) {
-      if (stage.name === "workspace" || stage.name === "prod-deps") stages.set(stage.name, buildStage(stage, work, stages));
+      if (stage.name === "workspace" || stage.name === "prod-deps")
+        stages.set(stage.name, buildStage(stage, work, stages));
     }
     const stageRoots = new Map([...stages].map(([name, state]) => [name, state.root]));
     // The build stage's one product the runtime takes: the generated code, as `pnpm install` made it here.
@@ -88,7 +100,8 @@ function buildStage(stage: Stage, work: string, stages: Map<string, StageState>)
   let workdir = parent?.workdir ?? "/";
   for (const { keyword, args } of stage.instructions) {
     if (keyword === "ENV") env = { ...env, ...keyValues(args, env) };
-    else if (keyword === "WORKDIR") mkdirSync(join(root, (workdir = posix.resolve(workdir, substitute(args, env)))), { recursive: true });
+    else if (keyword === "WORKDIR")
+      mkdirSync(join(root, (workdir = posix.resolve(workdir, substitute(args, env)))), { recursive: true });
     else if (keyword === "COPY") copyFromContext(args, join(root, workdir));
     else if (keyword === "RUN" && stage.name === "prod-deps") runInstall(args, join(root, workdir), env);
     // The workspace stage's RUNs install pnpm (this machine's, the pinned version, runs instead) and fill the build cache (this machine's store stands in).
@@ -102,30 +115,48 @@ function copyFromContext(args: string, dest: string): void {
   const target = parts.pop()!;
   for (const source of parts) {
     // Loom's COPYs keep paths (`a b ./`, `proto/ proto/`): other shapes are not re-enacted.
-    if (!(target === "./" || target.replace(/\/$/, "") === source.replace(/\/$/, ""))) throw new Error(`COPY ${args}: only path-keeping COPYs are re-enacted`);
+    if (!(target === "./" || target.replace(/\/$/, "") === source.replace(/\/$/, "")))
+      throw new Error(`COPY ${args}: only path-keeping COPYs are re-enacted`);
   }
-  const files = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...parts], { cwd: repoRoot, encoding: "utf8" });
+  const files = spawnSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", ...parts], {
+    cwd: repoRoot,
+    encoding: "utf8",
+  });
   if (files.status !== 0) throw new Error(`git ls-files: ${files.stderr}`);
   mkdirSync(dest, { recursive: true });
-  const tar = spawnSync("sh", ["-c", 'xargs -0 tar -cf - | tar -xf - -C "$1"', "sh", dest], { cwd: repoRoot, input: files.stdout });
+  const tar = spawnSync("sh", ["-c", 'xargs -0 tar -cf - | tar -xf - -C "$1"', "sh", dest], {
+    cwd: repoRoot,
+    input: files.stdout,
+  });
   if (tar.status !== 0) throw new Error(`copying ${parts.join(" ")}: ${tar.stderr}`);
 }
 
 /** The prod-deps stage's RUN: its pnpm install, the cache mount's store replaced by this machine's. */
 function runInstall(args: string, cwd: string, env: Record<string, string>): void {
-  const store = spawnSync("pnpm", ["store", "path"], { encoding: "utf8" }).stdout.trim().replace(/\/v\d+$/, "");
+  const store = spawnSync("pnpm", ["store", "path"], { encoding: "utf8" })
+    .stdout.trim()
+    .replace(/\/v\d+$/, "");
   const command = args.replace(/--mount=\S+\s*/g, "").replaceAll("/pnpm/store", store);
   const run = spawnSync("sh", ["-c", command], { cwd, env: { ...env, PATH: process.env.PATH }, encoding: "utf8" });
   if (run.status !== 0) throw new Error(`RUN ${command}: ${run.stdout}${run.stderr}`);
 }
 
-function runtimeStage(stage: Stage, dockerfile: Dockerfile, root: string, stageRoots: Map<string, string>, buildArgs: Record<string, string>, work: string): ReenactedImage {
-  for (const dir of ["tmp", "proc", "dev", "sys", "usr", "etc", "home/node"]) mkdirSync(join(root, dir), { recursive: true });
+function runtimeStage(
+  stage: Stage,
+  dockerfile: Dockerfile,
+  root: string,
+  stageRoots: Map<string, string>,
+  buildArgs: Record<string, string>,
+  work: string,
+): ReenactedImage {
+  for (const dir of ["tmp", "proc", "dev", "sys", "usr", "etc", "home/node"])
+    mkdirSync(join(root, dir), { recursive: true });
   chmodSync(join(root, "tmp"), 0o1777);
   spawnSync("chown", ["1000:1000", join(root, "home/node")]);
   // Merged /usr: /bin, /lib… are links into it, as on Debian.
   for (const link of ["bin", "sbin", "lib", "lib64"]) {
-    if (existsSync(`/${link}`) && lstatSync(`/${link}`).isSymbolicLink()) symlinkSync(readlinkSync(`/${link}`), join(root, link));
+    if (existsSync(`/${link}`) && lstatSync(`/${link}`).isSymbolicLink())
+      symlinkSync(readlinkSync(`/${link}`), join(root, link));
   }
   // ARGs: for substitution while building; ENV: what the image's processes get.
   const args: Record<string, string> = {};
@@ -141,7 +172,8 @@ function runtimeStage(stage: Stage, dockerfile: Dockerfile, root: string, stageR
         env = { ...env, ...keyValues(text, known()) };
         break;
       case "ARG":
-        for (const [name, value] of Object.entries(keyValues(text, known()))) args[name] = buildArgs[name] ?? (value || dockerfile.args[name] || "");
+        for (const [name, value] of Object.entries(keyValues(text, known())))
+          args[name] = buildArgs[name] ?? (value || dockerfile.args[name] || "");
         break;
       case "WORKDIR":
         workdir = posix.resolve(workdir, substitute(text, known()));
@@ -150,8 +182,12 @@ function runtimeStage(stage: Stage, dockerfile: Dockerfile, root: string, stageR
       case "COPY": {
         const from = /--from=(\S+)/.exec(text)?.[1];
         const [source, target] = text.split(" ").filter((part) => !part.startsWith("--"));
-        if (!from || !stageRoots.has(from) || !source || !target) throw new Error(`COPY ${text}: only COPY --from=<stage> <dir> <dir> is re-enacted here`);
-        const sourceRoot = from === "build" ? join(stageRoots.get(from)!, posix.relative("/app", source)) : join(stageRoots.get(from)!, source);
+        if (!from || !stageRoots.has(from) || !source || !target)
+          throw new Error(`COPY ${text}: only COPY --from=<stage> <dir> <dir> is re-enacted here`);
+        const sourceRoot =
+          from === "build"
+            ? join(stageRoots.get(from)!, posix.relative("/app", source))
+            : join(stageRoots.get(from)!, source);
         copyTree(sourceRoot, join(root, posix.resolve(workdir, target)));
         break;
       }
@@ -181,10 +217,14 @@ function runtimeStage(stage: Stage, dockerfile: Dockerfile, root: string, stageR
     workdir,
     volumes,
     cmd,
-    run: (extra = {}) => inRoot(root, cmd, { env: { HOME: "/home/node", ...imageEnv, ...extra }, workdir, user }, "spawn") as ChildProcess,
+    run: (extra = {}) =>
+      inRoot(root, cmd, { env: { HOME: "/home/node", ...imageEnv, ...extra }, workdir, user }, "spawn") as ChildProcess,
     remove: () => {
-      const mounted = readFileSync("/proc/self/mountinfo", "utf8").split("\n").filter((line) => line.split(" ")[4]?.startsWith(root));
-      if (mounted.length > 0) throw new Error(`not removing ${work}: mounts under it in this namespace:\n${mounted.join("\n")}`);
+      const mounted = readFileSync("/proc/self/mountinfo", "utf8")
+        .split("\n")
+        .filter((line) => line.split(" ")[4]?.startsWith(root));
+      if (mounted.length > 0)
+        throw new Error(`not removing ${work}: mounts under it in this namespace:\n${mounted.join("\n")}`);
       rmSync(work, { recursive: true, force: true });
     },
   };
@@ -199,12 +239,17 @@ function shell(command: string): string[] {
  * ends with the process, taking its mounts along: nothing shows outside), as
  * `user` (uid:gid, no other groups), with only `env`, in `workdir`.
  */
-function inRoot(root: string, command: string[], options: { env: Record<string, string>; workdir: string; user: string }, how: "spawn" | "inherit-sync"): ChildProcess | undefined {
+function inRoot(
+  root: string,
+  command: string[],
+  options: { env: Record<string, string>; workdir: string; user: string },
+  how: "spawn" | "inherit-sync",
+): ChildProcess | undefined {
   const node = dirname(dirname(process.execPath));
   const [uid, gid = uid] = options.user.split(":");
   const setup = [
     "set -e",
-    'r=$1; node=$2; uid=$3; gid=$4; workdir=$5; shift 5',
+    "r=$1; node=$2; uid=$3; gid=$4; workdir=$5; shift 5",
     'for d in usr etc; do mount --bind "/$d" "$r/$d"; mount -o remount,bind,ro "$r/$d"; done',
     'mount --bind "$node" "$r/usr/local"',
     'mount --rbind /dev "$r/dev"; mount --bind /proc "$r/proc"; mount --rbind /sys "$r/sys"',
@@ -212,10 +257,28 @@ function inRoot(root: string, command: string[], options: { env: Record<string, 
     'exec chroot "$r" setpriv --reuid="$uid" --regid="$gid" --clear-groups env -C "$workdir" "$@"',
   ].join("\n");
   const envArgs = ["-i", ...Object.entries(options.env).map(([k, v]) => `${k}=${v}`)];
-  const args = ["--mount", "--propagation", "private", "--", "sh", "-c", setup, "sh", root, node, uid!, gid!, options.workdir, "env", ...envArgs, ...command];
+  const args = [
+    "--mount",
+    "--propagation",
+    "private",
+    "--",
+    "sh",
+    "-c",
+    setup,
+    "sh",
+    root,
+    node,
+    uid!,
+    gid!,
+    options.workdir,
+    "env",
+    ...envArgs,
+    ...command,
+  ];
   if (how === "spawn") return spawn("unshare", args, { stdio: ["ignore", "pipe", "pipe"] });
   const run = spawnSync("unshare", args, { encoding: "utf8" });
-  if (run.status !== 0) throw new Error(`RUN ${command.join(" ")} in the image: exit ${run.status}: ${run.stdout}${run.stderr}`);
+  if (run.status !== 0)
+    throw new Error(`RUN ${command.join(" ")} in the image: exit ${run.status}: ${run.stdout}${run.stderr}`);
 }
 
 /** `cp -a` of a directory's contents (links, modes and owners as they are, as COPY keeps modes). */

@@ -1,8 +1,8 @@
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { ChildProcess } from "node:child_process";
 import { freePort, startProgram, stopProcess } from "./processes.ts";
 
 /** The Jaeger .ci/run builds from its module source (JAEGER_BIN), else where it caches it. */
@@ -15,7 +15,10 @@ export const jaegerBinary = ((): string | undefined => {
 
 /** Says out loud that a suite needing Jaeger does not run, and why. */
 export function needsJaeger(suite: string): boolean {
-  if (!jaegerBinary) console.warn(`SKIPPED: ${suite} — no Jaeger: JAEGER_BIN is not set and none is cached (bash .ci/run builds it, about 6 minutes)`);
+  if (!jaegerBinary)
+    console.warn(
+      `SKIPPED: ${suite} — no Jaeger: JAEGER_BIN is not set and none is cached (bash .ci/run builds it, about 6 minutes)`,
+    );
   return jaegerBinary !== undefined;
 }
 
@@ -103,8 +106,14 @@ export async function startJaeger(options: { lowPriority?: boolean } = {}): Prom
   const previous = process.env.JAEGER_LISTEN_HOST;
   process.env.JAEGER_LISTEN_HOST = "127.0.0.1"; // spawn inherits it; anything the config leaves to its default listens on loopback
   try {
-    const [command, commandArgs] = options.lowPriority ? ["nice", ["-n", "19", jaegerBinary, ...args]] : [jaegerBinary, args];
-    child = await startProgram(command, commandArgs, async () => (await fetch(`${queryUrl}/api/services`).catch(() => undefined))?.ok === true);
+    const [command, commandArgs] = options.lowPriority
+      ? ["nice", ["-n", "19", jaegerBinary, ...args]]
+      : [jaegerBinary, args];
+    child = await startProgram(
+      command,
+      commandArgs,
+      async () => (await fetch(`${queryUrl}/api/services`).catch(() => undefined))?.ok === true,
+    );
   } finally {
     if (previous === undefined) delete process.env.JAEGER_LISTEN_HOST;
     else process.env.JAEGER_LISTEN_HOST = previous;

@@ -14,19 +14,23 @@ const labelPair = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
 export async function scrapeMetrics(url: string): Promise<Scrape> {
   const res = await fetch(url);
   if (!res.ok) throw new Error(`${url} answered ${res.status}`);
-  if (!res.headers.get("content-type")?.startsWith("text/plain")) throw new Error(`${url} is not in the text format: ${res.headers.get("content-type")}`);
+  if (!res.headers.get("content-type")?.startsWith("text/plain"))
+    throw new Error(`${url} is not in the text format: ${res.headers.get("content-type")}`);
   const samples: Scrape["samples"] = [];
   for (const line of (await res.text()).split("\n")) {
     const match = sampleLine.exec(line);
     if (!match || line.startsWith("#")) continue;
     const labels: Record<string, string> = {};
-    for (const [, key, value] of (match[2] ?? "").matchAll(labelPair)) labels[key!] = value!.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
+    for (const [, key, value] of (match[2] ?? "").matchAll(labelPair))
+      labels[key!] = value!.replace(/\\(.)/g, (_, c: string) => (c === "n" ? "\n" : c));
     samples.push({ name: match[1]!, labels, value: Number(match[3]) });
   }
   return {
     samples,
     value(name, wanted = {}) {
-      const matching = samples.filter((s) => s.name === name && Object.entries(wanted).every(([k, v]) => s.labels[k] === v));
+      const matching = samples.filter(
+        (s) => s.name === name && Object.entries(wanted).every(([k, v]) => s.labels[k] === v),
+      );
       return matching.length === 0 ? undefined : matching.reduce((sum, s) => sum + s.value, 0);
     },
   };

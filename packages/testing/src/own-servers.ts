@@ -1,9 +1,9 @@
+import type { ChildProcess } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
-import type { ChildProcess } from "node:child_process";
 import { freePort, startProgram, stopProcess } from "./processes.ts";
 
 /**
@@ -13,7 +13,9 @@ import { freePort, startProgram, stopProcess } from "./processes.ts";
  */
 export const serverBinaries = {
   nats: findBinary("LOOM_NATS_SERVER_BIN", "nats-server", ["/usr/sbin/nats-server", "/usr/bin/nats-server"]),
-  ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2")]),
+  ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [
+    join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2"),
+  ]),
 };
 
 /** A program: the path the variable names (if it exists), else the name on PATH, else the first fallback that exists. */
@@ -27,8 +29,14 @@ export function findBinary(variable: string, name: string, fallbacks: string[]):
 /** Says out loud that a suite needing its own servers does not run, and why. */
 export function needsOwnServers(suite: string, ...kinds: Array<keyof typeof serverBinaries>): boolean {
   const missing = kinds.filter((kind) => !serverBinaries[kind]);
-  const hint = { nats: "LOOM_NATS_SERVER_BIN / nats-server", ferretdb: "LOOM_FERRETDB_BIN / ferretdb (bash .ci/run builds it)" };
-  if (missing.length) console.warn(`SKIPPED: ${suite} — no ${missing.map((kind) => hint[kind]).join(", no ")} (see README, "Test servers")`);
+  const hint = {
+    nats: "LOOM_NATS_SERVER_BIN / nats-server",
+    ferretdb: "LOOM_FERRETDB_BIN / ferretdb (bash .ci/run builds it)",
+  };
+  if (missing.length)
+    console.warn(
+      `SKIPPED: ${suite} — no ${missing.map((kind) => hint[kind]).join(", no ")} (see README, "Test servers")`,
+    );
   return missing.length === 0;
 }
 
@@ -58,7 +66,12 @@ const listening = (port: number) => () =>
  * Starts a server on a free port; if it dies while starting (another process
  * took the port between the look and the bind), once more on another.
  */
-async function ownServer(url: (port: number) => string, command: string, args: (port: number) => Promise<string[]>, dataDir?: string): Promise<OwnServer> {
+async function ownServer(
+  url: (port: number) => string,
+  command: string,
+  args: (port: number) => Promise<string[]>,
+  dataDir?: string,
+): Promise<OwnServer> {
   try {
     return await ownServerOn(await freePort(), url, command, args, dataDir);
   } catch {
@@ -66,7 +79,13 @@ async function ownServer(url: (port: number) => string, command: string, args: (
   }
 }
 
-async function ownServerOn(port: number, url: (port: number) => string, command: string, args: (port: number) => Promise<string[]>, dataDir?: string): Promise<OwnServer> {
+async function ownServerOn(
+  port: number,
+  url: (port: number) => string,
+  command: string,
+  args: (port: number) => Promise<string[]>,
+  dataDir?: string,
+): Promise<OwnServer> {
   let child: ChildProcess | undefined;
   const server: OwnServer = {
     url: url(port),
@@ -95,7 +114,11 @@ async function ownServerOn(port: number, url: (port: number) => string, command:
 export async function startOwnNats(): Promise<OwnServer> {
   const bin = serverBinaries.nats;
   if (!bin) throw new Error("no nats-server binary");
-  return ownServer((port) => `nats://127.0.0.1:${port}`, bin, async (port) => ["-a", "127.0.0.1", "-p", String(port)]);
+  return ownServer(
+    (port) => `nats://127.0.0.1:${port}`,
+    bin,
+    async (port) => ["-a", "127.0.0.1", "-p", String(port)],
+  );
 }
 
 /** FerretDB on SQLite in a data directory of its own, kept across stop/start, with the flags of .ci/run. */

@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { dirname, join, resolve } from "node:path";
-import { freshDataDir } from "./data-dir.ts";
 import { fileURLToPath } from "node:url";
+import { freshDataDir } from "./data-dir.ts";
 
 export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
 
@@ -43,21 +43,36 @@ export const serviceNodeFlags = ["--max-semi-space-size=2", "--no-allocation-sit
  */
 export function nodeFlagsFor(script: string): string[] {
   const absolute = resolve(repoRoot, script);
-  const checkout = absolute.endsWith(join("apps", "loom", "src", "main.ts")) ? resolve(dirname(absolute), "../../..") : undefined;
+  const checkout = absolute.endsWith(join("apps", "loom", "src", "main.ts"))
+    ? resolve(dirname(absolute), "../../..")
+    : undefined;
   if (!checkout) return serviceNodeFlags;
-  const start = (JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")) as { scripts: { start: string } }).scripts.start;
+  const start = (JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")) as { scripts: { start: string } })
+    .scripts.start;
   const command = /\bnode((?:\s+--\S+)*)\s+apps\/loom\/src\/main\.ts/.exec(start);
   if (!command) throw new Error(`no node command for apps/loom/src/main.ts in ${checkout}'s start script: ${start}`);
   return command[1]!.trim().split(/\s+/).filter(Boolean);
 }
 
 /** A Node process of ours, started and awaited until its /healthz answers. */
-export async function startProcess(script: string, env: Record<string, string>, healthUrl: string, options: ProcessOptions = {}): Promise<ChildProcess> {
+export async function startProcess(
+  script: string,
+  env: Record<string, string>,
+  healthUrl: string,
+  options: ProcessOptions = {},
+): Promise<ChildProcess> {
   const child = spawn(process.execPath, [...nodeFlagsFor(script), script], {
     cwd: repoRoot,
     // Only what the caller says (and a data directory of its own for the all-in-one): an inherited MONGODB_URL or NATS_URL would change what is measured or tested.
     // BENCH_NODE_OPTIONS reaches the servers (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to see where their time goes).
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: "warn", NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "", LOOM_DATA_DIR: freshDataDir(), ...env },
+    env: {
+      PATH: process.env.PATH,
+      HOME: process.env.HOME,
+      LOG_LEVEL: "warn",
+      NODE_OPTIONS: process.env.BENCH_NODE_OPTIONS ?? "",
+      LOOM_DATA_DIR: freshDataDir(),
+      ...env,
+    },
     stdio: ["ignore", options.stdout ?? "ignore", options.stderr ?? "inherit"],
   });
   track(child);
@@ -66,12 +81,18 @@ export async function startProcess(script: string, env: Record<string, string>, 
 }
 
 /** Any program (a test server), started and awaited until `ready()` says so. */
-export async function startProgram(command: string, args: string[], ready: () => Promise<boolean>, options: ProcessOptions = {}): Promise<ChildProcess> {
+export async function startProgram(
+  command: string,
+  args: string[],
+  ready: () => Promise<boolean>,
+  options: ProcessOptions = {},
+): Promise<ChildProcess> {
   const child = spawn(command, args, { stdio: ["ignore", "ignore", options.stderr ?? "ignore"] });
   track(child);
   const deadline = Date.now() + 15_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${command} exited with ${child.exitCode ?? child.signalCode}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${command} exited with ${child.exitCode ?? child.signalCode}`);
     if (await ready()) return child;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -89,7 +110,10 @@ async function waitHealthy(child: ChildProcess, script: string, healthUrl: strin
   const deadline = Date.now() + 30_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
-    const ok = await fetch(healthUrl).then((r) => r.ok, () => false);
+    const ok = await fetch(healthUrl).then(
+      (r) => r.ok,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -4,9 +4,9 @@ import {
   CreateBucketCommand,
   DeleteBucketCommand,
   DeleteObjectsCommand,
-  S3Client,
   ListMultipartUploadsCommand,
   paginateListObjectsV2,
+  S3Client,
 } from "@aws-sdk/client-s3";
 import { testServers } from "./servers.ts";
 
@@ -62,13 +62,16 @@ export async function freshS3Bucket(prefix = "loom-test"): Promise<FreshS3Bucket
         for (;;) {
           const { Uploads = [], IsTruncated } = await client.send(new ListMultipartUploadsCommand({ Bucket: bucket }));
           for (const upload of Uploads) {
-            await client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }));
+            await client.send(
+              new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }),
+            );
           }
           if (!IsTruncated || !Uploads.length) break;
         }
         for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket })) {
           const objects = (page.Contents ?? []).map((object) => ({ Key: object.Key }));
-          if (objects.length) await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
+          if (objects.length)
+            await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
         }
         await client.send(new DeleteBucketCommand({ Bucket: bucket }));
       } finally {

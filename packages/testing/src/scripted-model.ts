@@ -26,7 +26,11 @@ export function createScriptedModel(id = "test:scripted") {
     },
     /** Resolves once a call is in progress (for cancel-while-running tests). */
     whenCalled: () => new Promise<void>((resolve) => started.push(resolve)),
-    async generate(req: { messages: ScriptedTurn[]; signal: AbortSignal; onChunk?: (token: string) => void | Promise<void> }) {
+    async generate(req: {
+      messages: ScriptedTurn[];
+      signal: AbortSignal;
+      onChunk?: (token: string) => void | Promise<void>;
+    }) {
       calls.push(req.messages.map((m) => ({ ...m })));
       started.splice(0).forEach((resolve) => resolve());
       const current = script;

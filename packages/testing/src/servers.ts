@@ -35,7 +35,10 @@ const present: Record<TestServerVariable, () => boolean> = {
 export function needs(variable: TestServerVariable, suite: string): boolean {
   const ok = present[variable]();
   if (!ok) {
-    const what = variable === "S3_TEST_ENDPOINT" ? "S3_TEST_ENDPOINT (with S3_TEST_ACCESS_KEY_ID, S3_TEST_SECRET_ACCESS_KEY)" : variable;
+    const what =
+      variable === "S3_TEST_ENDPOINT"
+        ? "S3_TEST_ENDPOINT (with S3_TEST_ACCESS_KEY_ID, S3_TEST_SECRET_ACCESS_KEY)"
+        : variable;
     console.warn(`SKIPPED: ${suite} — ${what} is not set (see README, "Test servers")`);
   }
   return ok;

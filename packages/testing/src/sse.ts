@@ -23,10 +23,25 @@ export interface SseConnection {
 }
 
 /** `post`: a JSON body to POST instead of a GET (the chat stream). */
-export async function openSse(url: string, headers: Record<string, string> = {}, post?: unknown): Promise<SseConnection> {
+export async function openSse(
+  url: string,
+  headers: Record<string, string> = {},
+  post?: unknown,
+): Promise<SseConnection> {
   const controller = new AbortController();
-  const init = post === undefined ? {} : { method: "POST", body: JSON.stringify(post), headers: { accept: "text/event-stream", "content-type": "application/json", ...headers } };
-  const res = await fetch(url, { headers: { accept: "text/event-stream", ...headers }, signal: controller.signal, ...init });
+  const init =
+    post === undefined
+      ? {}
+      : {
+          method: "POST",
+          body: JSON.stringify(post),
+          headers: { accept: "text/event-stream", "content-type": "application/json", ...headers },
+        };
+  const res = await fetch(url, {
+    headers: { accept: "text/event-stream", ...headers },
+    signal: controller.signal,
+    ...init,
+  });
   const events: EventSourceMessage[] = [];
   const comments: string[] = [];
   const waiters: Array<{ count: number; resolve: () => void }> = [];
@@ -35,15 +50,26 @@ export async function openSse(url: string, headers: Record<string, string> = {},
   };
   if (!res.headers.get("content-type")?.startsWith("text/event-stream")) {
     const text = await res.text();
-    return { status: res.status, headers: res.headers, events, comments, ended: Promise.resolve(), waitFor: async () => events, close: () => {}, errorBody: text ? JSON.parse(text) : undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      events,
+      comments,
+      ended: Promise.resolve(),
+      waitFor: async () => events,
+      close: () => {},
+      errorBody: text ? JSON.parse(text) : undefined,
+    };
   }
   const parser = createParser({ onEvent: (e) => (events.push(e), notify()), onComment: (c) => comments.push(c) });
   const ended = (async () => {
     const decoder = new TextDecoder();
     try {
-      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) parser.feed(decoder.decode(chunk, { stream: true }));
+      for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>)
+        parser.feed(decoder.decode(chunk, { stream: true }));
     } catch (error) {
-      if (!controller.signal.aborted) throw new Error(`the stream broke after ${events.length} events`, { cause: error });
+      if (!controller.signal.aborted)
+        throw new Error(`the stream broke after ${events.length} events`, { cause: error });
     } finally {
       waiters.splice(0).forEach((w) => w.resolve());
     }
@@ -56,7 +82,9 @@ export async function openSse(url: string, headers: Record<string, string> = {},
     comments,
     ended,
     waitFor: (count) =>
-      events.length >= count ? Promise.resolve(events) : new Promise<void>((resolve) => waiters.push({ count, resolve })).then(() => events),
+      events.length >= count
+        ? Promise.resolve(events)
+        : new Promise<void>((resolve) => waiters.push({ count, resolve })).then(() => events),
     close: () => controller.abort(),
   };
 }

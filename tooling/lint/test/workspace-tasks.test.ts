@@ -8,10 +8,12 @@ import { parse } from "yaml";
 // package with tests but no script would be silently left out.
 const root = fileURLToPath(new URL("../../..", import.meta.url));
 const globs: string[] = parse(readFileSync(join(root, "pnpm-workspace.yaml"), "utf8")).packages;
-const packages = globs.flatMap((glob) => {
-  const parent = glob.replace(/\/\*$/, "");
-  return readdirSync(join(root, parent)).map((name) => `${parent}/${name}`);
-}).filter((dir) => existsSync(join(root, dir, "package.json")));
+const packages = globs
+  .flatMap((glob) => {
+    const parent = glob.replace(/\/\*$/, "");
+    return readdirSync(join(root, parent)).map((name) => `${parent}/${name}`);
+  })
+  .filter((dir) => existsSync(join(root, dir, "package.json")));
 
 describe("every workspace package with tests", () => {
   it.each(packages.filter((dir) => existsSync(join(root, dir, "test"))))("%s runs them in pnpm test", (dir) => {

@@ -1,9 +1,13 @@
+import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
-import { fromDoc, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
 
 /** MongoDB adapter: one collection, scoped by organizationId in every query. */
-export function createMongoAssistantsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): AssistantsStore {
+export function createMongoAssistantsStore(
+  db: Db,
+  ping: () => Promise<boolean>,
+  close: () => Promise<void>,
+): AssistantsStore {
   const assistants: Collection<Doc<AssistantRecord>> = db.collection("assistants");
   return {
     async init() {
@@ -16,7 +20,11 @@ export function createMongoAssistantsStore(db: Db, ping: () => Promise<boolean>,
     },
     get: async (organizationId, id) => fromDoc<AssistantRecord>(await assistants.findOne({ _id: id, organizationId })),
     async update(organizationId, id, patch, at) {
-      const doc = await assistants.findOneAndUpdate({ _id: id, organizationId }, { $set: { ...patch, updatedAt: at } }, { returnDocument: "after" });
+      const doc = await assistants.findOneAndUpdate(
+        { _id: id, organizationId },
+        { $set: { ...patch, updatedAt: at } },
+        { returnDocument: "after" },
+      );
       return fromDoc<AssistantRecord>(doc);
     },
     delete: async (organizationId, id) => (await assistants.deleteOne({ _id: id, organizationId })).deletedCount === 1,

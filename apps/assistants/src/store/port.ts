@@ -1,6 +1,5 @@
-import type { Page } from "@loom/contracts/paging";
-
 import type { IdArray } from "@loom/contracts/id-arrays";
+import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
 
 export interface AssistantRecord extends Record<IdArray, string[]> {
@@ -15,7 +14,9 @@ export interface AssistantRecord extends Record<IdArray, string[]> {
 }
 
 /** Fields an update may set; absent ones stay as they are. */
-export type AssistantPatch = Partial<Pick<AssistantRecord, "name" | "description" | "input" | Exclude<IdArray, "retrieverIds">>>;
+export type AssistantPatch = Partial<
+  Pick<AssistantRecord, "name" | "description" | "input" | Exclude<IdArray, "retrieverIds">>
+>;
 
 /** Every read and write is scoped to one organization: another's assistants do not exist. */
 export interface AssistantsStore extends StoreLifecycle {

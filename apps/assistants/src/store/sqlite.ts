@@ -67,34 +67,69 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
       prepare(
         `INSERT INTO assistants_assistants (id, organization_id, name, description, input, knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids,
            created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(a.id, a.organizationId, a.name, a.description, a.input ?? null, json(a.knowledgeBaseIds), json(a.retrieverIds), json(a.rulesetIds),
-        json(a.structureIds), json(a.toolIds), a.createdBy, a.createdAt.getTime(), a.updatedAt.getTime());
+      ).run(
+        a.id,
+        a.organizationId,
+        a.name,
+        a.description,
+        a.input ?? null,
+        json(a.knowledgeBaseIds),
+        json(a.retrieverIds),
+        json(a.rulesetIds),
+        json(a.structureIds),
+        json(a.toolIds),
+        a.createdBy,
+        a.createdAt.getTime(),
+        a.updatedAt.getTime(),
+      );
     },
     async get(organizationId, id) {
       const kept = held.get(id);
       if (kept) return kept.organizationId === organizationId ? copyOf(kept) : undefined;
-      return hold(assistantOf(prepare("SELECT * FROM assistants_assistants WHERE id = ? AND organization_id = ?").get(id, organizationId)));
+      return hold(
+        assistantOf(
+          prepare("SELECT * FROM assistants_assistants WHERE id = ? AND organization_id = ?").get(id, organizationId),
+        ),
+      );
     },
     async update(organizationId, id, patch, at) {
       // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
-      return hold(assistantOf(
-        prepare(
-          `UPDATE assistants_assistants SET name = coalesce(?, name), description = coalesce(?, description), input = coalesce(?, input),
+      return hold(
+        assistantOf(
+          prepare(
+            `UPDATE assistants_assistants SET name = coalesce(?, name), description = coalesce(?, description), input = coalesce(?, input),
              knowledge_base_ids = coalesce(?, knowledge_base_ids), ruleset_ids = coalesce(?, ruleset_ids), structure_ids = coalesce(?, structure_ids),
              tool_ids = coalesce(?, tool_ids), updated_at = ?
            WHERE id = ? AND organization_id = ? RETURNING *`,
-        ).get(patch.name ?? null, patch.description ?? null, patch.input ?? null, json(patch.knowledgeBaseIds), json(patch.rulesetIds),
-          json(patch.structureIds), json(patch.toolIds), at.getTime(), id, organizationId),
-      ));
+          ).get(
+            patch.name ?? null,
+            patch.description ?? null,
+            patch.input ?? null,
+            json(patch.knowledgeBaseIds),
+            json(patch.rulesetIds),
+            json(patch.structureIds),
+            json(patch.toolIds),
+            at.getTime(),
+            id,
+            organizationId,
+          ),
+        ),
+      );
     },
     async delete(organizationId, id) {
-      const deleted = prepare("DELETE FROM assistants_assistants WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1;
+      const deleted =
+        prepare("DELETE FROM assistants_assistants WHERE id = ? AND organization_id = ?").run(id, organizationId)
+          .changes === 1;
       if (deleted) held.forget(id);
       return deleted;
     },
     async list(organizationId, skip, limit) {
-      const totalCount = Number(prepare("SELECT count(*) AS n FROM assistants_assistants WHERE organization_id = ?").get(organizationId)!.n);
-      const items = prepare(`SELECT * FROM assistants_assistants WHERE organization_id = ? ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(organizationId, limit, skip);
+      const totalCount = Number(
+        prepare("SELECT count(*) AS n FROM assistants_assistants WHERE organization_id = ?").get(organizationId)!.n,
+      );
+      const items = prepare(
+        `SELECT * FROM assistants_assistants WHERE organization_id = ? ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
+      ).all(organizationId, limit, skip);
       return { items: items.map((row) => assistantOf(row)!), totalCount };
     },
   };

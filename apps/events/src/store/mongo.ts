@@ -1,8 +1,8 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Collection, Db } from "mongodb";
 import { unavailable } from "@loom/contracts/errors";
+import { type Doc, fromDoc, isDuplicateKey, toDoc } from "@loom/store/mongo";
+import type { Collection, Db } from "mongodb";
 import { logClosed } from "../log-closed.ts";
-import { fromDoc, isDuplicateKey, toDoc, type Doc } from "@loom/store/mongo";
 import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "./port.ts";
 
 /**
@@ -61,7 +61,11 @@ function nextGroup(waiting: WaitingAppend[]): WaitingAppend[] {
   let events = 0;
   let size = 0;
   for (const append of waiting) {
-    if (size > 0 && (append.organizationId !== waiting[0]!.organizationId || events + append.batch.length > maxGroupEvents)) break;
+    if (
+      size > 0 &&
+      (append.organizationId !== waiting[0]!.organizationId || events + append.batch.length > maxGroupEvents)
+    )
+      break;
     size += 1;
     events += append.batch.length;
     if (append.closes) break;
@@ -80,10 +84,14 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   const claims: Collection<ClaimDoc> = db.collection("claims");
 
   const toEventDoc = (e: EventRecord): EventDoc => ({ ...toDoc(e), payload: JSON.stringify(e.payload) });
-  const fromEventDoc = (d: EventDoc): EventRecord => ({ ...fromDoc<Omit<EventRecord, "payload"> & { payload: string }>(d)!, payload: JSON.parse(d.payload) });
+  const fromEventDoc = (d: EventDoc): EventRecord => ({
+    ...fromDoc<Omit<EventRecord, "payload"> & { payload: string }>(d)!,
+    payload: JSON.parse(d.payload),
+  });
 
   /** The newest claim of a log: its owner and its length. */
-  const lastClaim = (ref: LogRef) => claims.findOne({ runKind: ref.runKind, runId: ref.runId }, { sort: { first: -1 } });
+  const lastClaim = (ref: LogRef) =>
+    claims.findOne({ runKind: ref.runKind, runId: ref.runId }, { sort: { first: -1 } });
 
   /**
    * Where each log ended after this process's last claim on it. Usually still
@@ -101,7 +109,12 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   };
 
   /** Claims `count` offsets at the end of the log; the first of them, or undefined when another organization owns the log. */
-  async function claim(ref: LogRef, organizationId: string, count: number, closes: boolean): Promise<number | undefined> {
+  async function claim(
+    ref: LogRef,
+    organizationId: string,
+    count: number,
+    closes: boolean,
+  ): Promise<number | undefined> {
     const key = `${ref.runKind}:${ref.runId}`;
     for (let attempt = 1; attempt <= claimAttempts; attempt++) {
       const last = knownEnds.get(key) ?? (await lastClaim(ref)) ?? undefined;
@@ -110,7 +123,14 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
       if (last?.closed) throw logClosed();
       const first = last?.next ?? 0;
       try {
-        await claims.insertOne({ _id: `${key}:${first}`, ...ref, organizationId, first, next: first + count, ...(closes ? { closed: true } : {}) });
+        await claims.insertOne({
+          _id: `${key}:${first}`,
+          ...ref,
+          organizationId,
+          first,
+          next: first + count,
+          ...(closes ? { closed: true } : {}),
+        });
         remember(key, { organizationId, next: first + count, closed: closes });
         return first;
       } catch (error) {
@@ -157,7 +177,9 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
         return;
       }
       let offset = first;
-      const stored = group.map((a) => a.batch.map((e): EventRecord => ({ ...e, ...ref, organizationId, offset: offset++ })));
+      const stored = group.map((a) =>
+        a.batch.map((e): EventRecord => ({ ...e, ...ref, organizationId, offset: offset++ })),
+      );
       const all = stored.flat();
       try {
         await events.insertMany(all.map(toEventDoc), { ordered: true });

@@ -62,7 +62,12 @@ export interface EventsStore extends StoreLifecycle {
    * the log's last: every later append is refused with FAILED_PRECONDITION
    * (an assistant run's log ends with its terminal lifecycle event).
    */
-  append(log: LogRef, organizationId: string, events: NewEventRecord[], closes?: boolean): Promise<EventRecord[] | undefined>;
+  append(
+    log: LogRef,
+    organizationId: string,
+    events: NewEventRecord[],
+    closes?: boolean,
+  ): Promise<EventRecord[] | undefined>;
   /**
    * The events with offsets in [offset, offset + limit), in offset order. A
    * log never appended to is empty (totalCount 0); `undefined`: the log

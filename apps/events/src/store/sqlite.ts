@@ -75,7 +75,12 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     return row;
   };
   /** The store's own copy of an open log's row (node:sqlite's rows are not ours to keep changing). */
-  const openLog = (row: LogRow, length: number): LogRow => ({ id: row.id, organization_id: row.organization_id, length, closed: 0 });
+  const openLog = (row: LogRow, length: number): LogRow => ({
+    id: row.id,
+    organization_id: row.organization_id,
+    length,
+    closed: 0,
+  });
   const eventOf = (row: Row, ref: LogRef, organizationId: string): EventRecord => ({
     id: row.id as string,
     runKind: ref.runKind,
@@ -97,27 +102,45 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     async append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) throw new Error("an append needs at least one event");
       return handle.transaction(() => {
-        const log = findLog(ref) ?? (prepare(
-          "INSERT INTO events_logs (run_kind, run_id, organization_id) VALUES (?, ?, ?) RETURNING id, organization_id, 0 AS length, closed",
-        ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
+        const log =
+          findLog(ref) ??
+          (prepare(
+            "INSERT INTO events_logs (run_kind, run_id, organization_id) VALUES (?, ?, ?) RETURNING id, organization_id, 0 AS length, closed",
+          ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
         if (log.organization_id !== organizationId) return undefined;
         if (log.closed) throw logClosed();
-        const insert = prepare("INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-        const byId = ref.runKind === "structure-run" ? prepare("INSERT INTO events_by_id (id, log_id, log_offset) VALUES (?, ?, ?)") : undefined;
+        const insert = prepare(
+          "INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        );
+        const byId =
+          ref.runKind === "structure-run"
+            ? prepare("INSERT INTO events_by_id (id, log_id, log_offset) VALUES (?, ?, ?)")
+            : undefined;
         const stored = batch.map((e, i): EventRecord => {
           const offset = log.length + i;
           const payload = JSON.stringify(e.payload);
           insert.run(log.id, offset, e.id, e.type, e.origin, payload, e.timestamp, e.createdAt.getTime());
           byId?.run(e.id, log.id, offset);
           // The batch's payload itself, as on MongoDB (callers treat records as read-only): what a read gives back, without a JSON.parse per event.
-          return { id: e.id, ...ref, organizationId, offset, type: e.type, origin: e.origin, payload: e.payload, timestamp: e.timestamp, createdAt: new Date(e.createdAt.getTime()) };
+          return {
+            id: e.id,
+            ...ref,
+            organizationId,
+            offset,
+            type: e.type,
+            origin: e.origin,
+            payload: e.payload,
+            timestamp: e.timestamp,
+            createdAt: new Date(e.createdAt.getTime()),
+          };
         });
         const length = log.length + batch.length;
         if (closes) prepare("UPDATE events_logs SET closed = 1 WHERE id = ?").run(log.id);
         const key = keyOf(ref);
         const kept = held.get(key);
         if (closes) held.forget(key);
-        else if (kept) kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
+        else if (kept)
+          kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
         else held.hold(key, openLog(log, length));
         return stored;
       });
@@ -128,7 +151,9 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       if (!log) return { items: [], totalCount: 0 };
       if (log.organization_id !== organizationId) return undefined;
       if (offset >= log.length || limit <= 0) return { items: [], totalCount: log.length };
-      const rows = prepare(`SELECT ${eventColumns} FROM events_by_log e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`).all(log.id, offset, limit);
+      const rows = prepare(
+        `SELECT ${eventColumns} FROM events_by_log e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`,
+      ).all(log.id, offset, limit);
       return { items: rows.map((row) => eventOf(row, ref, organizationId)), totalCount: log.length };
     },
 

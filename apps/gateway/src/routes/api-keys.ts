@@ -1,10 +1,10 @@
-import { z } from "zod";
-import type { ApiKey, ApiKeyOwnerSchema } from "@loom/proto/identity/v1/identity_pb";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { ApiKey, ApiKeyOwnerSchema } from "@loom/proto/identity/v1/identity_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
-import type { Revocations } from "../revocations.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
+import type { Revocations } from "../revocations.ts";
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema } from "../schemas.ts";
 import { boundedName, pageQuery, uuid } from "../validation.ts";
 
@@ -27,7 +27,9 @@ export function apiKeyJson(key: ApiKey | undefined) {
 
 type Owner = MessageInitShape<typeof ApiKeyOwnerSchema>;
 const userOwner = (userId: string): Owner => ({ owner: { case: "userId", value: userId } });
-const organizationOwner = (organizationId: string): Owner => ({ owner: { case: "organizationId", value: organizationId } });
+const organizationOwner = (organizationId: string): Owner => ({
+  owner: { case: "organizationId", value: organizationId },
+});
 
 export function apiKeyOperations({ identity }: ServiceClients, revocations?: Revocations) {
   const create = (owner: Owner, name: string, call: { headers: Record<string, string> }) =>
@@ -45,7 +47,8 @@ export function apiKeyOperations({ identity }: ServiceClients, revocations?: Rev
       summary: "One API key (never its value)",
       params: z.object({ api_key_id: uuid }),
       response: { status: 200, description: "The key", schema: apiKeySchema },
-      handle: async ({ params, call }) => apiKeyJson((await identity.getApiKey({ apiKeyId: params.api_key_id }, call)).apiKey),
+      handle: async ({ params, call }) =>
+        apiKeyJson((await identity.getApiKey({ apiKeyId: params.api_key_id }, call)).apiKey),
     }),
     defineOperation({
       id: "UpdateApiKey",

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { assetNamePatternSource } from "@loom/contracts/text";
-import { AssetUrlOperation, type Asset } from "@loom/proto/storage/v1/storage_pb";
+import { type Asset, AssetUrlOperation } from "@loom/proto/storage/v1/storage_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -17,7 +17,8 @@ const assetName = z.string().meta({
   minLength: 1,
   maxLength: 256,
   pattern: assetNamePatternSource,
-  description: "1 to 256 characters; may contain `/` between segments; no `.`, `..` or empty segment (`a//b`, a trailing `/`), backslash, control character or leading `/`",
+  description:
+    "1 to 256 characters; may contain `/` between segments; no `.`, `..` or empty segment (`a//b`, a trailing `/`), backslash, control character or leading `/`",
 });
 
 // ignoreBOM: a leading byte-order mark is part of the bytes, kept in the string.
@@ -28,7 +29,10 @@ export function contentsJson(bytes: Uint8Array): string | { encoding: "base64"; 
   try {
     return utf8.decode(bytes);
   } catch {
-    return { encoding: "base64", data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64") };
+    return {
+      encoding: "base64",
+      data: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("base64"),
+    };
   }
 }
 
@@ -66,7 +70,12 @@ export function assetOperations({ storage }: ServiceClients) {
       response: { status: 200, description: "A page of assets, with the filters as given", schema: assetListSchema },
       async handle({ params, query, call }) {
         const res = await storage.listAssets(
-          { bucketId: params.bucket_id, page: { page: query.page, pageSize: query.page_size }, prefix: query.prefix, postfix: query.postfix },
+          {
+            bucketId: params.bucket_id,
+            page: { page: query.page, pageSize: query.page_size },
+            prefix: query.prefix,
+            postfix: query.postfix,
+          },
           call,
         );
         return {
@@ -85,7 +94,8 @@ export function assetOperations({ storage }: ServiceClients) {
       params: bucketPath,
       body: { schema: z.object({ name: assetName }), required: true },
       response: { status: 201, description: "The asset", schema: assetSchema },
-      handle: async ({ params, body, call }) => assetJson((await storage.createAsset({ bucketId: params.bucket_id, name: body.name }, call)).asset),
+      handle: async ({ params, body, call }) =>
+        assetJson((await storage.createAsset({ bucketId: params.bucket_id, name: body.name }, call)).asset),
     }),
     defineOperation({
       id: "GetAsset",
@@ -97,7 +107,14 @@ export function assetOperations({ storage }: ServiceClients) {
       query: z.object({ include_contents: booleanParam(false) }),
       response: { status: 200, description: "The asset", schema: assetSchema },
       handle: async ({ params, query, call }) =>
-        assetJson((await storage.getAsset({ bucketId: params.bucket_id, name: params.name, includeContents: query.include_contents }, call)).asset),
+        assetJson(
+          (
+            await storage.getAsset(
+              { bucketId: params.bucket_id, name: params.name, includeContents: query.include_contents },
+              call,
+            )
+          ).asset,
+        ),
     }),
     defineOperation({
       id: "DeleteAsset",
@@ -107,14 +124,16 @@ export function assetOperations({ storage }: ServiceClients) {
       summary: "Deletes an asset and its bytes",
       params: assetPath,
       response: { status: 204, description: "Deleted" },
-      handle: async ({ params, call }) => void (await storage.deleteAsset({ bucketId: params.bucket_id, name: params.name }, call)),
+      handle: async ({ params, call }) =>
+        void (await storage.deleteAsset({ bucketId: params.bucket_id, name: params.name }, call)),
     }),
     defineOperation({
       id: "CreateAssetUrl",
       method: "POST",
       path: "/buckets/{bucket_id}/asset-urls/{name}",
       restOfPath: "name",
-      summary: "A URL to upload (PUT) or download (GET) the asset's bytes without the bearer credential, for a limited time; without an operation, good for both",
+      summary:
+        "A URL to upload (PUT) or download (GET) the asset's bytes without the bearer credential, for a limited time; without an operation, good for both",
       params: assetPath,
       body: { schema: z.object({ operation: z.enum(["PUT", "GET"]).optional() }), required: false },
       response: { status: 200, description: "The URL and the headers to send with it", schema: assetUrlSchema },

@@ -1,5 +1,5 @@
-import { z } from "zod";
 import type { Assistant } from "@loom/proto/assistants/v1/assistants_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -89,7 +89,8 @@ export function assistantOperations({ assistants }: ServiceClients) {
       summary: "One assistant",
       params: assistantPath,
       response: { status: 200, description: "The assistant", schema: assistantSchema },
-      handle: async ({ params, call }) => assistantJson((await assistants.getAssistant({ assistantId: params.assistant_id }, call)).assistant),
+      handle: async ({ params, call }) =>
+        assistantJson((await assistants.getAssistant({ assistantId: params.assistant_id }, call)).assistant),
     }),
     defineOperation({
       id: "UpdateAssistant",
@@ -125,7 +126,8 @@ export function assistantOperations({ assistants }: ServiceClients) {
       summary: "Deletes an assistant; its runs stay readable",
       params: assistantPath,
       response: { status: 204, description: "Deleted" },
-      handle: async ({ params, call }) => void (await assistants.deleteAssistant({ assistantId: params.assistant_id }, call)),
+      handle: async ({ params, call }) =>
+        void (await assistants.deleteAssistant({ assistantId: params.assistant_id }, call)),
     }),
   ];
 }

@@ -1,5 +1,5 @@
-import { z } from "zod";
 import type { Bucket } from "@loom/proto/storage/v1/storage_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -51,7 +51,8 @@ export function bucketOperations({ storage }: ServiceClients) {
       summary: "One bucket",
       params: bucketPath,
       response: { status: 200, description: "The bucket", schema: bucketSchema },
-      handle: async ({ params, call }) => bucketJson((await storage.getBucket({ bucketId: params.bucket_id }, call)).bucket),
+      handle: async ({ params, call }) =>
+        bucketJson((await storage.getBucket({ bucketId: params.bucket_id }, call)).bucket),
     }),
     defineOperation({
       id: "UpdateBucket",

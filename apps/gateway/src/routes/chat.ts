@@ -1,10 +1,17 @@
 import { Readable } from "node:stream";
-import { z } from "zod";
 import type { StreamChatMessageResponse } from "@loom/proto/runs/v1/chat_pb";
+import { z } from "zod";
 import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { publicMessage } from "../errors.ts";
-import { chatMessageResponseSchema, chatRequest, chatRequestSchema, deltaMessageJson, deltaMessageSchema, messageJson } from "../griptape-chat.ts";
+import {
+  chatMessageResponseSchema,
+  chatRequest,
+  chatRequestSchema,
+  deltaMessageJson,
+  deltaMessageSchema,
+  messageJson,
+} from "../griptape-chat.ts";
 import { defineOperation } from "../operation.ts";
 
 /**
@@ -22,7 +29,11 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
       path: "/chat/messages",
       summary: "Sends a conversation, tools and an output schema to the model; answers its one reply",
       body: { schema: chatRequestSchema, required: true },
-      response: { status: 201, description: "The model's reply, a griptape Message", schema: chatMessageResponseSchema },
+      response: {
+        status: 201,
+        description: "The model's reply, a griptape Message",
+        schema: chatMessageResponseSchema,
+      },
       async handle({ body, call }) {
         // 402 when billing is required and not paid, as for runs.
         await billingStanding(call);
@@ -35,7 +46,12 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
       path: "/chat/messages/stream",
       summary: "The same, streamed: `data: <DeltaMessage>` frames, then one with the usage, then the stream closes",
       body: { schema: chatRequestSchema, required: true },
-      response: { status: 200, description: "Server-sent griptape DeltaMessages; an error mid-stream is `data: {\"error\": \"...\"}`", schema: chatFrameSchema, stream: true },
+      response: {
+        status: 200,
+        description: 'Server-sent griptape DeltaMessages; an error mid-stream is `data: {"error": "..."}`',
+        schema: chatFrameSchema,
+        stream: true,
+      },
       async handle({ body, call }) {
         // The call's signal aborts when the client goes away, which cancels the
         // RPC and, in the runs service, the provider request.
@@ -49,9 +65,13 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
   ];
 }
 
-async function* frames(first: IteratorResult<StreamChatMessageResponse>, rest: AsyncIterator<StreamChatMessageResponse>): AsyncGenerator<string> {
+async function* frames(
+  first: IteratorResult<StreamChatMessageResponse>,
+  rest: AsyncIterator<StreamChatMessageResponse>,
+): AsyncGenerator<string> {
   try {
-    for (let next = first; !next.done; next = await rest.next()) yield `data: ${JSON.stringify(deltaMessageJson(next.value))}\n\n`;
+    for (let next = first; !next.done; next = await rest.next())
+      yield `data: ${JSON.stringify(deltaMessageJson(next.value))}\n\n`;
   } catch (error) {
     yield `data: ${JSON.stringify({ error: publicMessage(error) })}\n\n`;
   }

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { valueToJson } from "@loom/contracts/json-value";
-import { RunKind, type Event } from "@loom/proto/events/v1/events_pb";
+import { type Event, RunKind } from "@loom/proto/events/v1/events_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -26,7 +26,13 @@ export function eventJson(event: Event, runField: "assistant_run_id" | "structur
 }
 
 /** The EventList shape of docs/api.md §4, from one page of a log. */
-export function eventList(events: Event[], totalCount: bigint, offset: number, limit: number, runField: "assistant_run_id" | "structure_run_id") {
+export function eventList(
+  events: Event[],
+  totalCount: bigint,
+  offset: number,
+  limit: number,
+  runField: "assistant_run_id" | "structure_run_id",
+) {
   return {
     events: events.map((e) => eventJson(e, runField)),
     count: events.length,
@@ -51,7 +57,12 @@ export function assistantEventOperations({ runs, events }: ServiceClients) {
         // The run decides existence and organization; its log may still be empty.
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call);
         const res = await events.listEvents(
-          { runKind: RunKind.ASSISTANT_RUN, runId: params.assistant_run_id, offset: BigInt(query.offset), limit: query.limit },
+          {
+            runKind: RunKind.ASSISTANT_RUN,
+            runId: params.assistant_run_id,
+            offset: BigInt(query.offset),
+            limit: query.limit,
+          },
           call,
         );
         return eventList(res.events, res.totalCount, query.offset, query.limit, "assistant_run_id");

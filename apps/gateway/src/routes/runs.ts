@@ -1,17 +1,16 @@
 import { createHash } from "node:crypto";
-import { z } from "zod";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/contracts/errors";
-import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { valueToJson } from "@loom/contracts/json-value";
-import { RunStatus, type AssistantRun } from "@loom/proto/runs/v1/runs_pb";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
+import { type AssistantRun, RunStatus } from "@loom/proto/runs/v1/runs_pb";
+import { z } from "zod";
 import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
 import { idArray, pageQuery, uuid } from "../validation.ts";
-
 
 const createBody = z.object({
   input: z.string().optional(),
@@ -40,7 +39,15 @@ const statusQuery = z
   .union([z.string(), z.array(z.string())])
   .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatuses] }, minItems: 1 })
   .optional()
-  .transform((v) => (v === undefined ? undefined : [v].flat().flatMap((s) => s.split(",")).map((s) => s.trim()).filter(Boolean)))
+  .transform((v) =>
+    v === undefined
+      ? undefined
+      : [v]
+          .flat()
+          .flatMap((s) => s.split(","))
+          .map((s) => s.trim())
+          .filter(Boolean),
+  )
   .pipe(
     z
       .array(z.enum(runStatuses, { message: `must be one of ${runStatuses.join(", ")}` }))
@@ -57,9 +64,15 @@ function fingerprint(assistantId: string, body: unknown): string {
     Array.isArray(value)
       ? value.map(canonical)
       : value && typeof value === "object"
-        ? Object.fromEntries(Object.keys(value).sort().map((k) => [k, canonical((value as Record<string, unknown>)[k])]))
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+          )
         : value;
-  return createHash("sha256").update(JSON.stringify([assistantId, canonical(body ?? {})])).digest("hex");
+  return createHash("sha256")
+    .update(JSON.stringify([assistantId, canonical(body ?? {})]))
+    .digest("hex");
 }
 
 const list = (values: string[] | undefined) => (values === undefined ? undefined : { values });
@@ -74,7 +87,14 @@ export function runJson(run: AssistantRun | undefined) {
     ...(run.input !== undefined ? { input: run.input } : {}),
     ...(run.output !== undefined ? { output: valueToJson(run.output) } : {}),
     status: RunStatus[run.status],
-    ...(run.statusDetail ? { status_detail: { reason: run.statusDetail.reason, ...(run.statusDetail.message !== undefined ? { message: run.statusDetail.message } : {}) } } : {}),
+    ...(run.statusDetail
+      ? {
+          status_detail: {
+            reason: run.statusDetail.reason,
+            ...(run.statusDetail.message !== undefined ? { message: run.statusDetail.message } : {}),
+          },
+        }
+      : {}),
     stream: run.stream,
     knowledge_base_ids: run.knowledgeBaseIds,
     retriever_ids: run.retrieverIds,
@@ -101,7 +121,11 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       response: { status: 200, description: "A page of runs", schema: assistantRunListSchema },
       async handle({ params, query, call }) {
         const res = await runs.listAssistantRuns(
-          { assistantId: params.assistant_id, page: { page: query.page, pageSize: query.page_size }, statuses: query.status.map((s) => RunStatus[s]) },
+          {
+            assistantId: params.assistant_id,
+            page: { page: query.page, pageSize: query.page_size },
+            statuses: query.status.map((s) => RunStatus[s]),
+          },
           call,
         );
         return { assistant_runs: res.assistantRuns.map(runJson), pagination: pagination(res.page) };
@@ -114,10 +138,15 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       summary: "Queues a run of the assistant; it executes in the background. Honors an Idempotency-Key header.",
       params: z.object({ assistant_id: uuid }),
       body: { schema: createBody, required: false },
-      response: { status: 201, description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)", schema: assistantRunSchema },
+      response: {
+        status: 201,
+        description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)",
+        schema: assistantRunSchema,
+      },
       async handle({ params, body, call, ctx }) {
         const key = idempotencyKey.safeParse(ctx.get("Idempotency-Key") || undefined);
-        if (!key.success) throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
+        if (!key.success)
+          throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
         const b = body ?? {};
         // 402 when billing is required and not paid.
         await billingStanding(call);
@@ -154,7 +183,8 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       summary: "One run",
       params: runPath,
       response: { status: 200, description: "The run", schema: assistantRunSchema },
-      handle: async ({ params, call }) => runJson((await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
+      handle: async ({ params, call }) =>
+        runJson((await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
     }),
     defineOperation({
       id: "CancelAssistantRun",
@@ -163,7 +193,8 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       summary: "Cancels a run; a run that has ended is returned as it is",
       params: runPath,
       response: { status: 200, description: "The run after the cancel", schema: assistantRunSchema },
-      handle: async ({ params, call }) => runJson((await runs.cancelAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
+      handle: async ({ params, call }) =>
+        runJson((await runs.cancelAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
     }),
   ];
 }

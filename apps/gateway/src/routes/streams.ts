@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { invalidArgument } from "@loom/contracts/errors";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import type { EventFeeds } from "../event-feeds.ts";
 import { defineOperation } from "../operation.ts";
@@ -20,7 +20,9 @@ const resumeQuery = z.object({ offset: integerParam(0, maxOffset, 0).optional() 
 function startOffset(lastEventId: string, queryOffset: number | undefined): bigint {
   if (lastEventId !== "") {
     if (!/^\d{1,16}$/.test(lastEventId) || Number(lastEventId) > maxOffset - 1) {
-      throw invalidArgument([{ path: "header.Last-Event-ID", message: `must be an event offset, 0 to ${maxOffset - 1}` }]);
+      throw invalidArgument([
+        { path: "header.Last-Event-ID", message: `must be an event offset, 0 to ${maxOffset - 1}` },
+      ]);
     }
     return BigInt(lastEventId) + 1n;
   }
@@ -36,26 +38,53 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       summary: "The run's events as server-sent events: the log so far, then live, ending after the terminal event",
       params: z.object({ assistant_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, eventIds: true, schema: assistantEventSchema },
+      response: {
+        status: 200,
+        description: "text/event-stream; `id:` is the event's offset",
+        stream: true,
+        eventIds: true,
+        schema: assistantEventSchema,
+      },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
         const runId = params.assistant_run_id;
-        return feeds.open({ runKind: RunKind.ASSISTANT_RUN, runId, organizationId: principal.organizationId, from, call, toJson: (e) => eventJson(e, "assistant_run_id") });
+        return feeds.open({
+          runKind: RunKind.ASSISTANT_RUN,
+          runId,
+          organizationId: principal.organizationId,
+          from,
+          call,
+          toJson: (e) => eventJson(e, "assistant_run_id"),
+        });
       },
     }),
     defineOperation({
       id: "GetStructureRunEventsSSE",
       method: "GET",
       path: "/structure-runs/{structure_run_id}/events/stream",
-      summary: "The structure run's events as server-sent events, ending after StructureRunCompleted or StructureRunError",
+      summary:
+        "The structure run's events as server-sent events, ending after StructureRunCompleted or StructureRunError",
       params: z.object({ structure_run_id: uuid }),
       query: resumeQuery,
-      response: { status: 200, description: "text/event-stream; `id:` is the event's offset", stream: true, eventIds: true, schema: structureEventSchema },
+      response: {
+        status: 200,
+        description: "text/event-stream; `id:` is the event's offset",
+        stream: true,
+        eventIds: true,
+        schema: structureEventSchema,
+      },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
         const runId = params.structure_run_id;
-        return feeds.open({ runKind: RunKind.STRUCTURE_RUN, runId, organizationId: principal.organizationId, from, call, toJson: (e) => eventJson(e, "structure_run_id") });
+        return feeds.open({
+          runKind: RunKind.STRUCTURE_RUN,
+          runId,
+          organizationId: principal.organizationId,
+          from,
+          call,
+          toJson: (e) => eventJson(e, "structure_run_id"),
+        });
       },
     }),
   ];

@@ -1,6 +1,6 @@
-import { z } from "zod";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
+import { z } from "zod";
 import { bodyLimits } from "../body.ts";
 import type { ServiceClients } from "../clients.ts";
 import { defineOperation } from "../operation.ts";
@@ -11,7 +11,10 @@ import { eventJson, eventList, eventPageQuery } from "./events.ts";
 export const maxEventsPerRequest = 1000;
 
 const newEvent = z.object({ type: boundedName(200), timestamp: z.number(), payload: jsonValue.optional() });
-const eventArray = z.array(newEvent).min(1, "must hold at least one event").max(maxEventsPerRequest, `must hold at most ${maxEventsPerRequest} events`);
+const eventArray = z
+  .array(newEvent)
+  .min(1, "must hold at least one event")
+  .max(maxEventsPerRequest, `must hold at most ${maxEventsPerRequest} events`);
 
 /**
  * CreateEvents takes `{"events": [...]}`, a bare array, or one bare event
@@ -20,7 +23,8 @@ const eventArray = z.array(newEvent).min(1, "must hold at least one event").max(
  */
 function eventsOf(body: unknown) {
   if (Array.isArray(body)) return parseInput("body", eventArray, body);
-  if (body && typeof body === "object" && "events" in body) return parseInput("body", z.object({ events: eventArray }), body).events;
+  if (body && typeof body === "object" && "events" in body)
+    return parseInput("body", z.object({ events: eventArray }), body).events;
   return [parseInput("body", newEvent, body)];
 }
 
@@ -33,7 +37,12 @@ export function structureEventOperations({ events }: ServiceClients) {
       path: "/structure-runs/{structure_run_id}/events",
       summary: "Appends events to a structure run's log: {events: [...]}, a bare array, or one event; all or nothing",
       params: runPath,
-      body: { schema: z.unknown(), required: true, limit: bodyLimits.events, documented: z.union([z.object({ events: eventArray }), eventArray, newEvent]) },
+      body: {
+        schema: z.unknown(),
+        required: true,
+        limit: bodyLimits.events,
+        documented: z.union([z.object({ events: eventArray }), eventArray, newEvent]),
+      },
       response: { status: 202, description: "Stored" },
       async handle({ params, body, call }) {
         const batch = eventsOf(body);
@@ -41,7 +50,12 @@ export function structureEventOperations({ events }: ServiceClients) {
           {
             runKind: RunKind.STRUCTURE_RUN,
             runId: params.structure_run_id,
-            events: batch.map((e) => ({ type: e.type, origin: "USER", timestamp: e.timestamp, payload: jsonToValue(e.payload ?? null) })),
+            events: batch.map((e) => ({
+              type: e.type,
+              origin: "USER",
+              timestamp: e.timestamp,
+              payload: jsonToValue(e.payload ?? null),
+            })),
           },
           call,
         );
@@ -57,7 +71,12 @@ export function structureEventOperations({ events }: ServiceClients) {
       response: { status: 200, description: "A page of the run's event log", schema: structureEventListSchema },
       async handle({ params, query, call }) {
         const res = await events.listEvents(
-          { runKind: RunKind.STRUCTURE_RUN, runId: params.structure_run_id, offset: BigInt(query.offset), limit: query.limit },
+          {
+            runKind: RunKind.STRUCTURE_RUN,
+            runId: params.structure_run_id,
+            offset: BigInt(query.offset),
+            limit: query.limit,
+          },
           call,
         );
         return eventList(res.events, res.totalCount, query.offset, query.limit, "structure_run_id");

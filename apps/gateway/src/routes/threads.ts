@@ -1,5 +1,5 @@
-import { z } from "zod";
 import type { Thread } from "@loom/proto/runs/v1/runs_pb";
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -30,7 +30,8 @@ export function threadOperations({ runs }: ServiceClients) {
       summary: "Creates a conversation thread",
       body: { schema: z.object({ name: boundedName(256), alias: z.string().optional() }), required: true },
       response: { status: 201, description: "The new thread", schema: threadSchema },
-      handle: async ({ body, call }) => threadJson((await runs.createThread({ name: body.name, alias: body.alias }, call)).thread),
+      handle: async ({ body, call }) =>
+        threadJson((await runs.createThread({ name: body.name, alias: body.alias }, call)).thread),
     }),
     defineOperation({
       id: "ListThreads",
@@ -40,7 +41,10 @@ export function threadOperations({ runs }: ServiceClients) {
       query: pageQuery.extend({ alias: z.string().optional() }),
       response: { status: 200, description: "A page of threads", schema: threadListSchema },
       async handle({ query, call }) {
-        const res = await runs.listThreads({ page: { page: query.page, pageSize: query.page_size }, alias: query.alias }, call);
+        const res = await runs.listThreads(
+          { page: { page: query.page, pageSize: query.page_size }, alias: query.alias },
+          call,
+        );
         return { threads: res.threads.map(threadJson), pagination: pagination(res.page) };
       },
     }),
@@ -51,7 +55,8 @@ export function threadOperations({ runs }: ServiceClients) {
       summary: "One thread",
       params: threadPath,
       response: { status: 200, description: "The thread", schema: threadSchema },
-      handle: async ({ params, call }) => threadJson((await runs.getThread({ threadId: params.thread_id }, call)).thread),
+      handle: async ({ params, call }) =>
+        threadJson((await runs.getThread({ threadId: params.thread_id }, call)).thread),
     }),
     defineOperation({
       id: "DeleteThread",

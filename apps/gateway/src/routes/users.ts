@@ -1,8 +1,8 @@
+import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { userSchema } from "../schemas.ts";
-import { z } from "zod";
 
 export function userOperations({ identity }: ServiceClients) {
   return [

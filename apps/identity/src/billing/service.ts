@@ -1,12 +1,12 @@
-import type { ServiceImpl } from "@connectrpc/connect";
-import type Stripe from "stripe";
 import { create } from "@bufbuild/protobuf";
+import type { ServiceImpl } from "@connectrpc/connect";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { invalidArgument, unavailable } from "@loom/contracts/errors";
 import { PaymentRequiredSchema } from "@loom/proto/common/v1/common_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
-import { invalidArgument, unavailable } from "@loom/contracts/errors";
-import type { Logger } from "@loom/telemetry/logger";
 import { requirePrincipal } from "@loom/server/principal";
+import type { Logger } from "@loom/telemetry/logger";
+import type Stripe from "stripe";
 import type { IdentityStore } from "../store/port.ts";
 import { callStripe, createStripeClient, stripeWebhooks } from "./stripe-client.ts";
 
@@ -36,7 +36,9 @@ const signaturePath = "headers.stripe-signature";
 export function createBillingService(deps: BillingDeps): ServiceImpl<typeof BillingService> {
   const { store, settings, logger } = deps;
   const now = deps.now ?? (() => new Date());
-  const stripe = settings.STRIPE_SECRET_KEY ? createStripeClient(settings.STRIPE_SECRET_KEY, settings.STRIPE_API_BASE) : undefined;
+  const stripe = settings.STRIPE_SECRET_KEY
+    ? createStripeClient(settings.STRIPE_SECRET_KEY, settings.STRIPE_API_BASE)
+    : undefined;
   const returnUrl = settings.BILLING_RETURN_URL ?? "";
 
   function configured(): Stripe {
@@ -53,7 +55,10 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
     const known = (await store.getBilling(organizationId))?.stripeCustomerId;
     if (known) return known;
     const customer = await callStripe(() =>
-      stripe.customers.create({ metadata: { organization_id: organizationId } }, { idempotencyKey: `loom-organization-customer-${organizationId}` }),
+      stripe.customers.create(
+        { metadata: { organization_id: organizationId } },
+        { idempotencyKey: `loom-organization-customer-${organizationId}` },
+      ),
     );
     return store.setStripeCustomer(organizationId, customer.id);
   }
@@ -68,9 +73,13 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
     const subscription = event.data.object as Stripe.Subscription;
     const customerId = typeof subscription.customer === "string" ? subscription.customer : subscription.customer?.id;
     const organizationId =
-      (customerId ? await store.findOrganizationByStripeCustomer(customerId) : undefined) ?? subscription.metadata?.organization_id;
+      (customerId ? await store.findOrganizationByStripeCustomer(customerId) : undefined) ??
+      subscription.metadata?.organization_id;
     if (!organizationId) {
-      logger.warn({ event_id: event.id, customer: customerId }, "a Stripe subscription event for a customer of no organization: ignored");
+      logger.warn(
+        { event_id: event.id, customer: customerId },
+        "a Stripe subscription event for a customer of no organization: ignored",
+      );
       return false;
     }
     const price = subscription.items?.data?.[0]?.price;
@@ -90,7 +99,8 @@ export function createBillingService(deps: BillingDeps): ServiceImpl<typeof Bill
       if (lookupKey === "") throw invalidArgument([{ path: lookupKeyPath, message: "must not be empty" }]);
       const prices = await callStripe(() => stripe.prices.list({ lookup_keys: [lookupKey], active: true, limit: 1 }));
       const price = prices.data[0];
-      if (!price) throw invalidArgument([{ path: lookupKeyPath, message: `no active price has the lookup key "${lookupKey}"` }]);
+      if (!price)
+        throw invalidArgument([{ path: lookupKeyPath, message: `no active price has the lookup key "${lookupKey}"` }]);
       const customer = await customerOf(stripe, principal.organizationId);
       const metadata = { organization_id: principal.organizationId };
       const session = await callStripe(() =>

@@ -1,5 +1,5 @@
-import Stripe from "stripe";
 import { DependencyDown } from "@loom/runtime/dependency-down";
+import Stripe from "stripe";
 
 /**
  * The official SDK, pointed at `apiBase` when given (stripe-mock, a test's

@@ -1,11 +1,22 @@
+import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
-import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+import type {
+  ApiKeyFilter,
+  ApiKeyRecord,
+  BillingRecord,
+  IdentityStore,
+  OrganizationRecord,
+  UserRecord,
+} from "./port.ts";
 
 type BillingDoc = Omit<BillingRecord, "organizationId"> & { _id: string };
 
 /** MongoDB adapter: the public UUID is `_id`; indexes are created at start. */
-export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): IdentityStore {
+export function createMongoIdentityStore(
+  db: Db,
+  ping: () => Promise<boolean>,
+  close: () => Promise<void>,
+): IdentityStore {
   const users: Collection<Doc<UserRecord>> = db.collection("users");
   const organizations: Collection<Doc<OrganizationRecord>> = db.collection("organizations");
   const keys: Collection<Doc<ApiKeyRecord>> = db.collection("api_keys");
@@ -48,7 +59,8 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
       }
     },
     getOrganization: async (id) => fromDoc<OrganizationRecord>(await organizations.findOne({ _id: id })),
-    firstOrganization: async () => fromDoc<OrganizationRecord>(await organizations.find({}).sort({ createdAt: 1, _id: 1 }).limit(1).next()),
+    firstOrganization: async () =>
+      fromDoc<OrganizationRecord>(await organizations.find({}).sort({ createdAt: 1, _id: 1 }).limit(1).next()),
     getUser: async (id) => fromDoc<UserRecord>(await users.findOne({ _id: id })),
     findUserBySubject: async (subject) => fromDoc<UserRecord>(await users.findOne({ subject })),
     async listUsersOf(organizationId) {
@@ -70,16 +82,26 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
     async setStripeCustomer(organizationId, customerId) {
       // An upsert on _id: when the document has a customer already, the filter misses and the insert fails on _id.
       try {
-        await billing.updateOne({ _id: organizationId, stripeCustomerId: { $exists: false } }, { $set: { stripeCustomerId: customerId } }, { upsert: true });
+        await billing.updateOne(
+          { _id: organizationId, stripeCustomerId: { $exists: false } },
+          { $set: { stripeCustomerId: customerId } },
+          { upsert: true },
+        );
       } catch (error) {
         if (!isDuplicateKey(error)) throw error; // the document exists with a customer already
       }
       const doc = await billing.findOne({ _id: organizationId });
       return doc!.stripeCustomerId!;
     },
-    findOrganizationByStripeCustomer: async (customerId) => (await billing.findOne({ stripeCustomerId: customerId }))?._id,
+    findOrganizationByStripeCustomer: async (customerId) =>
+      (await billing.findOne({ stripeCustomerId: customerId }))?._id,
     async recordSubscription(organizationId, subscription) {
-      const olderOrNone = { $or: [{ subscription: { $exists: false } }, { "subscription.eventCreatedAt": { $lte: subscription.eventCreatedAt } }] };
+      const olderOrNone = {
+        $or: [
+          { subscription: { $exists: false } },
+          { "subscription.eventCreatedAt": { $lte: subscription.eventCreatedAt } },
+        ],
+      };
       try {
         await billing.updateOne({ _id: organizationId, ...olderOrNone }, { $set: { subscription } }, { upsert: true });
         return true;
@@ -99,14 +121,19 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
     getApiKey: async (id) => fromDoc<ApiKeyRecord>(await keys.findOne({ _id: id })),
     findApiKeyBySecretHash: async (secretHash) => fromDoc<ApiKeyRecord>(await keys.findOne({ secretHash })),
     async renameApiKey(id, name, at) {
-      const doc = await keys.findOneAndUpdate({ _id: id }, { $set: { name, updatedAt: at } }, { returnDocument: "after" });
+      const doc = await keys.findOneAndUpdate(
+        { _id: id },
+        { $set: { name, updatedAt: at } },
+        { returnDocument: "after" },
+      );
       return fromDoc<ApiKeyRecord>(doc);
     },
     async touchApiKey(id, at, seen) {
       await keys.updateOne({ _id: id, lastUsed: seen }, { $set: { lastUsed: at } });
     },
     deleteApiKey: async (id) => (await keys.deleteOne({ _id: id })).deletedCount === 1,
-    countApiKeys: (organizationId, userId) => keys.countDocuments(userId === undefined ? { organizationId } : { organizationId, userId }),
+    countApiKeys: (organizationId, userId) =>
+      keys.countDocuments(userId === undefined ? { organizationId } : { organizationId, userId }),
     async listApiKeys(filter, skip, limit) {
       const query = keyQuery(filter);
       const [docs, totalCount] = await Promise.all([
@@ -117,4 +144,3 @@ export function createMongoIdentityStore(db: Db, ping: () => Promise<boolean>, c
     },
   };
 }
-

@@ -54,7 +54,6 @@ export interface BillingRecord {
 
 export type ApiKeyFilter = { organizationId: string } & ({ userId: string } | { organizationKeysOnly: true });
 
-
 export interface IdentityStore extends StoreLifecycle {
   insertOrganization(org: OrganizationRecord): Promise<void>;
   getOrganization(id: string): Promise<OrganizationRecord | undefined>;
@@ -98,4 +97,3 @@ export interface IdentityStore extends StoreLifecycle {
   /** Newest first by created_at, ties by id descending. */
   listApiKeys(filter: ApiKeyFilter, skip: number, limit: number): Promise<Page<ApiKeyRecord>>;
 }
-

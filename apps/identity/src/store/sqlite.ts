@@ -1,6 +1,21 @@
 import { heldRows } from "@loom/store/held-rows";
-import { newestFirstOrder, dateOf, isUniqueViolation, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
-import type { ApiKeyFilter, ApiKeyRecord, BillingRecord, IdentityStore, OrganizationRecord, UserRecord } from "./port.ts";
+import {
+  dateOf,
+  isUniqueViolation,
+  newestFirstOrder,
+  optional,
+  type Row,
+  type SqliteHandle,
+  sqliteLifecycle,
+} from "@loom/store/sqlite";
+import type {
+  ApiKeyFilter,
+  ApiKeyRecord,
+  BillingRecord,
+  IdentityStore,
+  OrganizationRecord,
+  UserRecord,
+} from "./port.ts";
 
 /** Schema versions of the identity tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -53,7 +68,9 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
     row && { id: row.id as string, name: row.name as string, createdAt: dateOf(row.created_at)! };
   const userOf = (row: Row | undefined): UserRecord | undefined => {
     if (!row) return undefined;
-    const organizations = prepare("SELECT organization_id FROM identity_memberships WHERE user_id = ? ORDER BY position").all(row.id as string);
+    const organizations = prepare(
+      "SELECT organization_id FROM identity_memberships WHERE user_id = ? ORDER BY position",
+    ).all(row.id as string);
     return {
       id: row.id as string,
       email: row.email as string,
@@ -71,24 +88,47 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
     return {
       organizationId: row.organization_id as string,
       ...(row.stripe_customer_id === null ? {} : { stripeCustomerId: row.stripe_customer_id as string }),
-      ...(parsed ? { subscription: { ...(parsed as unknown as BillingRecord["subscription"] & object), eventCreatedAt: new Date(parsed.eventCreatedAt) } } : {}),
+      ...(parsed
+        ? {
+            subscription: {
+              ...(parsed as unknown as BillingRecord["subscription"] & object),
+              eventCreatedAt: new Date(parsed.eventCreatedAt),
+            },
+          }
+        : {}),
     };
   };
   const keyWhere = (filter: ApiKeyFilter): [string, string[]] =>
-    "userId" in filter ? ["organization_id = ? AND user_id = ?", [filter.organizationId, filter.userId]] : ["organization_id = ? AND user_id IS NULL", [filter.organizationId]];
+    "userId" in filter
+      ? ["organization_id = ? AND user_id = ?", [filter.organizationId, filter.userId]]
+      : ["organization_id = ? AND user_id IS NULL", [filter.organizationId]];
 
   return {
     ...sqliteLifecycle(handle, "identity", migrations),
 
     async insertOrganization(org) {
-      prepare("INSERT INTO identity_organizations (id, name, created_at) VALUES (?, ?, ?)").run(org.id, org.name, org.createdAt.getTime());
+      prepare("INSERT INTO identity_organizations (id, name, created_at) VALUES (?, ?, ?)").run(
+        org.id,
+        org.name,
+        org.createdAt.getTime(),
+      );
     },
     async insertUser(user) {
       try {
         handle.transaction(() => {
-          prepare("INSERT INTO identity_users (id, subject, email, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)").run(
-            user.id, user.subject, user.email, user.name ?? null, user.createdAt.getTime(), user.updatedAt.getTime());
-          const member = prepare("INSERT INTO identity_memberships (user_id, organization_id, position) VALUES (?, ?, ?)");
+          prepare(
+            "INSERT INTO identity_users (id, subject, email, name, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+          ).run(
+            user.id,
+            user.subject,
+            user.email,
+            user.name ?? null,
+            user.createdAt.getTime(),
+            user.updatedAt.getTime(),
+          );
+          const member = prepare(
+            "INSERT INTO identity_memberships (user_id, organization_id, position) VALUES (?, ?, ?)",
+          );
           user.organizations.forEach((organizationId, position) => member.run(user.id, organizationId, position));
         });
         return true;
@@ -98,46 +138,78 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
       }
     },
     getOrganization: async (id) => organizationOf(prepare("SELECT * FROM identity_organizations WHERE id = ?").get(id)),
-    firstOrganization: async () => organizationOf(prepare("SELECT * FROM identity_organizations ORDER BY created_at, id LIMIT 1").get()),
+    firstOrganization: async () =>
+      organizationOf(prepare("SELECT * FROM identity_organizations ORDER BY created_at, id LIMIT 1").get()),
     getUser: async (id) => userOf(prepare("SELECT * FROM identity_users WHERE id = ?").get(id)),
-    findUserBySubject: async (subject) => userOf(prepare("SELECT * FROM identity_users WHERE subject = ?").get(subject)),
+    findUserBySubject: async (subject) =>
+      userOf(prepare("SELECT * FROM identity_users WHERE subject = ?").get(subject)),
     listUsersOf: async (organizationId) =>
-      prepare("SELECT u.* FROM identity_users u JOIN identity_memberships m ON m.user_id = u.id WHERE m.organization_id = ? ORDER BY u.created_at DESC, u.id DESC")
+      prepare(
+        "SELECT u.* FROM identity_users u JOIN identity_memberships m ON m.user_id = u.id WHERE m.organization_id = ? ORDER BY u.created_at DESC, u.id DESC",
+      )
         .all(organizationId)
         .map((row) => userOf(row)!),
     countUsers: async () => Number(prepare("SELECT count(*) AS n FROM identity_users").get()!.n),
     async claimBootstrap(at) {
-      return prepare("INSERT INTO identity_bootstrap (id, at) VALUES (1, ?) ON CONFLICT DO NOTHING").run(at.getTime()).changes === 1;
+      return (
+        prepare("INSERT INTO identity_bootstrap (id, at) VALUES (1, ?) ON CONFLICT DO NOTHING").run(at.getTime())
+          .changes === 1
+      );
     },
 
-    getBilling: async (organizationId) => billingOf(prepare("SELECT * FROM identity_billing WHERE organization_id = ?").get(organizationId)),
+    getBilling: async (organizationId) =>
+      billingOf(prepare("SELECT * FROM identity_billing WHERE organization_id = ?").get(organizationId)),
     async setStripeCustomer(organizationId, customerId) {
       return handle.transaction(() => {
         prepare("INSERT INTO identity_billing (organization_id) VALUES (?) ON CONFLICT DO NOTHING").run(organizationId);
-        prepare("UPDATE identity_billing SET stripe_customer_id = ? WHERE organization_id = ? AND stripe_customer_id IS NULL").run(customerId, organizationId);
-        return prepare("SELECT stripe_customer_id FROM identity_billing WHERE organization_id = ?").get(organizationId)!.stripe_customer_id as string;
+        prepare(
+          "UPDATE identity_billing SET stripe_customer_id = ? WHERE organization_id = ? AND stripe_customer_id IS NULL",
+        ).run(customerId, organizationId);
+        return prepare("SELECT stripe_customer_id FROM identity_billing WHERE organization_id = ?").get(organizationId)!
+          .stripe_customer_id as string;
       });
     },
     findOrganizationByStripeCustomer: async (customerId) =>
-      optional<string>(prepare("SELECT organization_id FROM identity_billing WHERE stripe_customer_id = ?").get(customerId)?.organization_id),
+      optional<string>(
+        prepare("SELECT organization_id FROM identity_billing WHERE stripe_customer_id = ?").get(customerId)
+          ?.organization_id,
+      ),
     async recordSubscription(organizationId, subscription) {
       return handle.transaction(() => {
-        const stored = billingOf(prepare("SELECT * FROM identity_billing WHERE organization_id = ?").get(organizationId));
+        const stored = billingOf(
+          prepare("SELECT * FROM identity_billing WHERE organization_id = ?").get(organizationId),
+        );
         if (stored?.subscription && stored.subscription.eventCreatedAt > subscription.eventCreatedAt) return false;
         const json = JSON.stringify({ ...subscription, eventCreatedAt: subscription.eventCreatedAt.getTime() });
-        prepare("INSERT INTO identity_billing (organization_id, subscription) VALUES (?, ?) ON CONFLICT (organization_id) DO UPDATE SET subscription = excluded.subscription").run(organizationId, json);
+        prepare(
+          "INSERT INTO identity_billing (organization_id, subscription) VALUES (?, ?) ON CONFLICT (organization_id) DO UPDATE SET subscription = excluded.subscription",
+        ).run(organizationId, json);
         return true;
       });
     },
-    stripeEventSeen: async (eventId) => prepare("SELECT 1 FROM identity_stripe_events WHERE id = ?").get(eventId) !== undefined,
+    stripeEventSeen: async (eventId) =>
+      prepare("SELECT 1 FROM identity_stripe_events WHERE id = ?").get(eventId) !== undefined,
     async markStripeEventSeen(eventId, at) {
-      prepare("INSERT INTO identity_stripe_events (id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(eventId, at.getTime());
+      prepare("INSERT INTO identity_stripe_events (id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(
+        eventId,
+        at.getTime(),
+      );
     },
 
     async insertApiKey(key) {
       prepare(
         "INSERT INTO identity_api_keys (id, organization_id, user_id, name, secret_hash, created_by, created_at, updated_at, last_used) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      ).run(key.id, key.organizationId, key.userId ?? null, key.name, key.secretHash, key.createdBy, key.createdAt.getTime(), key.updatedAt.getTime(), key.lastUsed.getTime());
+      ).run(
+        key.id,
+        key.organizationId,
+        key.userId ?? null,
+        key.name,
+        key.secretHash,
+        key.createdBy,
+        key.createdAt.getTime(),
+        key.updatedAt.getTime(),
+        key.lastUsed.getTime(),
+      );
     },
     async getApiKey(id) {
       const kept = heldKeys.get(id);
@@ -146,14 +218,26 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
       if (key) heldKeys.hold(key.id, key);
       return copyOf(key);
     },
-    findApiKeyBySecretHash: async (hash) => apiKeyOf(prepare("SELECT * FROM identity_api_keys WHERE secret_hash = ?").get(hash)),
+    findApiKeyBySecretHash: async (hash) =>
+      apiKeyOf(prepare("SELECT * FROM identity_api_keys WHERE secret_hash = ?").get(hash)),
     async renameApiKey(id, name, at) {
-      const key = apiKeyOf(prepare("UPDATE identity_api_keys SET name = ?, updated_at = ? WHERE id = ? RETURNING *").get(name, at.getTime(), id));
+      const key = apiKeyOf(
+        prepare("UPDATE identity_api_keys SET name = ?, updated_at = ? WHERE id = ? RETURNING *").get(
+          name,
+          at.getTime(),
+          id,
+        ),
+      );
       if (key) heldKeys.hold(key.id, key);
       return copyOf(key);
     },
     async touchApiKey(id, at, seen) {
-      const touched = prepare("UPDATE identity_api_keys SET last_used = ? WHERE id = ? AND last_used = ?").run(at.getTime(), id, seen.getTime()).changes === 1;
+      const touched =
+        prepare("UPDATE identity_api_keys SET last_used = ? WHERE id = ? AND last_used = ?").run(
+          at.getTime(),
+          id,
+          seen.getTime(),
+        ).changes === 1;
       const kept = heldKeys.get(id);
       if (touched && kept) heldKeys.hold(id, { ...kept, lastUsed: new Date(at.getTime()) });
     },
@@ -165,13 +249,20 @@ export function createSqliteIdentityStore(handle: SqliteHandle): IdentityStore {
       const row =
         userId === undefined
           ? prepare("SELECT count(*) AS n FROM identity_api_keys WHERE organization_id = ?").get(organizationId)
-          : prepare("SELECT count(*) AS n FROM identity_api_keys WHERE organization_id = ? AND user_id = ?").get(organizationId, userId);
+          : prepare("SELECT count(*) AS n FROM identity_api_keys WHERE organization_id = ? AND user_id = ?").get(
+              organizationId,
+              userId,
+            );
       return Number(row!.n);
     },
     async listApiKeys(filter, skip, limit) {
       const [where, params] = keyWhere(filter);
-      const totalCount = Number(prepare(`SELECT count(*) AS n FROM identity_api_keys WHERE ${where}`).get(...params)!.n);
-      const items = prepare(`SELECT * FROM identity_api_keys WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(...params, limit, skip);
+      const totalCount = Number(
+        prepare(`SELECT count(*) AS n FROM identity_api_keys WHERE ${where}`).get(...params)!.n,
+      );
+      const items = prepare(
+        `SELECT * FROM identity_api_keys WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
+      ).all(...params, limit, skip);
       return { items: items.map((row) => apiKeyOf(row)!), totalCount };
     },
   };

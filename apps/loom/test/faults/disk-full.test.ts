@@ -1,7 +1,7 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { apiClient } from "@loom/testing/http";
 import { smallDisk } from "@loom/testing/small-disk";
-import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
+import { afterAll, describe, expect, it } from "vitest";
 
 /**
  * Issue 31 (3): the all-in-one's data directory on a disk that fills up, for
@@ -21,7 +21,9 @@ describe.skipIf(typeof disk === "string")("the all-in-one on a disk that fills u
     dataDisk.unmount();
   });
 
-  it("answers 503 from the first failed write on, acknowledges nothing more, says so once, and a restart recovers what was acknowledged", { timeout: 90_000 }, async () => {
+  it("answers 503 from the first failed write on, acknowledges nothing more, says so once, and a restart recovers what was acknowledged", {
+    timeout: 90_000,
+  }, async () => {
     loom = await startAllInOne({ LOOM_DATA_DIR: dataDisk.dir, PORT: "0" });
     const key = await loom.bootstrapKey();
     let api = apiClient(loom.url, key);
@@ -33,7 +35,9 @@ describe.skipIf(typeof disk === "string")("the all-in-one on a disk that fills u
     const payload = { text: "x".repeat(512 * 1024) };
     let failed: { status: number; body: unknown } | undefined;
     for (let i = 0; i < 64 && !failed; i++) {
-      const res = await api.post(`/structure-runs/${crypto.randomUUID()}/events`, [{ type: "Large", timestamp: 1_790_000_000, payload }]);
+      const res = await api.post(`/structure-runs/${crypto.randomUUID()}/events`, [
+        { type: "Large", timestamp: 1_790_000_000, payload },
+      ]);
       if (res.status !== 202) failed = res;
     }
     expect(failed?.status).toBe(503);
@@ -45,7 +49,10 @@ describe.skipIf(typeof disk === "string")("the all-in-one on a disk that fills u
     expect(after.status).toBe(503);
     expect(after.headers.get("retry-after")).toBeTruthy();
     expect((await fetch(`${loom.url}/readyz`)).status).toBe(503);
-    const said = loom.output().split("\n").filter((line) => line.includes("loom.db failed"));
+    const said = loom
+      .output()
+      .split("\n")
+      .filter((line) => line.includes("loom.db failed"));
     expect(said).toHaveLength(1);
     expect(JSON.parse(said[0]!).level).toBe(60); // fatal
 

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { apiClient, type ApiClient } from "@loom/testing/http";
-import { startFakeOpenAI, type FakeOpenAI } from "@loom/testing/fake-openai";
-import { startOwnFerretDb, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
-import { startSplitStack, type SplitStack } from "@loom/test-stacks/split-stack";
+import { type SplitStack, startSplitStack } from "@loom/test-stacks/split-stack";
+import { type FakeOpenAI, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { type ApiClient, apiClient } from "@loom/testing/http";
+import { type OwnServer, startOwnFerretDb, startOwnNats } from "@loom/testing/own-servers";
 
 export interface FaultStack {
   /** This suite's own NATS and FerretDB: stop and start them at will. */

@@ -1,11 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { isTerminal } from "@loom/contracts/run-lifecycle";
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { answer, trickle } from "@loom/testing/fake-openai";
 import { scrapeMetrics } from "@loom/testing/metrics";
-import { needsOwnServers, startOwnNats, type OwnServer } from "@loom/testing/own-servers";
+import { needsOwnServers, type OwnServer, startOwnNats } from "@loom/testing/own-servers";
 import { openSse } from "@loom/testing/sse";
-import { startAllInOne, type AllInOne } from "@loom/test-stacks/all-in-one";
-import { startFaultStack, waitUntil, within, type FaultStack } from "./fault-stack.ts";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FaultStack, startFaultStack, waitUntil, within } from "./fault-stack.ts";
 
 const pieceCount = 40;
 const pieceMs = 100;
@@ -24,24 +24,31 @@ describe.skipIf(!needsOwnServers("NATS outage", "nats", "ferretdb"))("a NATS out
   }, 60_000);
   afterAll(() => stack?.close());
 
-  it("delivers every event exactly once, in order, and ends the stream soon after NATS is back", { timeout: 60_000 }, async () => {
+  it("delivers every event exactly once, in order, and ends the stream soon after NATS is back", {
+    timeout: 60_000,
+  }, async () => {
     const { api } = stack;
     stack.model.reply(trickle(Array.from({ length: pieceCount }, (_, i) => `w${i}`).join(" "), pieceMs));
     const assistantId = (await api.post("/assistants", { name: "slow", input: "Talk" })).body.assistant_id;
     const created = await api.post(`/assistants/${assistantId}/runs`, { stream: true });
     expect(created.status).toBe(201);
     const runId = created.body.assistant_run_id;
-    const sse = await openSse(`${stack.split.gatewayUrl}/assistant-runs/${runId}/events/stream`, { authorization: `Bearer ${stack.key}` });
+    const sse = await openSse(`${stack.split.gatewayUrl}/assistant-runs/${runId}/events/stream`, {
+      authorization: `Bearer ${stack.key}`,
+    });
     expect(sse.status).toBe(200);
     const received = sse.events;
 
     await sse.waitFor(5);
-    const storedCount = async () => (await api.get(`/assistant-runs/${runId}/events?limit=1`)).body.total_count as number;
+    const storedCount = async () =>
+      (await api.get(`/assistant-runs/${runId}/events?limit=1`)).body.total_count as number;
     await stack.nats.stop("SIGKILL");
     const stoppedAt = Date.now();
     const atStop = received.length;
     // Down while the run goes on, until it has ended: no later live event reveals what the bus lost.
-    await waitUntil("the run ends while NATS is down", 15_000, async () => (isTerminal((await api.get(`/assistant-runs/${runId}`)).body.status) ? true : undefined));
+    await waitUntil("the run ends while NATS is down", 15_000, async () =>
+      isTerminal((await api.get(`/assistant-runs/${runId}`)).body.status) ? true : undefined,
+    );
     const duringOutage = received.length - atStop;
     await stack.nats.start();
     const restartedAt = Date.now();
@@ -65,16 +72,24 @@ describe.skipIf(!needsOwnServers("NATS outage", "nats", "ferretdb"))("a NATS out
     expect(endedAt - restartedAt).toBeLessThan(5_000);
   });
 
-  it("shows in every NATS process's /readyz and loom_bus_connected while it lasts; the processes stay ready and runs still succeed", { timeout: 60_000 }, async () => {
+  it("shows in every NATS process's /readyz and loom_bus_connected while it lasts; the processes stay ready and runs still succeed", {
+    timeout: 60_000,
+  }, async () => {
     const { api, split } = stack;
     /** What each process on NATS says of its bus: the gateway's /readyz JSON, each service's /readyz text, and every /metrics. */
     const busState = async () => {
       const gateway = await api.get("/readyz");
-      const services = await Promise.all(onNats.filter((name) => name !== "gateway").map(async (name) => {
-        const res = await fetch(`${split.urls[name]}/readyz`);
-        return `${res.status} ${await res.text()}`;
-      }));
-      const gauges = await Promise.all(onNats.map(async (name) => (await scrapeMetrics(split.metricsUrls[name])).value("loom_bus_connected")));
+      const services = await Promise.all(
+        onNats
+          .filter((name) => name !== "gateway")
+          .map(async (name) => {
+            const res = await fetch(`${split.urls[name]}/readyz`);
+            return `${res.status} ${await res.text()}`;
+          }),
+      );
+      const gauges = await Promise.all(
+        onNats.map(async (name) => (await scrapeMetrics(split.metricsUrls[name])).value("loom_bus_connected")),
+      );
       return { gateway: `${gateway.status} ${gateway.body.status} bus ${gateway.body.bus}`, services, gauges };
     };
     const expected = (bus: "connected" | "disconnected") => ({
@@ -107,34 +122,43 @@ describe.skipIf(!needsOwnServers("NATS outage", "nats", "ferretdb"))("a NATS out
     await stack.nats.start();
     const restartedAt = Date.now();
     await settlesAt("connected", 15_000);
-    console.log(`NATS outage seen by every process ${seenAfter} ms after the kill; reconnected ${Date.now() - restartedAt} ms after the restart`);
+    console.log(
+      `NATS outage seen by every process ${seenAfter} ms after the kill; reconnected ${Date.now() - restartedAt} ms after the restart`,
+    );
   });
 });
 
 /** Issue 31 item 16, the all-in-one process on NATS: its /readyz and /metrics say when the bus is lost, and it stays ready. */
-describe.skipIf(!needsOwnServers("NATS outage of the all-in-one process", "nats"))("a NATS outage under the all-in-one process", () => {
-  let nats: OwnServer | undefined;
-  let loom: AllInOne | undefined;
-  afterAll(async () => {
-    await loom?.stop("SIGKILL");
-    await nats?.close();
-  });
+describe.skipIf(!needsOwnServers("NATS outage of the all-in-one process", "nats"))(
+  "a NATS outage under the all-in-one process",
+  () => {
+    let nats: OwnServer | undefined;
+    let loom: AllInOne | undefined;
+    afterAll(async () => {
+      await loom?.stop("SIGKILL");
+      await nats?.close();
+    });
 
-  it("shows in its /readyz body and loom_bus_connected, and it stays ready", { timeout: 60_000 }, async () => {
-    nats = await startOwnNats();
-    loom = await startAllInOne({ PORT: "0", NATS_URL: nats.url, METRICS_PORT: "0" });
-    const metricsUrl = /metrics at (http:\/\/\S+\/metrics)/.exec(loom.output())![1]!;
-    const state = async () => {
-      const readyz = await fetch(`${loom!.url}/readyz`);
-      const body = (await readyz.json()) as { status: string; bus?: string };
-      return `${readyz.status} ${body.status} bus ${body.bus} gauge ${(await scrapeMetrics(metricsUrl)).value("loom_bus_connected")}`;
-    };
-    expect(await state()).toBe("200 ready bus connected gauge 1");
-    await nats.stop("SIGKILL");
-    await waitUntil("the all-in-one says the bus is lost", 10_000, async () => ((await state()) === "200 ready bus disconnected gauge 0" ? true : undefined));
-    expect(loom.output()).toContain("lost the NATS server");
-    await nats.start();
-    await waitUntil("the all-in-one says the bus is back", 15_000, async () => ((await state()) === "200 ready bus connected gauge 1" ? true : undefined));
-    expect(loom.output()).toContain("NATS is back");
-  });
-});
+    it("shows in its /readyz body and loom_bus_connected, and it stays ready", { timeout: 60_000 }, async () => {
+      nats = await startOwnNats();
+      loom = await startAllInOne({ PORT: "0", NATS_URL: nats.url, METRICS_PORT: "0" });
+      const metricsUrl = /metrics at (http:\/\/\S+\/metrics)/.exec(loom.output())![1]!;
+      const state = async () => {
+        const readyz = await fetch(`${loom!.url}/readyz`);
+        const body = (await readyz.json()) as { status: string; bus?: string };
+        return `${readyz.status} ${body.status} bus ${body.bus} gauge ${(await scrapeMetrics(metricsUrl)).value("loom_bus_connected")}`;
+      };
+      expect(await state()).toBe("200 ready bus connected gauge 1");
+      await nats.stop("SIGKILL");
+      await waitUntil("the all-in-one says the bus is lost", 10_000, async () =>
+        (await state()) === "200 ready bus disconnected gauge 0" ? true : undefined,
+      );
+      expect(loom.output()).toContain("lost the NATS server");
+      await nats.start();
+      await waitUntil("the all-in-one says the bus is back", 15_000, async () =>
+        (await state()) === "200 ready bus connected gauge 1" ? true : undefined,
+      );
+      expect(loom.output()).toContain("NATS is back");
+    });
+  },
+);

@@ -1,3 +1,4 @@
+import type { ChildProcess } from "node:child_process";
 import { createCipheriv, createHash, randomBytes } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { request } from "node:http";
@@ -5,10 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable, Transform } from "node:stream";
 import { pipeline } from "node:stream/promises";
-import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "@loom/testing/http";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const GiB = 1024 ** 3;
 const rssLimit = 200 * 1024 * 1024;
@@ -48,7 +48,11 @@ describe("1 GiB through a signed URL on the all-in-one process (local disk)", ()
     dir = await mkdtemp(join(tmpdir(), "loom-gib-"));
     const port = await freePort();
     baseUrl = `http://127.0.0.1:${port}`;
-    loom = await startProcess("apps/loom/src/main.ts", { PORT: String(port), BOOTSTRAP_API_KEY: key, BLOB_DIR: dir }, `${baseUrl}/healthz`);
+    loom = await startProcess(
+      "apps/loom/src/main.ts",
+      { PORT: String(port), BOOTSTRAP_API_KEY: key, BLOB_DIR: dir },
+      `${baseUrl}/healthz`,
+    );
   });
   afterAll(async () => {
     if (loom) await stopProcess(loom);
@@ -63,20 +67,33 @@ describe("1 GiB through a signed URL on the all-in-one process (local disk)", ()
 
     const rest = await rssOf(loom.pid!);
     let peak = rest;
-    const sampler = setInterval(() => void rssOf(loom.pid!).then((rss) => (peak = Math.max(peak, rss)), () => {}), 50);
+    const sampler = setInterval(
+      () =>
+        void rssOf(loom.pid!).then(
+          (rss) => (peak = Math.max(peak, rss)),
+          () => {},
+        ),
+      50,
+    );
     try {
       const sent = createHash("sha256");
       const uploaded = await new Promise<number>((resolve, reject) => {
-        const req = request(url, { method: "PUT", headers: { "content-length": String(GiB), "content-type": "application/x-test" } }, (res) => {
-          res.resume();
-          res.once("end", () => resolve(res.statusCode ?? 0));
-        });
+        const req = request(
+          url,
+          { method: "PUT", headers: { "content-length": String(GiB), "content-type": "application/x-test" } },
+          (res) => {
+            res.resume();
+            res.once("end", () => resolve(res.statusCode ?? 0));
+          },
+        );
         req.once("error", reject);
         pipeline(pseudoRandom(GiB), hashing(sent), req).catch(reject);
       });
       expect(uploaded).toBe(200);
       const uploadPeak = peak;
-      console.log(`peak RSS at rest ${(rest / 1024 / 1024).toFixed(0)} MB, while uploading ${(uploadPeak / 1024 / 1024).toFixed(0)} MB`);
+      console.log(
+        `peak RSS at rest ${(rest / 1024 / 1024).toFixed(0)} MB, while uploading ${(uploadPeak / 1024 / 1024).toFixed(0)} MB`,
+      );
 
       const asset = (await client.get(`/buckets/${bucket}/assets/data/one.gib`)).body;
       expect(asset.size).toBe(GiB);

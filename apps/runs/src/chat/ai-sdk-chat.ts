@@ -1,18 +1,34 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { generateText, InvalidPromptError, jsonSchema, Output, streamText, type LanguageModel, type LanguageModelUsage } from "ai";
+import {
+  generateText,
+  InvalidPromptError,
+  jsonSchema,
+  type LanguageModel,
+  type LanguageModelUsage,
+  Output,
+  streamText,
+} from "ai";
 import { z } from "zod";
+import { aiSdkTelemetry } from "../models/ai-sdk-telemetry.ts";
 import { ModelFailure } from "../models/port.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
 import type { ChatBackend, ChatCall, ChatUsage, ReplyDelta, ReplyPart } from "./port.ts";
 import { toPrompt, toToolSet } from "./prompt.ts";
 import { toolActionName } from "./tool-names.ts";
-import { aiSdkTelemetry } from "../models/ai-sdk-telemetry.ts";
 
 /**
  * Chat through the AI SDK. Failures come out as ModelFailure (the service maps
  * them to Connect codes); a cancel stays the signal's reason.
  */
-export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; model: LanguageModel; maxRetries?: number }): ChatBackend {
+export function createAiSdkChat({
+  id,
+  model,
+  maxRetries = 2,
+}: {
+  id: string;
+  model: LanguageModel;
+  maxRetries?: number;
+}): ChatBackend {
   function request(call: ChatCall) {
     const native = call.outputSchema !== undefined && call.structuredOutputStrategy === "native";
     return {
@@ -34,9 +50,16 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
       return await work();
     } catch (error) {
       if (call.signal.aborted) throw call.signal.reason;
-      if (error instanceof ModelFailure || error instanceof DeltaConsumerError) throw error instanceof DeltaConsumerError ? error.cause : error;
+      if (error instanceof ModelFailure || error instanceof DeltaConsumerError)
+        throw error instanceof DeltaConsumerError ? error.cause : error;
       // A conversation the SDK cannot turn into a prompt (an empty message…) is the request's fault.
-      if (InvalidPromptError.isInstance(error)) throw new ModelFailure("failed", "InvalidPrompt", `the conversation cannot be sent to the model: ${error.message}`, { cause: error });
+      if (InvalidPromptError.isInstance(error))
+        throw new ModelFailure(
+          "failed",
+          "InvalidPrompt",
+          `the conversation cannot be sent to the model: ${error.message}`,
+          { cause: error },
+        );
       throw classifyProviderError(error);
     }
   }
@@ -49,7 +72,14 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
         if (result.finishReason === "content-filter") throw refused();
         const parts: ReplyPart[] = result.text === "" ? [] : [{ kind: "text", text: result.text }];
         for (const toolCall of result.toolCalls) {
-          parts.push({ kind: "tool-call", call: { tag: toolCall.toolCallId, ...toolActionName(toolCall.toolName, call.tools), input: asObject(toolCall.input) } });
+          parts.push({
+            kind: "tool-call",
+            call: {
+              tag: toolCall.toolCallId,
+              ...toolActionName(toolCall.toolName, call.tools),
+              input: asObject(toolCall.input),
+            },
+          });
         }
         return { parts, usage: tokens(result.usage) };
       }),
@@ -79,7 +109,12 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
           } else if (part.type === "tool-input-start") {
             const entry = { index: next++, inputSent: false };
             callIndex.set(part.id, entry);
-            await emit({ kind: "tool-call", index: entry.index, tag: part.id, ...toolActionName(part.toolName, call.tools) });
+            await emit({
+              kind: "tool-call",
+              index: entry.index,
+              tag: part.id,
+              ...toolActionName(part.toolName, call.tools),
+            });
           } else if (part.type === "tool-input-delta") {
             const entry = callIndex.get(part.id);
             if (!entry || part.delta === "") continue;
@@ -102,7 +137,12 @@ export function createAiSdkChat({ id, model, maxRetries = 2 }: { id: string; mod
         call.signal.throwIfAborted();
         if (failure) throw failure.error;
         if (filtered) throw refused();
-        if (!usage) throw new ModelFailure("error", "ProviderInvalidResponse", "the model provider's stream ended without finishing");
+        if (!usage)
+          throw new ModelFailure(
+            "error",
+            "ProviderInvalidResponse",
+            "the model provider's stream ended without finishing",
+          );
         return tokens(usage);
       }),
   };

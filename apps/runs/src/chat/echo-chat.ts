@@ -1,5 +1,5 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import { setImmediate as nextTurn } from "node:timers/promises";
+import type { JsonObject } from "@bufbuild/protobuf";
 import { echoModelId, tokenize } from "../models/echo.ts";
 import type { ChatBackend, ChatCall, ChatReply, ReplyPart } from "./port.ts";
 import { artifactText } from "./prompt.ts";
@@ -44,14 +44,28 @@ export function createEchoChat(): ChatBackend {
 
 function echoReply(call: ChatCall): ChatReply {
   const last = call.messages.findLast((message) => message.role === "user");
-  const results = last?.content.flatMap((item) => (item.kind.case === "actionResult" && item.kind.value.artifact ? [artifactText(item.kind.value.artifact)] : [])) ?? [];
-  const text = last?.content.flatMap((item) => (item.kind.case === "text" && item.kind.value.value.case === "text" ? [item.kind.value.value.value] : [])).join("") ?? "";
+  const results =
+    last?.content.flatMap((item) =>
+      item.kind.case === "actionResult" && item.kind.value.artifact ? [artifactText(item.kind.value.artifact)] : [],
+    ) ?? [];
+  const text =
+    last?.content
+      .flatMap((item) =>
+        item.kind.case === "text" && item.kind.value.value.case === "text" ? [item.kind.value.value.value] : [],
+      )
+      .join("") ?? "";
   const parts: ReplyPart[] = [];
   const asked = results.length === 0 && call.useNativeTools ? askedToolCall(text, call) : undefined;
   if (asked) parts.push({ kind: "tool-call", call: { tag: `echo-call-${call.messages.length}`, ...asked } });
   else parts.push({ kind: "text", text: `Echo: ${results.length > 0 ? results.join("\n") : text}`.trimEnd() });
-  const inputTokens = call.messages.reduce((sum, message) => sum + message.content.reduce((n, item) => n + tokenize(contentText(item)).length, 0), 0);
-  const outputTokens = parts.reduce((n, part) => n + tokenize(part.kind === "text" ? part.text : JSON.stringify(part.call.input)).length, 0);
+  const inputTokens = call.messages.reduce(
+    (sum, message) => sum + message.content.reduce((n, item) => n + tokenize(contentText(item)).length, 0),
+    0,
+  );
+  const outputTokens = parts.reduce(
+    (n, part) => n + tokenize(part.kind === "text" ? part.text : JSON.stringify(part.call.input)).length,
+    0,
+  );
   return { parts, usage: { inputTokens, outputTokens } };
 }
 
@@ -67,7 +81,11 @@ function askedToolCall(text: string, call: ChatCall): { name: string; path?: str
       } catch {
         return undefined;
       }
-      return { name: tool.name, path: activity.name, input: typeof input === "object" && input !== null && !Array.isArray(input) ? (input as JsonObject) : {} };
+      return {
+        name: tool.name,
+        path: activity.name,
+        input: typeof input === "object" && input !== null && !Array.isArray(input) ? (input as JsonObject) : {},
+      };
     }
   }
   return undefined;

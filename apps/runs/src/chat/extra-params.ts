@@ -1,5 +1,5 @@
-import { z } from "zod";
 import type { JsonObject } from "@bufbuild/protobuf";
+import { z } from "zod";
 import type { CallSettings } from "./port.ts";
 
 /**
@@ -19,13 +19,22 @@ const extraParamsSchema = z.strictObject({
 
 export const allowedExtraParams = Object.keys(extraParamsSchema.shape);
 
-export function callSettings(extra: JsonObject | undefined): { settings: CallSettings } | { problems: Array<{ path: string; message: string }> } {
+export function callSettings(
+  extra: JsonObject | undefined,
+): { settings: CallSettings } | { problems: Array<{ path: string; message: string }> } {
   const parsed = extraParamsSchema.safeParse(extra ?? {});
   if (!parsed.success) {
     return {
       problems: parsed.error.issues.map((issue) => ({
-        path: ["body.driver_configuration.extra_params", ...issue.path.map(String), ...(issue.code === "unrecognized_keys" ? [issue.keys[0] ?? ""] : [])].join("."),
-        message: issue.code === "unrecognized_keys" ? `not allowed; allowed keys: ${allowedExtraParams.join(", ")}` : issue.message,
+        path: [
+          "body.driver_configuration.extra_params",
+          ...issue.path.map(String),
+          ...(issue.code === "unrecognized_keys" ? [issue.keys[0] ?? ""] : []),
+        ].join("."),
+        message:
+          issue.code === "unrecognized_keys"
+            ? `not allowed; allowed keys: ${allowedExtraParams.join(", ")}`
+            : issue.message,
       })),
     };
   }

@@ -1,8 +1,17 @@
 import { valueToJson } from "@loom/contracts/json-value";
-import { jsonSchema, tool, type ModelMessage, type SystemModelMessage, type ToolSet, type ToolResultPart, type UserContent, type AssistantContent } from "ai";
 import type { Artifact, ChatMessage, MessageContent, Tool } from "@loom/proto/runs/v1/chat_pb";
-import { nativeToolName, structuredOutputTool } from "./tool-names.ts";
+import {
+  type AssistantContent,
+  jsonSchema,
+  type ModelMessage,
+  type SystemModelMessage,
+  type ToolResultPart,
+  type ToolSet,
+  tool,
+  type UserContent,
+} from "ai";
 import type { ChatCall } from "./port.ts";
+import { nativeToolName, structuredOutputTool } from "./tool-names.ts";
 
 /**
  * A griptape PromptStack in the AI SDK's terms, as griptape's own OpenAI and
@@ -21,14 +30,23 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
       const content: AssistantContent = message.content.flatMap((item): Exclude<AssistantContent, string> => {
         if (item.kind.case === "actionCall" && item.kind.value.value.case === "action") {
           const action = item.kind.value.value.value;
-          return [{ type: "tool-call", toolCallId: action.tag, toolName: nativeToolName(action.name, action.path), input: action.input ?? {} }];
+          return [
+            {
+              type: "tool-call",
+              toolCallId: action.tag,
+              toolName: nativeToolName(action.name, action.path),
+              input: action.input ?? {},
+            },
+          ];
         }
         const text = textOf(item);
         return text === "" ? [] : [{ type: "text", text }];
       });
       out.push({ role: "assistant", content });
     } else {
-      const results = message.content.flatMap((item): ToolResultPart[] => (item.kind.case === "actionResult" ? [toolResult(item.kind.value)] : []));
+      const results = message.content.flatMap((item): ToolResultPart[] =>
+        item.kind.case === "actionResult" ? [toolResult(item.kind.value)] : [],
+      );
       if (results.length > 0) out.push({ role: "tool", content: results });
       const content = message.content.flatMap((item): Exclude<UserContent, string> => {
         if (item.kind.case === "actionResult") return [];
@@ -44,13 +62,22 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
   return instructions.length > 0 ? { instructions, messages: out } : { messages: out };
 }
 
-function toolResult({ artifact, action }: { artifact?: Artifact; action?: { tag: string; name: string; path?: string } }): ToolResultPart {
+function toolResult({
+  artifact,
+  action,
+}: {
+  artifact?: Artifact;
+  action?: { tag: string; name: string; path?: string };
+}): ToolResultPart {
   const value = artifact?.value;
   return {
     type: "tool-result",
     toolCallId: action?.tag ?? "",
     toolName: nativeToolName(action?.name ?? "", action?.path),
-    output: value?.case === "json" ? { type: "json", value: valueToJson(value.value) } : { type: "text", value: artifact ? artifactText(artifact) : "" },
+    output:
+      value?.case === "json"
+        ? { type: "json", value: valueToJson(value.value) }
+        : { type: "text", value: artifact ? artifactText(artifact) : "" },
   };
 }
 
@@ -63,7 +90,13 @@ export function artifactText(artifact: Artifact): string {
     case "json":
       return JSON.stringify(valueToJson(value.value));
     case "action":
-      return JSON.stringify({ type: "ToolAction", tag: value.value.tag, name: value.value.name, path: value.value.path ?? null, input: value.value.input ?? {} });
+      return JSON.stringify({
+        type: "ToolAction",
+        tag: value.value.tag,
+        name: value.value.name,
+        path: value.value.path ?? null,
+        input: value.value.input ?? {},
+      });
     case "image":
       return `Image, format: ${value.value.format}, size: ${value.value.data.length} bytes`;
     default:
@@ -91,7 +124,10 @@ export function toToolSet(call: ChatCall): { tools?: ToolSet; toolChoice?: { typ
   }
   if (call.outputSchema && call.structuredOutputStrategy === "tool") {
     const toolName = nativeToolName(structuredOutputTool.name, structuredOutputTool.path);
-    tools[toolName] ??= tool({ description: "Used to provide the final response which ends this conversation.", inputSchema: jsonSchema(call.outputSchema) });
+    tools[toolName] ??= tool({
+      description: "Used to provide the final response which ends this conversation.",
+      inputSchema: jsonSchema(call.outputSchema),
+    });
     return { tools, toolChoice: { type: "tool", toolName } };
   }
   return Object.keys(tools).length > 0 ? { tools } : {};
@@ -99,6 +135,9 @@ export function toToolSet(call: ChatCall): { tools?: ToolSet; toolChoice?: { typ
 
 function addActivities(tools: ToolSet, t: Tool): void {
   for (const activity of t.activities) {
-    tools[nativeToolName(t.name, activity.name)] = tool({ description: activity.description, inputSchema: jsonSchema(activity.jsonSchema ?? { type: "object", properties: {} }) });
+    tools[nativeToolName(t.name, activity.name)] = tool({
+      description: activity.description,
+      inputSchema: jsonSchema(activity.jsonSchema ?? { type: "object", properties: {} }),
+    });
   }
 }

@@ -1,21 +1,29 @@
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument } from "@loom/contracts/errors";
-import { requirePrincipal } from "@loom/server/principal";
 import {
   ArtifactSchema,
   ChatMessageSchema,
   ChatService,
+  type CreateChatMessageRequest,
   MessageContentSchema,
+  type StreamChatMessageResponse,
   StreamChatMessageResponseSchema,
   UsageSchema,
-  type CreateChatMessageRequest,
-  type StreamChatMessageResponse,
 } from "@loom/proto/runs/v1/chat_pb";
+import { requirePrincipal } from "@loom/server/principal";
 import { griptapeId } from "../griptape.ts";
 import { ModelFailure } from "../models/port.ts";
 import { callSettings } from "./extra-params.ts";
-import { structuredOutputStrategies, type ChatBackend, type ChatCall, type ChatUsage, type ReplyDelta, type ReplyPart, type StructuredOutputStrategy } from "./port.ts";
+import {
+  type ChatBackend,
+  type ChatCall,
+  type ChatUsage,
+  type ReplyDelta,
+  type ReplyPart,
+  type StructuredOutputStrategy,
+  structuredOutputStrategies,
+} from "./port.ts";
 
 type ChatRequest = Omit<CreateChatMessageRequest, "$typeName">;
 
@@ -26,7 +34,13 @@ const roles = ["user", "assistant", "system"];
  * one of `backends` by `driver_configuration.model` (absent: the first, which
  * is DEFAULT_MODEL).
  */
-export function createChatService({ backends, timeoutMs }: { backends: Map<string, ChatBackend>; timeoutMs: number }): ServiceImpl<typeof ChatService> {
+export function createChatService({
+  backends,
+  timeoutMs,
+}: {
+  backends: Map<string, ChatBackend>;
+  timeoutMs: number;
+}): ServiceImpl<typeof ChatService> {
   const defaultBackend = [...backends.values()][0];
   if (!defaultBackend) throw new Error("chat needs at least one model");
 
@@ -37,16 +51,25 @@ export function createChatService({ backends, timeoutMs }: { backends: Map<strin
     // Empty is absent, as null is (no model is named ""): the API description allows any string.
     const modelName = config?.model || undefined;
     const backend = modelName === undefined ? defaultBackend : backends.get(modelName);
-    if (!backend) problems.push({ path: "body.driver_configuration.model", message: `unknown model "${modelName}"; allowed: ${[...backends.keys()].join(", ")}` });
+    if (!backend)
+      problems.push({
+        path: "body.driver_configuration.model",
+        message: `unknown model "${modelName}"; allowed: ${[...backends.keys()].join(", ")}`,
+      });
     if (req.messages.length === 0) problems.push({ path: "body.messages", message: "must hold at least one message" });
     req.messages.forEach((message, i) => {
-      if (!roles.includes(message.role)) problems.push({ path: `body.messages[${i}].role`, message: `must be one of ${roles.join(", ")}` });
+      if (!roles.includes(message.role))
+        problems.push({ path: `body.messages[${i}].role`, message: `must be one of ${roles.join(", ")}` });
     });
     const strategy = config?.structuredOutputStrategy ?? "native";
     if (!structuredOutputStrategies.some((known) => known === strategy)) {
-      problems.push({ path: "body.driver_configuration.structured_output_strategy", message: `must be one of ${structuredOutputStrategies.join(", ")}` });
+      problems.push({
+        path: "body.driver_configuration.structured_output_strategy",
+        message: `must be one of ${structuredOutputStrategies.join(", ")}`,
+      });
     }
-    if (config?.maxTokens !== undefined && config.maxTokens < 1) problems.push({ path: "body.driver_configuration.max_tokens", message: "must be at least 1" });
+    if (config?.maxTokens !== undefined && config.maxTokens < 1)
+      problems.push({ path: "body.driver_configuration.max_tokens", message: "must be at least 1" });
     const extra = callSettings(config?.extraParams);
     if ("problems" in extra) problems.push(...extra.problems);
     if (problems.length > 0 || !backend || "problems" in extra) throw invalidArgument(problems);
@@ -72,7 +95,11 @@ export function createChatService({ backends, timeoutMs }: { backends: Map<strin
       const { backend, call } = prepare(req, ctx);
       const reply = await backend.reply(call).catch((error: unknown) => rethrow(error, call.signal, timeoutMs));
       return {
-        message: create(ChatMessageSchema, { role: "assistant", content: reply.parts.map(contentOf), usage: usageOf(reply.usage) }),
+        message: create(ChatMessageSchema, {
+          role: "assistant",
+          content: reply.parts.map(contentOf),
+          usage: usageOf(reply.usage),
+        }),
       };
     },
 
@@ -123,28 +150,53 @@ export function createChatService({ backends, timeoutMs }: { backends: Map<strin
 function contentOf(part: ReplyPart) {
   const id = griptapeId();
   if (part.kind === "text") {
-    return create(MessageContentSchema, { kind: { case: "text", value: create(ArtifactSchema, { type: "TextArtifact", id, name: id, meta: {}, value: { case: "text", value: part.text } }) } });
+    return create(MessageContentSchema, {
+      kind: {
+        case: "text",
+        value: create(ArtifactSchema, {
+          type: "TextArtifact",
+          id,
+          name: id,
+          meta: {},
+          value: { case: "text", value: part.text },
+        }),
+      },
+    });
   }
   const { tag, name, path, input } = part.call;
-  const artifact = create(ArtifactSchema, { type: "ActionArtifact", id, name: id, meta: {}, value: { case: "action", value: { tag, name, path, input } } });
+  const artifact = create(ArtifactSchema, {
+    type: "ActionArtifact",
+    id,
+    name: id,
+    meta: {},
+    value: { case: "action", value: { tag, name, path, input } },
+  });
   return create(MessageContentSchema, { kind: { case: "actionCall", value: artifact } });
 }
 
 function deltaOf(delta: ReplyDelta): StreamChatMessageResponse {
-  if (delta.kind === "text") return create(StreamChatMessageResponseSchema, { kind: { case: "textDelta", value: { text: delta.text, index: delta.index } } });
+  if (delta.kind === "text")
+    return create(StreamChatMessageResponseSchema, {
+      kind: { case: "textDelta", value: { text: delta.text, index: delta.index } },
+    });
   const { index, tag, name, path, partialInput } = delta;
-  return create(StreamChatMessageResponseSchema, { kind: { case: "actionCallDelta", value: { index, tag, name, path, partialInput } } });
+  return create(StreamChatMessageResponseSchema, {
+    kind: { case: "actionCallDelta", value: { index, tag, name, path, partialInput } },
+  });
 }
 
-const usageOf = (usage: ChatUsage) => create(UsageSchema, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
+const usageOf = (usage: ChatUsage) =>
+  create(UsageSchema, { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens });
 
 /** A provider refusal is the request's fault (400), anything else the platform's (503); a cancel stays a cancel. */
 function rethrow(error: unknown, signal: AbortSignal, timeoutMs: number): never {
   if (signal.aborted) {
     const timedOut = signal.reason instanceof DOMException && signal.reason.name === "TimeoutError";
-    if (timedOut) throw new ConnectError(`the model did not answer within ${timeoutMs / 1000} s`, Code.DeadlineExceeded);
+    if (timedOut)
+      throw new ConnectError(`the model did not answer within ${timeoutMs / 1000} s`, Code.DeadlineExceeded);
     throw new ConnectError("the chat call was cancelled", Code.Canceled);
   }
-  if (error instanceof ModelFailure) throw new ConnectError(error.message, error.kind === "failed" ? Code.InvalidArgument : Code.Unavailable);
+  if (error instanceof ModelFailure)
+    throw new ConnectError(error.message, error.kind === "failed" ? Code.InvalidArgument : Code.Unavailable);
   throw error;
 }

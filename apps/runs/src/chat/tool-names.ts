@@ -6,7 +6,8 @@ import type { Tool } from "@loom/proto/runs/v1/chat_pb";
  * underscore; we look the request's own tools up first, so a tool whose name
  * has an underscore still comes back whole.
  */
-export const nativeToolName = (name: string, path: string | undefined) => (path === undefined ? name : `${name}_${path}`);
+export const nativeToolName = (name: string, path: string | undefined) =>
+  path === undefined ? name : `${name}_${path}`;
 
 export function toolActionName(native: string, tools: Tool[]): { name: string; path?: string } {
   for (const tool of tools) {

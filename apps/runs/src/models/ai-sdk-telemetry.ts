@@ -1,6 +1,6 @@
 import { OpenTelemetry } from "@ai-sdk/otel";
-import { registerTelemetry, type TelemetryOptions } from "ai";
 import { tracing } from "@loom/telemetry/tracing";
+import { registerTelemetry, type TelemetryOptions } from "ai";
 
 let registered = false;
 

@@ -1,7 +1,14 @@
-import { generateText, streamText, type LanguageModel, type LanguageModelUsage, type ModelMessage, type SystemModelMessage } from "ai";
+import {
+  generateText,
+  type LanguageModel,
+  type LanguageModelUsage,
+  type ModelMessage,
+  type SystemModelMessage,
+  streamText,
+} from "ai";
+import { aiSdkTelemetry } from "./ai-sdk-telemetry.ts";
 import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts";
 import { ModelFailure } from "./port.ts";
-import { aiSdkTelemetry } from "./ai-sdk-telemetry.ts";
 import { classifyProviderError } from "./provider-errors.ts";
 
 export interface AiSdkModelOptions {
@@ -110,8 +117,12 @@ class CallbackError extends Error {
  * instructions do in a run's conversation.
  */
 function toPrompt(turns: ChatTurn[]): { instructions?: SystemModelMessage[]; messages: ModelMessage[] } {
-  const instructions = turns.filter((turn) => turn.role === "system").map((turn): SystemModelMessage => ({ role: "system", content: turn.content }));
-  const messages = turns.flatMap((turn): ModelMessage[] => (turn.role === "system" ? [] : [{ role: turn.role, content: turn.content }]));
+  const instructions = turns
+    .filter((turn) => turn.role === "system")
+    .map((turn): SystemModelMessage => ({ role: "system", content: turn.content }));
+  const messages = turns.flatMap((turn): ModelMessage[] =>
+    turn.role === "system" ? [] : [{ role: turn.role, content: turn.content }],
+  );
   return instructions.length > 0 ? { instructions, messages } : { messages };
 }
 

@@ -1,9 +1,9 @@
-import { z } from "zod";
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
-import type { LanguageModel } from "ai";
 import { ConfigError, env } from "@loom/runtime/config";
+import type { LanguageModel } from "ai";
+import { z } from "zod";
 import { createAiSdkModel } from "./ai-sdk.ts";
 import { createEchoModel, echoModelId } from "./echo.ts";
 import type { Model } from "./port.ts";
@@ -68,14 +68,20 @@ export function resolveModel(config: ModelConfig, options: { maxRetries?: number
   if (name === undefined) {
     const configured = providerSettings.filter((key) => given(config[key]) !== undefined);
     if (configured.length > 0) {
-      throw new ConfigError(`DEFAULT_MODEL: must be set when a model provider is configured (${configured.join(", ")} set); use ${modelNameHint}`);
+      throw new ConfigError(
+        `DEFAULT_MODEL: must be set when a model provider is configured (${configured.join(", ")} set); use ${modelNameHint}`,
+      );
     }
     return createEchoModel();
   }
   const parsed = parseModelName(name);
   if ("problem" in parsed) throw new ConfigError(`DEFAULT_MODEL: ${parsed.problem}`);
   if (parsed.provider === "loom") return createEchoModel();
-  return createAiSdkModel({ id: `${parsed.provider}:${parsed.model}`, model: languageModel(parsed.provider, parsed.model, config), ...options });
+  return createAiSdkModel({
+    id: `${parsed.provider}:${parsed.model}`,
+    model: languageModel(parsed.provider, parsed.model, config),
+    ...options,
+  });
 }
 
 /** A model chat may use: loom:echo, or an AI SDK model. */
@@ -94,7 +100,12 @@ export function resolveChatModels(config: ModelConfig): Map<string, ChatModelEnt
     if ("problem" in parsed) throw new ConfigError(`CHAT_MODELS: ${parsed.problem}`);
     const id = `${parsed.provider}:${parsed.model}`;
     if (models.has(id)) continue;
-    models.set(id, parsed.provider === "loom" ? { id, echo: true } : { id, echo: false, model: languageModel(parsed.provider, parsed.model, config) });
+    models.set(
+      id,
+      parsed.provider === "loom"
+        ? { id, echo: true }
+        : { id, echo: false, model: languageModel(parsed.provider, parsed.model, config) },
+    );
   }
   return models;
 }
@@ -111,9 +122,15 @@ function languageModel(provider: Exclude<Provider, "loom">, model: string, confi
   // behind the config's back.
   switch (provider) {
     case "openai":
-      return createOpenAI({ apiKey: required(config, "OPENAI_API_KEY", provider), baseURL: given(config.OPENAI_BASE_URL) })(model);
+      return createOpenAI({
+        apiKey: required(config, "OPENAI_API_KEY", provider),
+        baseURL: given(config.OPENAI_BASE_URL),
+      })(model);
     case "anthropic":
-      return createAnthropic({ apiKey: required(config, "ANTHROPIC_API_KEY", provider), baseURL: given(config.ANTHROPIC_BASE_URL) })(model);
+      return createAnthropic({
+        apiKey: required(config, "ANTHROPIC_API_KEY", provider),
+        baseURL: given(config.ANTHROPIC_BASE_URL),
+      })(model);
     case "openai-compatible":
       return createOpenAICompatible({
         name: "openai-compatible",
@@ -135,14 +152,17 @@ function parseModelName(name: string): { provider: Provider; model: string } | {
   if (colon <= 0 || colon === name.length - 1) return { problem: `"${name}" is not ${modelNameHint}` };
   const prefix = name.slice(0, colon);
   const provider = providers.find((known) => known === prefix);
-  if (provider === undefined) return { problem: `unknown model provider "${prefix}" in "${name}"; known: ${providers.join(", ")}` };
-  if (provider === "loom" && name !== echoModelId) return { problem: `unknown built-in model "${name}"; the only one is ${echoModelId}` };
+  if (provider === undefined)
+    return { problem: `unknown model provider "${prefix}" in "${name}"; known: ${providers.join(", ")}` };
+  if (provider === "loom" && name !== echoModelId)
+    return { problem: `unknown built-in model "${name}"; the only one is ${echoModelId}` };
   return { provider, model: name.slice(colon + 1) };
 }
 
 function required(config: ModelConfig, key: keyof ModelConfig, provider: Provider): string {
   const value = given(config[key]);
-  if (value === undefined) throw new ConfigError(`${key}: must be set for a model ${provider}:… (DEFAULT_MODEL or CHAT_MODELS)`);
+  if (value === undefined)
+    throw new ConfigError(`${key}: must be set for a model ${provider}:… (DEFAULT_MODEL or CHAT_MODELS)`);
   return value;
 }
 

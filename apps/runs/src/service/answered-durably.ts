@@ -7,9 +7,14 @@ import type { RunsStore } from "../store/port.ts";
  * (`RunsStore.durable`), failures too: a caller is told nothing a crash
  * could take back, while the worker's own steps never wait for the disk.
  */
-export function answeredDurably(impl: ServiceImpl<typeof RunsService>, store: Pick<RunsStore, "durable">): ServiceImpl<typeof RunsService> {
+export function answeredDurably(
+  impl: ServiceImpl<typeof RunsService>,
+  store: Pick<RunsStore, "durable">,
+): ServiceImpl<typeof RunsService> {
   const wrapped: Record<string, unknown> = {};
-  for (const [name, method] of Object.entries(impl) as Array<[string, (req: unknown, ctx: unknown) => Promise<unknown>]>) {
+  for (const [name, method] of Object.entries(impl) as Array<
+    [string, (req: unknown, ctx: unknown) => Promise<unknown>]
+  >) {
     wrapped[name] = async (req: unknown, ctx: unknown) => {
       let answer: unknown;
       try {

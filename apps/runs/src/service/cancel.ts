@@ -51,8 +51,13 @@ export async function cancelRun(deps: CancelDeps, organizationId: string, runId:
  * finds the run no longer its own), then the terminal event is written.
  */
 async function tellEnded(deps: CancelDeps, cancelled: RunRecord): Promise<void> {
-  await deps.bus.publish(runSubjects.control(cancelled.id), new TextEncoder().encode("cancel")).catch((error: unknown) => {
-    deps.logger.warn({ err: error, run_id: cancelled.id }, "could not tell the run's worker of its cancel; its lease renewal will");
-  });
+  await deps.bus
+    .publish(runSubjects.control(cancelled.id), new TextEncoder().encode("cancel"))
+    .catch((error: unknown) => {
+      deps.logger.warn(
+        { err: error, run_id: cancelled.id },
+        "could not tell the run's worker of its cancel; its lease renewal will",
+      );
+    });
   await logEnd(cancelled, deps);
 }

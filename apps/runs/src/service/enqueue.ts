@@ -5,7 +5,7 @@ import type { RunLog } from "../run-log.ts";
 import { QueueFull, type RunRecord, type RunRecordStore } from "../store/run-records.ts";
 import type { ThreadStore } from "../store/threads.ts";
 import { runSubjects } from "../subjects.ts";
-import { queueFull, type NewRun } from "./new-run.ts";
+import { type NewRun, queueFull } from "./new-run.ts";
 
 export interface EnqueueDeps {
   store: RunRecordStore & ThreadStore;
@@ -25,7 +25,13 @@ export async function enqueue(deps: EnqueueDeps, { run, newThread }: NewRun, tak
   try {
     if (!takeover || !(await deps.log.started(run))) await deps.log.lifecycle(run);
   } catch (error) {
-    throw new ConnectError("the run could not be queued: its event log is unavailable", Code.Unavailable, undefined, undefined, error);
+    throw new ConnectError(
+      "the run could not be queued: its event log is unavailable",
+      Code.Unavailable,
+      undefined,
+      undefined,
+      error,
+    );
   }
   if (newThread) await store.insertThread(newThread);
   let inserted: boolean;

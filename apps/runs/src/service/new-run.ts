@@ -1,11 +1,11 @@
-import { Code, ConnectError, type Client } from "@connectrpc/connect";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { notFound } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
-import { rateLimitRefusals } from "@loom/telemetry/metrics";
-import type { Principal } from "@loom/server/principal";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
+import type { Principal } from "@loom/server/principal";
+import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { effectiveIds, renderInput } from "../input.ts";
 import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord } from "../store/run-records.ts";
@@ -30,7 +30,10 @@ const queueFullRefusals = rateLimitRefusals.labels("queued_runs");
 /** The answer to a create past the queued cap (counted as a refusal). */
 export function queueFull(maxQueued: number): ConnectError {
   queueFullRefusals.inc();
-  return new ConnectError(`the organization has ${maxQueued} runs queued; try again once some have started`, Code.ResourceExhausted);
+  return new ConnectError(
+    `the organization has ${maxQueued} runs queued; try again once some have started`,
+    Code.ResourceExhausted,
+  );
 }
 
 const present = (list: StringList | undefined) => list?.values;
@@ -40,10 +43,18 @@ const present = (list: StringList | undefined) => list?.values;
  * create writes nothing): the assistant, the queued cap, the thread; then the
  * QUEUED run, with id `id`, as the request and its assistant make it.
  */
-export async function newRun(deps: NewRunDeps, principal: Principal, req: CreateAssistantRunRequest, id: string, at: Date, traceparent: string | undefined): Promise<NewRun> {
+export async function newRun(
+  deps: NewRunDeps,
+  principal: Principal,
+  req: CreateAssistantRunRequest,
+  id: string,
+  at: Date,
+  traceparent: string | undefined,
+): Promise<NewRun> {
   const assistant = await assistantOf(deps.assistants, principal, req.assistantId);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
-  if ((await deps.store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
+  if ((await deps.store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization)
+    throw queueFull(deps.maxQueuedPerOrganization);
   const thread = await threadFor(deps.store, principal, req, at);
   const run: RunRecord = {
     id,
@@ -81,12 +92,25 @@ export async function newRun(deps: NewRunDeps, principal: Principal, req: Create
 }
 
 /** The thread the run joins (NOT_FOUND when the request names one that is not there), and the new thread to store with it. */
-async function threadFor(threads: ThreadStore, principal: Principal, req: CreateAssistantRunRequest, at: Date): Promise<{ threadId?: string; create?: ThreadRecord }> {
+async function threadFor(
+  threads: ThreadStore,
+  principal: Principal,
+  req: CreateAssistantRunRequest,
+  at: Date,
+): Promise<{ threadId?: string; create?: ThreadRecord }> {
   if (req.threadId !== undefined) {
-    if (!isUuid(req.threadId) || !(await threads.getThread(principal.organizationId, req.threadId.toLowerCase()))) throw notFound("thread");
+    if (!isUuid(req.threadId) || !(await threads.getThread(principal.organizationId, req.threadId.toLowerCase())))
+      throw notFound("thread");
     return { threadId: req.threadId.toLowerCase() };
   }
   if (!req.newThread) return {};
-  const thread: ThreadRecord = { id: newId(), organizationId: principal.organizationId, name: "New thread", createdBy: principal.userId, createdAt: at, updatedAt: at };
+  const thread: ThreadRecord = {
+    id: newId(),
+    organizationId: principal.organizationId,
+    name: "New thread",
+    createdBy: principal.userId,
+    createdAt: at,
+    updatedAt: at,
+  };
   return { threadId: thread.id, create: thread };
 }

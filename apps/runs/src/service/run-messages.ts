@@ -2,7 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/contracts/errors";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RunStatus as RunStatusEnum } from "@loom/proto/runs/v1/runs_pb";
-import { runStatuses, type RunRecord, type RunStatus } from "../store/run-records.ts";
+import { type RunRecord, type RunStatus, runStatuses } from "../store/run-records.ts";
 import type { ThreadRecord } from "../store/threads.ts";
 
 // Records as the RunsService's messages, and its status filter as statuses.
@@ -10,7 +10,8 @@ import type { ThreadRecord } from "../store/threads.ts";
 /** A listed status as the store names it; an unknown one is INVALID_ARGUMENT. */
 export function statusOf(status: RunStatusEnum): RunStatus {
   const found = runStatuses.find((s) => RunStatusEnum[s] === status);
-  if (found === undefined) throw invalidArgument([{ path: "query.status", message: `must be one of ${runStatuses.join(", ")}` }]);
+  if (found === undefined)
+    throw invalidArgument([{ path: "query.status", message: `must be one of ${runStatuses.join(", ")}` }]);
   return found;
 }
 

@@ -65,7 +65,8 @@ export class InFlight {
     const found: QueueEntry[] = [];
     for (const entry of this.queue) {
       if (found.length >= limit) break;
-      if (organizations.has(entry.organizationId) || (entry.threadId !== undefined && threads.has(entry.threadId))) continue;
+      if (organizations.has(entry.organizationId) || (entry.threadId !== undefined && threads.has(entry.threadId)))
+        continue;
       found.push(copyOf(entry));
     }
     return found;

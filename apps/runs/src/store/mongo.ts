@@ -1,6 +1,6 @@
+import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
-import { idempotencyWindowMs, type IdempotencyRecord } from "./idempotency.ts";
+import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
@@ -30,11 +30,13 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
   /** Stale claims taken over, one document per stale claim (`runId:its time`): rare, left by a claimer that failed. */
   /** Each organization's queue slots (`org:n`, n below RUN_MAX_QUEUED_PER_ORGANIZATION), one per queued run: `reserveQueueSlot`. */
-  const slots: Collection<{ _id: string; organizationId: string; runId: string; at: Date }> = db.collection("run_queue_slots");
+  const slots: Collection<{ _id: string; organizationId: string; runId: string; at: Date }> =
+    db.collection("run_queue_slots");
   /** Ended runs whose terminal event is still to be written: a small collection, as the leases (the sweep reads it). */
   const unloggedEnds: Collection<{ _id: string; at: Date }> = db.collection("run_unlogged_ends");
   const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
-  const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> = db.collection("run_leases");
+  const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> =
+    db.collection("run_leases");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
@@ -46,7 +48,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const setAndUnset = (changes: Record<string, unknown>): UpdateFilter<Doc<RunRecord>> => {
     const $set = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
     const unset = Object.keys(changes).filter((k) => changes[k] === undefined);
-    return (unset.length ? { $set, $unset: Object.fromEntries(unset.map((k) => [k, ""])) } : { $set }) as UpdateFilter<Doc<RunRecord>>;
+    return (unset.length ? { $set, $unset: Object.fromEntries(unset.map((k) => [k, ""])) } : { $set }) as UpdateFilter<
+      Doc<RunRecord>
+    >;
   };
 
   /**
@@ -59,21 +63,37 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
    */
   async function reserveQueueSlot(r: RunRecord, maxQueued: number): Promise<boolean> {
     for (let round = 0; round < 2; round++) {
-      const held = await slots.find({ organizationId: r.organizationId }, { projection: { runId: 1, at: 1 } }).toArray();
+      const held = await slots
+        .find({ organizationId: r.organizationId }, { projection: { runId: 1, at: 1 } })
+        .toArray();
       if (held.some((slot) => slot.runId === r.id)) return true; // this run's already (a create taken over)
       const taken = new Set(held.map((slot) => slot._id));
-      const free = Array.from({ length: maxQueued }, (_, n) => `${r.organizationId}:${n}`).filter((id) => !taken.has(id));
+      const free = Array.from({ length: maxQueued }, (_, n) => `${r.organizationId}:${n}`).filter(
+        (id) => !taken.has(id),
+      );
       // From a random free slot on: creates at once mostly try different ones.
       const from = Math.floor(Math.random() * free.length);
       for (const id of [...free.slice(from), ...free.slice(0, from)]) {
-        if (await ignoringDuplicate(slots.insertOne({ _id: id, organizationId: r.organizationId, runId: r.id, at: r.createdAt }))) return true;
+        if (
+          await ignoringDuplicate(
+            slots.insertOne({ _id: id, organizationId: r.organizationId, runId: r.id, at: r.createdAt }),
+          )
+        )
+          return true;
       }
       const old = held.filter((slot) => slot.at.getTime() < r.createdAt.getTime() - orphanSlotMs);
       if (old.length === 0) return false;
-      const queued = new Set((await queue.find({ _id: { $in: old.map((slot) => slot.runId) } }, { projection: { _id: 1 } }).toArray()).map((e) => e._id));
+      const queued = new Set(
+        (await queue.find({ _id: { $in: old.map((slot) => slot.runId) } }, { projection: { _id: 1 } }).toArray()).map(
+          (e) => e._id,
+        ),
+      );
       const orphans = old.filter((slot) => !queued.has(slot.runId));
       if (orphans.length === 0) return false;
-      await slots.deleteMany({ _id: { $in: orphans.map((slot) => slot._id) }, runId: { $in: orphans.map((slot) => slot.runId) } });
+      await slots.deleteMany({
+        _id: { $in: orphans.map((slot) => slot._id) },
+        runId: { $in: orphans.map((slot) => slot.runId) },
+      });
     }
     return false;
   }
@@ -117,7 +137,15 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       }
       // The queue entry first: a run is never QUEUED without one. An entry
       // whose run never follows (the creator died) is dropped by the worker.
-      if (r.status === "QUEUED") await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: r.createdAt, ...(r.threadId ? { threadId: r.threadId } : {}) }));
+      if (r.status === "QUEUED")
+        await ignoringDuplicate(
+          queue.insertOne({
+            _id: r.id,
+            organizationId: r.organizationId,
+            createdAt: r.createdAt,
+            ...(r.threadId ? { threadId: r.threadId } : {}),
+          }),
+        );
       return ignoringDuplicate(runs.insertOne(toDoc(r)));
     },
     async getRun(organizationId, id) {
@@ -127,7 +155,11 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
     getRunById: async (id) => run(await runs.findOne({ _id: id })),
     async listRuns(organizationId, assistantId, statuses, skip, limit) {
-      const query: Filter<Doc<RunRecord>> = { organizationId, assistantId, ...(statuses.length ? { status: { $in: statuses } } : {}) };
+      const query: Filter<Doc<RunRecord>> = {
+        organizationId,
+        assistantId,
+        ...(statuses.length ? { status: { $in: statuses } } : {}),
+      };
       const [docs, totalCount] = await Promise.all([
         runs.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
         runs.countDocuments(query),
@@ -135,21 +167,34 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       return { items: docs.map((d) => run(d)!), totalCount };
     },
     async transition(id, guard, to, changes, at) {
-      if (guard.leaseExpiredBefore && !(await leases.findOne({ _id: id, until: { $lt: guard.leaseExpiredBefore } }))) return undefined;
+      if (guard.leaseExpiredBefore && !(await leases.findOne({ _id: id, until: { $lt: guard.leaseExpiredBefore } })))
+        return undefined;
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
       const { leaseUntil, ...rest } = changes;
       // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
-      const marked = isTerminal(to) && (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
-      const changed = run(await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), { returnDocument: "after" }));
+      const marked =
+        isTerminal(to) &&
+        (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
+      const changed = run(
+        await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), {
+          returnDocument: "after",
+        }),
+      );
       if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
-      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED")) await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
+      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED"))
+        await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
         await leases.deleteOne({ _id: id });
         return changed;
       }
-      const holds = { worker: changed.worker ?? "", until: leaseUntil, organizationId: changed.organizationId, ...(changed.threadId ? { threadId: changed.threadId } : {}) };
+      const holds = {
+        worker: changed.worker ?? "",
+        until: leaseUntil,
+        organizationId: changed.organizationId,
+        ...(changed.threadId ? { threadId: changed.threadId } : {}),
+      };
       await leases.updateOne({ _id: id }, { $set: holds }, { upsert: true });
       return { ...changed, leaseUntil };
     },
@@ -159,7 +204,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const standing = await claims.findOne({ _id: id });
       if (!standing || standing.at >= staleBefore) return false; // fresh, or given back meanwhile (the next pass claims it)
       // One taker per stale claim: a unique insert naming it (FerretDB does not isolate guarded updates of one document).
-      if (!(await ignoringDuplicate(claimTakeovers.insertOne({ _id: `${id}:${standing.at.getTime()}`, at })))) return false;
+      if (!(await ignoringDuplicate(claimTakeovers.insertOne({ _id: `${id}:${standing.at.getTime()}`, at }))))
+        return false;
       await claims.replaceOne({ _id: id }, { worker, at }, { upsert: true });
       return true;
     },
@@ -173,7 +219,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const filter: Filter<QueueDoc> = {};
       if (skipOrganizations.length) filter.organizationId = { $nin: skipOrganizations };
       if (skipThreads.length) filter.threadId = { $nin: skipThreads };
-      return (await queue.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map(({ _id, ...entry }) => ({ runId: _id, ...entry }));
+      return (await queue.find(filter).sort({ createdAt: 1, _id: 1 }).limit(limit).toArray()).map(
+        ({ _id, ...entry }) => ({ runId: _id, ...entry }),
+      );
     },
     async dropQueueEntry(runId) {
       await Promise.all([queue.deleteOne({ _id: runId }), freeQueueSlot(runId)]);
@@ -188,13 +236,17 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const perOrganization = new Map<string, number>();
       const threadsHeld = new Set<string>();
       for (const lease of await leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray()) {
-        if (lease.organizationId) perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
+        if (lease.organizationId)
+          perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
         if (lease.threadId) threadsHeld.add(lease.threadId);
       }
       return { perOrganization, threads: threadsHeld };
     },
     async expiredLeases(now, limit) {
-      const expired = await leases.find({ until: { $lt: now } }).limit(limit).toArray();
+      const expired = await leases
+        .find({ until: { $lt: now } })
+        .limit(limit)
+        .toArray();
       const until = new Map(expired.map((l) => [l._id, l.until]));
       const held = await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray();
       return held.map((d) => ({ ...run(d)!, leaseUntil: until.get(d._id) }));
@@ -203,9 +255,15 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await unloggedEnds.deleteOne({ _id: id });
     },
     async unloggedEnds(before, limit) {
-      const marks = await unloggedEnds.find({ at: { $lt: before } }).sort({ at: 1 }).limit(limit).toArray();
+      const marks = await unloggedEnds
+        .find({ at: { $lt: before } })
+        .sort({ at: 1 })
+        .limit(limit)
+        .toArray();
       if (marks.length === 0) return [];
-      const found = new Map((await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]));
+      const found = new Map(
+        (await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]),
+      );
       // A mark whose run has not ended is skipped, not dropped: its move is on its way, or a crash came between the
       // two and the run ends later (every run does: the reaper), keeping the mark then.
       return marks.flatMap((m) => {
@@ -214,7 +272,12 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       });
     },
     threadHistory: async (threadId, before) =>
-      (await runs.find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } }).sort({ createdAt: 1, _id: 1 }).toArray()).map((d) => run(d)!),
+      (
+        await runs
+          .find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } })
+          .sort({ createdAt: 1, _id: 1 })
+          .toArray()
+      ).map((d) => run(d)!),
 
     async insertThread(thread) {
       await threads.insertOne(toDoc(thread));
@@ -228,10 +291,14 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       ]);
       return { items: docs.map((d) => fromDoc<ThreadRecord>(d)!), totalCount };
     },
-    deleteThread: async (organizationId, id) => (await threads.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    deleteThread: async (organizationId, id) =>
+      (await threads.deleteOne({ _id: id, organizationId })).deletedCount === 1,
     async lockThread(threadId, runId, staleHolders) {
       const taken = await threads.findOneAndUpdate(
-        { _id: threadId, $or: [{ activeRunId: { $exists: false } }, { activeRunId: { $in: [runId, ...staleHolders] } }] },
+        {
+          _id: threadId,
+          $or: [{ activeRunId: { $exists: false } }, { activeRunId: { $in: [runId, ...staleHolders] } }],
+        },
         { $set: { activeRunId: runId } },
         { returnDocument: "after" },
       );
@@ -247,7 +314,10 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       if (pruneKeys && record.createdAt.getTime() - prunedAt > 60_000) {
         prunedAt = record.createdAt.getTime();
         const before = new Date(prunedAt - idempotencyWindowMs);
-        void Promise.all([keys.deleteMany({ createdAt: { $lt: before } }), takeovers.deleteMany({ createdAt: { $lt: before } })]).catch(() => {});
+        void Promise.all([
+          keys.deleteMany({ createdAt: { $lt: before } }),
+          takeovers.deleteMany({ createdAt: { $lt: before } }),
+        ]).catch(() => {});
       }
       return ignoringDuplicate(keys.insertOne({ _id: `${record.organizationId}:${record.key}`, ...record }));
     },
@@ -263,7 +333,10 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
     async takeOverIdempotency(organizationId, key, attempt, at) {
       // A unique insert per attempt, not a guarded update: FerretDB could let two guarded updates of one record both match.
-      if (!(await ignoringDuplicate(takeovers.insertOne({ _id: `${organizationId}:${key}:${attempt}`, createdAt: at })))) return false;
+      if (
+        !(await ignoringDuplicate(takeovers.insertOne({ _id: `${organizationId}:${key}:${attempt}`, createdAt: at })))
+      )
+        return false;
       await keys.updateOne({ _id: `${organizationId}:${key}` }, { $set: { attempt, attemptAt: at } });
       return true;
     },

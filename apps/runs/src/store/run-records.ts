@@ -3,7 +3,13 @@ import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
 
 // The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
-export { activeStatuses, isTerminal, runStatuses, terminalStatuses, type RunStatus } from "@loom/contracts/run-lifecycle";
+export {
+  activeStatuses,
+  isTerminal,
+  type RunStatus,
+  runStatuses,
+  terminalStatuses,
+} from "@loom/contracts/run-lifecycle";
 
 /** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
 export class QueueFull extends Error {
@@ -74,7 +80,13 @@ export interface RunRecordStore {
   /** By id alone: for the worker, which acts for whichever organization a run belongs to. */
   getRunById(id: string): Promise<RunRecord | undefined>;
   /** Newest first; an empty `statuses` means every status. */
-  listRuns(organizationId: string, assistantId: string, statuses: RunStatus[], skip: number, limit: number): Promise<Page<RunRecord>>;
+  listRuns(
+    organizationId: string,
+    assistantId: string,
+    statuses: RunStatus[],
+    skip: number,
+    limit: number,
+  ): Promise<Page<RunRecord>>;
   /**
    * The one way a run changes state: atomically, only if the guard holds.
    * Undefined when it did not, so a late writer can never leave a terminal state.

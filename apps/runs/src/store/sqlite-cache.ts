@@ -7,7 +7,12 @@ const recentlyFinishedLimit = 1_000;
 
 /** A run record no caller shares with another: its arrays and dates copied (callers get records as if read anew). */
 export function copyOfRun(run: RunRecord): RunRecord {
-  const copy = { ...run, args: [...run.args], createdAt: new Date(run.createdAt.getTime()), updatedAt: new Date(run.updatedAt.getTime()) };
+  const copy = {
+    ...run,
+    args: [...run.args],
+    createdAt: new Date(run.createdAt.getTime()),
+    updatedAt: new Date(run.updatedAt.getTime()),
+  };
   for (const [field] of idArrays) copy[field] = [...run[field]];
   if (run.completedAt) copy.completedAt = new Date(run.completedAt.getTime());
   if (run.leaseUntil) copy.leaseUntil = new Date(run.leaseUntil.getTime());

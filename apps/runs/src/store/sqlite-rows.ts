@@ -1,5 +1,5 @@
-import { dateOf, type Row } from "@loom/store/sqlite";
 import type { IdArray } from "@loom/contracts/id-arrays";
+import { dateOf, type Row } from "@loom/store/sqlite";
 import type { IdempotencyRecord } from "./idempotency.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import type { RunChanges, RunRecord, StatusDetail } from "./run-records.ts";
@@ -18,7 +18,10 @@ const idArrayColumns: Record<IdArray, string> = {
 export const idArrays = Object.entries(idArrayColumns) as [IdArray, string][];
 
 /** What a transition may change on the run row, how each is stored, and how it reads back (the lease has its own table). */
-export const changeColumns: Record<Exclude<keyof RunChanges, "leaseUntil">, [column: string, store: (value: never) => string | number, load: (stored: never) => unknown]> = {
+export const changeColumns: Record<
+  Exclude<keyof RunChanges, "leaseUntil">,
+  [column: string, store: (value: never) => string | number, load: (stored: never) => unknown]
+> = {
   statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
   output: ["output", (v: unknown) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
   completedAt: ["completed_at", (v: Date) => v.getTime(), (stored: number) => dateOf(stored)],

@@ -1,6 +1,6 @@
 import { newestFirstOrder, optional, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
-import { InFlight } from "./in-flight.ts";
 import { idempotencyWindowMs } from "./idempotency.ts";
+import { InFlight } from "./in-flight.ts";
 import type { RunsStore } from "./port.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
 import { copyOfRun, SqliteRunsCache } from "./sqlite-cache.ts";
@@ -87,11 +87,13 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     () =>
       new InFlight(
         prepare("SELECT * FROM runs_queue ORDER BY created_at, run_id").all().map(queueEntryOf),
-        prepare("SELECT run_id, organization_id, thread_id FROM runs_leases").all().map((row) => ({
-          runId: row.run_id as string,
-          organizationId: row.organization_id as string,
-          ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
-        })),
+        prepare("SELECT run_id, organization_id, thread_id FROM runs_leases")
+          .all()
+          .map((row) => ({
+            runId: row.run_id as string,
+            organizationId: row.organization_id as string,
+            ...(row.thread_id === null ? {} : { threadId: row.thread_id as string }),
+          })),
       ),
   );
   /** Runs claimed and not finished (nor their claim given back), and when each claim was granted. */
@@ -109,33 +111,62 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     ...sqliteLifecycle(handle, "runs", runsMigrations),
 
     async insertRun(run, maxQueued) {
-      const full = maxQueued !== undefined && run.status === "QUEUED" && cache.queueAndLeases().countQueued(run.organizationId) >= maxQueued;
+      const full =
+        maxQueued !== undefined &&
+        run.status === "QUEUED" &&
+        cache.queueAndLeases().countQueued(run.organizationId) >= maxQueued;
       // One process writes this store and the check and the insert share a turn: no create slips in between.
       if (full) {
         if (runById(run.id)) return false; // stored already (a keyed create taken over): not a new queued run
         throw new QueueFull(maxQueued);
       }
       return handle.transaction(() => {
-        const inserted = prepare(
-          `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
+        const inserted =
+          prepare(
+            `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
              knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent)
            VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-        ).run(
-          run.id, run.organizationId, run.assistantId, run.threadId ?? null, JSON.stringify(run.args), run.input ?? null, run.message, run.stream ? 1 : 0,
-          run.status, run.statusDetail === undefined ? null : JSON.stringify(run.statusDetail), run.output === undefined ? null : JSON.stringify(run.output),
-          ...idArrays.map(([field]) => JSON.stringify(run[field])), run.createdBy, run.createdAt.getTime(), run.updatedAt.getTime(),
-          run.completedAt?.getTime() ?? null, run.worker ?? null, run.traceparent ?? null,
-        ).changes === 1;
+          ).run(
+            run.id,
+            run.organizationId,
+            run.assistantId,
+            run.threadId ?? null,
+            JSON.stringify(run.args),
+            run.input ?? null,
+            run.message,
+            run.stream ? 1 : 0,
+            run.status,
+            run.statusDetail === undefined ? null : JSON.stringify(run.statusDetail),
+            run.output === undefined ? null : JSON.stringify(run.output),
+            ...idArrays.map(([field]) => JSON.stringify(run[field])),
+            run.createdBy,
+            run.createdAt.getTime(),
+            run.updatedAt.getTime(),
+            run.completedAt?.getTime() ?? null,
+            run.worker ?? null,
+            run.traceparent ?? null,
+          ).changes === 1;
         if (!inserted) return false;
         cache.hold(copyOfRun(run));
         if (run.status === "QUEUED") {
-          const queued = prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
-            run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime()).changes === 1;
-          if (queued) cache.loadedQueueAndLeases()?.enqueue({ runId: run.id, organizationId: run.organizationId, ...(run.threadId === undefined ? {} : { threadId: run.threadId }), createdAt: run.createdAt });
+          const queued =
+            prepare(
+              "INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            ).run(run.id, run.organizationId, run.threadId ?? null, run.createdAt.getTime()).changes === 1;
+          if (queued)
+            cache.loadedQueueAndLeases()?.enqueue({
+              runId: run.id,
+              organizationId: run.organizationId,
+              ...(run.threadId === undefined ? {} : { threadId: run.threadId }),
+              createdAt: run.createdAt,
+            });
         }
         if (run.leaseUntil) {
-          const leased = prepare("INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING").run(
-            run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null).changes === 1;
+          const leased =
+            prepare(
+              "INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
+            ).run(run.id, run.worker ?? "", run.leaseUntil.getTime(), run.organizationId, run.threadId ?? null)
+              .changes === 1;
           if (leased) cache.loadedQueueAndLeases()?.lease(run.id, run.organizationId, run.threadId);
         }
         return true;
@@ -150,15 +181,23 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       const where = statuses.length
         ? "r.organization_id = ? AND r.assistant_id = ? AND r.status IN (SELECT value FROM json_each(?))"
         : "r.organization_id = ? AND r.assistant_id = ?";
-      const params = statuses.length ? [organizationId, assistantId, JSON.stringify(statuses)] : [organizationId, assistantId];
+      const params = statuses.length
+        ? [organizationId, assistantId, JSON.stringify(statuses)]
+        : [organizationId, assistantId];
       const totalCount = Number(prepare(`SELECT count(*) AS n FROM runs_runs r WHERE ${where}`).get(...params)!.n);
-      const rows = prepare(`${runWithLease} WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(...params, limit, skip);
+      const rows = prepare(`${runWithLease} WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(
+        ...params,
+        limit,
+        skip,
+      );
       return { items: rows.map((row) => runOf(row)!), totalCount };
     },
     async transition(id, guard, to, changes, at) {
       const { leaseUntil, ...rest } = changes;
       const fields = (Object.keys(rest) as (keyof typeof changeColumns)[]).filter((field) => field in changeColumns);
-      const set = ["status = ?", "updated_at = ?", ...fields.map((field) => `${changeColumns[field][0]} = ?`)].join(", ");
+      const set = ["status = ?", "updated_at = ?", ...fields.map((field) => `${changeColumns[field][0]} = ?`)].join(
+        ", ",
+      );
       const values = fields.map((field) => {
         const value = rest[field];
         // As on MongoDB: a change to undefined removes the field.
@@ -179,7 +218,11 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         let next: RunRecord;
         if (kept) {
           // Held: the row is the record, so the record after the change is built, not read back.
-          if (prepare(`UPDATE runs_runs SET ${set} WHERE ${where}`).run(to, at.getTime(), ...values, ...params).changes !== 1) return undefined;
+          if (
+            prepare(`UPDATE runs_runs SET ${set} WHERE ${where}`).run(to, at.getTime(), ...values, ...params)
+              .changes !== 1
+          )
+            return undefined;
           next = { ...kept, status: to, updatedAt: at };
           fields.forEach((field, i) => {
             const stored = values[i];
@@ -191,10 +234,18 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
             else next.leaseUntil = leaseUntil;
           }
         } else {
-          const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(to, at.getTime(), ...values, ...params);
+          const row = prepare(`UPDATE runs_runs SET ${set} WHERE ${where} RETURNING *`).get(
+            to,
+            at.getTime(),
+            ...values,
+            ...params,
+          );
           if (!row) return undefined;
           // The row of RETURNING has no lease (it lives in runs_leases): the changed one, or the one standing.
-          const lease = "leaseUntil" in changes ? (leaseUntil?.getTime() ?? null) : (prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null);
+          const lease =
+            "leaseUntil" in changes
+              ? (leaseUntil?.getTime() ?? null)
+              : (prepare("SELECT until FROM runs_leases WHERE run_id = ?").get(id)?.until ?? null);
           next = runOf({ ...row, lease_until: lease })!;
         }
         // Held, the queue says whether there is a row to delete: a run leaves the queue once, at its first move.
@@ -205,7 +256,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         }
         if (isTerminal(to)) {
           claims.delete(id);
-          prepare("INSERT INTO runs_unlogged_ends (run_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(id, at.getTime());
+          prepare("INSERT INTO runs_unlogged_ends (run_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(
+            id,
+            at.getTime(),
+          );
         }
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) {
@@ -239,7 +293,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       if (renewed) cache.leaseRenewed(id, leaseUntil);
       return renewed;
     },
-    queueCandidates: async (skipOrganizations, skipThreads, limit) => cache.queueAndLeases().candidates(skipOrganizations, skipThreads, limit),
+    queueCandidates: async (skipOrganizations, skipThreads, limit) =>
+      cache.queueAndLeases().candidates(skipOrganizations, skipThreads, limit),
     async dropQueueEntry(runId) {
       prepare("DELETE FROM runs_queue WHERE run_id = ?").run(runId);
       cache.loadedQueueAndLeases()?.dequeue(runId);
@@ -270,27 +325,47 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         .all(before.getTime(), limit)
         .map((row) => runOf(row)!),
     threadHistory: async (threadId, before) =>
-      prepare(`${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`)
+      prepare(
+        `${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`,
+      )
         .all(threadId, before.getTime())
         .map((row) => runOf(row)!),
 
     async insertThread(thread) {
-      prepare("INSERT INTO runs_threads (id, organization_id, name, alias, created_by, created_at, updated_at, active_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)").run(
-        thread.id, thread.organizationId, thread.name, thread.alias ?? null, thread.createdBy, thread.createdAt.getTime(), thread.updatedAt.getTime(), thread.activeRunId ?? null);
+      prepare(
+        "INSERT INTO runs_threads (id, organization_id, name, alias, created_by, created_at, updated_at, active_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+      ).run(
+        thread.id,
+        thread.organizationId,
+        thread.name,
+        thread.alias ?? null,
+        thread.createdBy,
+        thread.createdAt.getTime(),
+        thread.updatedAt.getTime(),
+        thread.activeRunId ?? null,
+      );
     },
-    getThread: async (organizationId, id) => threadOf(prepare("SELECT * FROM runs_threads WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    getThread: async (organizationId, id) =>
+      threadOf(prepare("SELECT * FROM runs_threads WHERE id = ? AND organization_id = ?").get(id, organizationId)),
     async listThreads(organizationId, alias, skip, limit) {
-      const [where, params] = alias === undefined ? ["organization_id = ?", [organizationId]] : ["organization_id = ? AND alias = ?", [organizationId, alias]];
+      const [where, params] =
+        alias === undefined
+          ? ["organization_id = ?", [organizationId]]
+          : ["organization_id = ? AND alias = ?", [organizationId, alias]];
       const totalCount = Number(prepare(`SELECT count(*) AS n FROM runs_threads WHERE ${where}`).get(...params)!.n);
-      const rows = prepare(`SELECT * FROM runs_threads WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(...params, limit, skip);
+      const rows = prepare(
+        `SELECT * FROM runs_threads WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
+      ).all(...params, limit, skip);
       return { items: rows.map((row) => threadOf(row)!), totalCount };
     },
-    deleteThread: async (organizationId, id) => prepare("DELETE FROM runs_threads WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
+    deleteThread: async (organizationId, id) =>
+      prepare("DELETE FROM runs_threads WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
     async lockThread(threadId, runId, staleHolders) {
-      const taken = prepare(
-        `UPDATE runs_threads SET active_run_id = ?
+      const taken =
+        prepare(
+          `UPDATE runs_threads SET active_run_id = ?
          WHERE id = ? AND (active_run_id IS NULL OR active_run_id = ? OR active_run_id IN (SELECT value FROM json_each(?)))`,
-      ).run(runId, threadId, runId, JSON.stringify(staleHolders)).changes === 1;
+        ).run(runId, threadId, runId, JSON.stringify(staleHolders)).changes === 1;
       if (taken) return { locked: true };
       const row = prepare("SELECT active_run_id FROM runs_threads WHERE id = ?").get(threadId);
       // A thread deleted in between blocks nothing.
@@ -303,26 +378,43 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     async putIdempotency(record) {
       return handle.transaction(() => {
         // Records past the window go first (a range of the age index, empty most of the time): the table holds one window of keys.
-        prepare("DELETE FROM runs_idempotency WHERE created_at < ?").run(record.createdAt.getTime() - idempotencyWindowMs);
+        prepare("DELETE FROM runs_idempotency WHERE created_at < ?").run(
+          record.createdAt.getTime() - idempotencyWindowMs,
+        );
         return (
           prepare(
             "INSERT INTO runs_idempotency (organization_id, key, fingerprint, run_id, created_at, attempt, attempt_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
-          ).run(record.organizationId, record.key, record.fingerprint, record.runId, record.createdAt.getTime(), record.attempt, record.attemptAt.getTime()).changes === 1
+          ).run(
+            record.organizationId,
+            record.key,
+            record.fingerprint,
+            record.runId,
+            record.createdAt.getTime(),
+            record.attempt,
+            record.attemptAt.getTime(),
+          ).changes === 1
         );
       });
     },
     async getIdempotency(organizationId, key, createdAfter) {
-      const record = idempotencyOf(prepare("SELECT * FROM runs_idempotency WHERE organization_id = ? AND key = ?").get(organizationId, key));
+      const record = idempotencyOf(
+        prepare("SELECT * FROM runs_idempotency WHERE organization_id = ? AND key = ?").get(organizationId, key),
+      );
       return record && record.createdAt >= createdAfter ? record : undefined;
     },
     async deleteIdempotency(organizationId, key, runId) {
-      prepare("DELETE FROM runs_idempotency WHERE organization_id = ? AND key = ? AND run_id = ?").run(organizationId, key, runId);
+      prepare("DELETE FROM runs_idempotency WHERE organization_id = ? AND key = ? AND run_id = ?").run(
+        organizationId,
+        key,
+        runId,
+      );
     },
     async takeOverIdempotency(organizationId, key, attempt, at) {
       // One guarded UPDATE: SQLite serializes writers, so only one caller moves the record to `attempt`.
       return (
-        prepare("UPDATE runs_idempotency SET attempt = ?, attempt_at = ? WHERE organization_id = ? AND key = ? AND attempt < ?").run(
-          attempt, at.getTime(), organizationId, key, attempt).changes === 1
+        prepare(
+          "UPDATE runs_idempotency SET attempt = ?, attempt_at = ? WHERE organization_id = ? AND key = ? AND attempt < ?",
+        ).run(attempt, at.getTime(), organizationId, key, attempt).changes === 1
       );
     },
   };

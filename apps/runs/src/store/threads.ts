@@ -16,7 +16,12 @@ export interface ThreadRecord {
 export interface ThreadStore {
   insertThread(thread: ThreadRecord): Promise<void>;
   getThread(organizationId: string, id: string): Promise<ThreadRecord | undefined>;
-  listThreads(organizationId: string, alias: string | undefined, skip: number, limit: number): Promise<Page<ThreadRecord>>;
+  listThreads(
+    organizationId: string,
+    alias: string | undefined,
+    skip: number,
+    limit: number,
+  ): Promise<Page<ThreadRecord>>;
   deleteThread(organizationId: string, id: string): Promise<boolean>;
   /**
    * Takes a thread for a run: succeeds if it is free, already this run's, or

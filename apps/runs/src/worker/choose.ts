@@ -15,13 +15,20 @@ export interface ChoicePolicy {
  * keeps the overshoot of the cap at one run per replica: a replica's next
  * pass sees its own claims in the leases, the others' only then.
  */
-export function choose(candidates: QueueEntry[], free: number, executing: Map<string, number>, policy: ChoicePolicy): QueueEntry[] {
+export function choose(
+  candidates: QueueEntry[],
+  free: number,
+  executing: Map<string, number>,
+  policy: ChoicePolicy,
+): QueueEntry[] {
   const left = new Map<string, number>();
   const threads = new Set<string>();
   const chosen: QueueEntry[] = [];
   for (const entry of candidates) {
     if (chosen.length >= free) break;
-    const room = left.get(entry.organizationId) ?? (policy.sharedByProcesses ? 1 : policy.maxRunningPerOrganization - (executing.get(entry.organizationId) ?? 0));
+    const room =
+      left.get(entry.organizationId) ??
+      (policy.sharedByProcesses ? 1 : policy.maxRunningPerOrganization - (executing.get(entry.organizationId) ?? 0));
     if (room <= 0 || (entry.threadId && threads.has(entry.threadId))) continue;
     left.set(entry.organizationId, room - 1);
     if (entry.threadId) threads.add(entry.threadId);

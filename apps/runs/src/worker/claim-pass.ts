@@ -19,7 +19,10 @@ export interface ClaimPassDeps {
  * SQLite, their writes share one commit). `drained`: everything read was
  * claimed and nothing was held back by a cap or a busy thread.
  */
-export async function claimPass(deps: ClaimPassDeps, free: number): Promise<{ claimed: RunRecord[]; drained: boolean }> {
+export async function claimPass(
+  deps: ClaimPassDeps,
+  free: number,
+): Promise<{ claimed: RunRecord[]; drained: boolean }> {
   const { store } = deps;
   const load = await store.executingLoad();
   const full = [...load.perOrganization].filter(([, n]) => n >= deps.maxRunningPerOrganization).map(([org]) => org);
@@ -27,9 +30,17 @@ export async function claimPass(deps: ClaimPassDeps, free: number): Promise<{ cl
   // shared store claims one per organization a pass, and reads more to find enough organizations.
   const limit = store.sharedByProcesses ? Math.max(50, free * 4) : free * 4;
   const candidates = await store.queueCandidates(full, [...load.threads], limit);
-  const chosen = deps.stopped() ? [] : choose(candidates, free, load.perOrganization, { sharedByProcesses: store.sharedByProcesses, maxRunningPerOrganization: deps.maxRunningPerOrganization });
+  const chosen = deps.stopped()
+    ? []
+    : choose(candidates, free, load.perOrganization, {
+        sharedByProcesses: store.sharedByProcesses,
+        maxRunningPerOrganization: deps.maxRunningPerOrganization,
+      });
   // Settled one by one: a claim that failed does not take the others (moved to STARTING already) with it.
-  const claimed = (await Promise.allSettled(chosen.map(deps.claim))).flatMap((result) => (result.status === "fulfilled" && result.value ? [result.value] : []));
-  const drained = full.length === 0 && load.threads.size === 0 && candidates.length < limit && claimed.length === candidates.length;
+  const claimed = (await Promise.allSettled(chosen.map(deps.claim))).flatMap((result) =>
+    result.status === "fulfilled" && result.value ? [result.value] : [],
+  );
+  const drained =
+    full.length === 0 && load.threads.size === 0 && candidates.length < limit && claimed.length === candidates.length;
   return { claimed, drained };
 }

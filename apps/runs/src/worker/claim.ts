@@ -35,8 +35,15 @@ export function createClaim(deps: ClaimDeps): (entry: QueueEntry) => Promise<Run
       const at = now();
       // A claim older than a lease was left by a claimer that failed before it could give it back.
       // Another worker has it (and the thread lock, which names the run, not the worker).
-      if (!(claimed = await store.claimRun(entry.runId, workerId, at, new Date(at.getTime() - deps.leaseMs)))) return undefined;
-      const started = await store.transition(entry.runId, { from: ["QUEUED"] }, "STARTING", { worker: workerId, leaseUntil: new Date(at.getTime() + deps.leaseMs) }, at);
+      if (!(claimed = await store.claimRun(entry.runId, workerId, at, new Date(at.getTime() - deps.leaseMs))))
+        return undefined;
+      const started = await store.transition(
+        entry.runId,
+        { from: ["QUEUED"] },
+        "STARTING",
+        { worker: workerId, leaseUntil: new Date(at.getTime() + deps.leaseMs) },
+        at,
+      );
       if (started) {
         countTransition("QUEUED", "STARTING");
         queueWait.observe(Math.max(0, at.getTime() - started.createdAt.getTime()) / 1000);

@@ -36,13 +36,16 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
   const controller = new AbortController();
   const stop = (reason: StopReason) => controller.signal.aborted || controller.abort(reason);
   const timeout = setTimeout(() => stop({ kind: "timeout" }), deps.runTimeoutMs);
-  const renew = setInterval(() => {
-    // A failed renewal means the run is no longer ours (cancelled, or reaped): stop working on it.
-    store.renewLease(run.id, workerId, new Date(now().getTime() + deps.leaseMs)).then(
-      (held) => held || stop({ kind: "lease-lost" }),
-      (error: unknown) => logger.warn({ err: error, run_id: run.id }, "lease renewal failed"),
-    );
-  }, Math.max(10, Math.floor(deps.leaseMs / 3)));
+  const renew = setInterval(
+    () => {
+      // A failed renewal means the run is no longer ours (cancelled, or reaped): stop working on it.
+      store.renewLease(run.id, workerId, new Date(now().getTime() + deps.leaseMs)).then(
+        (held) => held || stop({ kind: "lease-lost" }),
+        (error: unknown) => logger.warn({ err: error, run_id: run.id }, "lease renewal failed"),
+      );
+    },
+    Math.max(10, Math.floor(deps.leaseMs / 3)),
+  );
   const executed = trackExecuting(run.organizationId);
   // The execution continues the trace of the request that created the run (its stored traceparent).
   const traced = { kind: SpanKind.CONSUMER, attributes: { "loom.run_id": run.id, "loom.worker": workerId } };

@@ -49,7 +49,11 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
     }
     if (lost.length > 0) deps.lostFound();
     const written = await inBatches(lost, (run) => logEnd(run, ends, [])); // once: the sweep's next step or the next sweep tries again
-    if (written.includes(false)) logger.warn({ runs: written.filter((ok) => !ok).length }, "could not write lost runs' terminal events; the sweep will");
+    if (written.includes(false))
+      logger.warn(
+        { runs: written.filter((ok) => !ok).length },
+        "could not write lost runs' terminal events; the sweep will",
+      );
   }
 
   async function reapOne(run: RunRecord, at: Date): Promise<RunRecord | undefined> {
@@ -58,7 +62,11 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
         run.id,
         { from: ["STARTING", "RUNNING"], leaseExpiredBefore: at },
         "ERROR",
-        { statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" }, completedAt: at, leaseUntil: undefined },
+        {
+          statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" },
+          completedAt: at,
+          leaseUntil: undefined,
+        },
         at,
       );
       if (!lost) return undefined;
@@ -84,7 +92,10 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
         // A batch at a time, to stop at the first that writes nothing rather than try every run against a service that is away.
         const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, ends, [])));
         if (!written.some(Boolean)) {
-          logger.warn({ runs: ended.length - i }, "terminal events still unwritten: the events service is unreachable; the next sweep tries again");
+          logger.warn(
+            { runs: ended.length - i },
+            "terminal events still unwritten: the events service is unreachable; the next sweep tries again",
+          );
           return;
         }
       }
@@ -100,6 +111,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
 /** `work` on every item, `sweepParallel` at a time; the results in order. */
 async function inBatches<T, R>(items: T[], work: (item: T) => Promise<R>): Promise<R[]> {
   const results: R[] = [];
-  for (let i = 0; i < items.length; i += sweepParallel) results.push(...(await Promise.all(items.slice(i, i + sweepParallel).map(work))));
+  for (let i = 0; i < items.length; i += sweepParallel)
+    results.push(...(await Promise.all(items.slice(i, i + sweepParallel).map(work))));
   return results;
 }

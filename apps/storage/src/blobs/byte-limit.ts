@@ -17,7 +17,11 @@ export function byteLimit(maxBytes: number, expected?: number): Transform {
       done(bytes > maxBytes ? new BlobTooLarge(maxBytes) : null, chunk);
     },
     flush(done) {
-      done(expected !== undefined && bytes !== expected ? new Error(`the body ended after ${bytes} of its ${expected} bytes`) : null);
+      done(
+        expected !== undefined && bytes !== expected
+          ? new Error(`the body ended after ${bytes} of its ${expected} bytes`)
+          : null,
+      );
     },
   });
 }

@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { createReadStream, createWriteStream } from "node:fs";
-import { mkdir, open, readdir, rename, rm, stat, writeFile, type FileHandle } from "node:fs/promises";
+import { type FileHandle, mkdir, open, readdir, rename, rm, stat, writeFile } from "node:fs/promises";
 import { dirname, join, resolve } from "node:path";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { StartupRefused } from "@loom/runtime/shutdown";
-import { blobKeyPattern, type BlobInfo, type BlobStore, type StoredBlob } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
+import { type BlobInfo, type BlobStore, blobKeyPattern, type StoredBlob } from "./port.ts";
 
 const prefixPattern = /^[0-9a-f-]{36}\/([0-9a-f-]{36}\/)?$/;
 
@@ -46,7 +46,11 @@ async function readHeader(file: FileHandle): Promise<{ header: Header; offset: n
   const header = JSON.parse(json.toString("utf8")) as Header;
   const offset = 4 + json.length;
   const stats = await file.stat();
-  return { header, offset, info: { size: stats.size - offset, contentType: header.contentType, etag: header.etag, updatedAt: stats.mtime } };
+  return {
+    header,
+    offset,
+    info: { size: stats.size - offset, contentType: header.contentType, etag: header.etag, updatedAt: stats.mtime },
+  };
 }
 
 /**
@@ -88,10 +92,16 @@ export function createDiskBlobStore(directory: string): BlobStore {
         await rm(incoming, { recursive: true, force: true });
         await mkdir(incoming, { recursive: true });
       } catch (error) {
-        throw new StartupRefused(`BLOB_DIR: cannot keep asset bytes in ${root}: ${(error as Error).message}`, { cause: error });
+        throw new StartupRefused(`BLOB_DIR: cannot keep asset bytes in ${root}: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
     },
-    ready: () => stat(incoming).then((s) => s.isDirectory(), () => false),
+    ready: () =>
+      stat(incoming).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ),
     async close() {},
 
     async write(key, body, { contentType, maxBytes, size }) {
@@ -160,10 +170,14 @@ export function createDiskBlobStore(directory: string): BlobStore {
       for (const organization of await subdirectories(root)) {
         for (const bucket of await subdirectories(join(root, organization))) {
           const directory = join(root, organization, bucket);
-          const names = (await readdir(directory).catch(() => [])).map((name) => `${organization}/${bucket}/${name}`).filter((key) => blobKeyPattern.test(key));
+          const names = (await readdir(directory).catch(() => []))
+            .map((name) => `${organization}/${bucket}/${name}`)
+            .filter((key) => blobKeyPattern.test(key));
           for (let start = 0; start < names.length; start += listPage) {
             const page = await Promise.all(
-              names.slice(start, start + listPage).map(async (key) => ({ key, updatedAt: (await stat(join(root, key)).catch(() => undefined))?.mtime })),
+              names
+                .slice(start, start + listPage)
+                .map(async (key) => ({ key, updatedAt: (await stat(join(root, key)).catch(() => undefined))?.mtime })),
             );
             yield page.filter((blob): blob is StoredBlob => blob.updatedAt !== undefined); // gone since the listing: nothing to sweep
           }

@@ -51,7 +51,11 @@ export interface BlobStore {
    * `size`: the body's length when the caller declared it (Content-Length),
    * which lets a store take it in one request; a body that ends short fails.
    */
-  write(key: string, body: Readable, options: { contentType: string; maxBytes: number; size?: number | undefined }): Promise<BlobInfo>;
+  write(
+    key: string,
+    body: Readable,
+    options: { contentType: string; maxBytes: number; size?: number | undefined },
+  ): Promise<BlobInfo>;
   /**
    * The bytes (or the range of them); undefined when there is no blob at
    * `key`, or when `etag` is given and the blob is no longer that one (an

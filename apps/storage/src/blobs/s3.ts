@@ -10,25 +10,37 @@ import {
   NoSuchKey,
   NotFound,
   PutObjectCommand,
+  paginateListObjectsV2,
   S3Client,
   S3ServiceException,
-  paginateListObjectsV2,
 } from "@aws-sdk/client-s3";
 import { Upload } from "@aws-sdk/lib-storage";
 import { getSignedUrl } from "@aws-sdk/s3-request-presigner";
 import { DependencyDown } from "@loom/runtime/dependency-down";
 import { StartupRefused } from "@loom/runtime/shutdown";
 import type { StorageSettings } from "../config.ts";
-import { BlobTooLarge, blobKeyPattern, type BlobInfo, type BlobStore } from "./port.ts";
 import { byteLimit } from "./byte-limit.ts";
+import { type BlobInfo, type BlobStore, BlobTooLarge, blobKeyPattern } from "./port.ts";
 
 /** What the S3 adapter reads of the storage settings (tests pass their own). */
-export type S3BlobSettings = Pick<StorageSettings, "S3_ENDPOINT" | "S3_REGION" | "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" | "S3_FORCE_PATH_STYLE"> & {
+export type S3BlobSettings = Pick<
+  StorageSettings,
+  "S3_ENDPOINT" | "S3_REGION" | "S3_ACCESS_KEY_ID" | "S3_SECRET_ACCESS_KEY" | "S3_FORCE_PATH_STYLE"
+> & {
   S3_BUCKET: string;
 };
 
 /** Node's codes for "no connection to that server" (ECONNRESET, EPIPE, ETIMEDOUT reach us renamed TimeoutError). */
-const unreachableCodes = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "ENOTFOUND", "EAI_AGAIN"]);
+const unreachableCodes = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+]);
 
 /**
  * S3 unreachable, timing out or failing on its side (5xx, SlowDown
@@ -62,14 +74,21 @@ function startRefusal(error: unknown, settings: S3BlobSettings): Error {
       { cause: error },
     );
   }
-  if (error instanceof NotFound || status === 404) return new StartupRefused(`S3_BUCKET: bucket ${bucket} does not exist${at}: create it first`, { cause: error });
+  if (error instanceof NotFound || status === 404)
+    return new StartupRefused(`S3_BUCKET: bucket ${bucket} does not exist${at}: create it first`, { cause: error });
   if (status === 401 || status === 403) {
-    return new StartupRefused(`S3_ACCESS_KEY_ID: S3${at} refused these credentials for bucket ${bucket} (${status}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY`, { cause: error });
+    return new StartupRefused(
+      `S3_ACCESS_KEY_ID: S3${at} refused these credentials for bucket ${bucket} (${status}): check S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY`,
+      { cause: error },
+    );
   }
   if (isS3Down(error)) {
     const reason = error instanceof Error ? error.message || error.name : String(error);
     // Still a dependency that is down, to whoever looks past the sentence (isDependencyDown follows causes).
-    return new StartupRefused(`${settings.S3_ENDPOINT ? "S3_ENDPOINT" : "S3_REGION"}: S3${at} is unavailable for bucket ${bucket} (${reason})`, { cause: s3Failure(error) });
+    return new StartupRefused(
+      `${settings.S3_ENDPOINT ? "S3_ENDPOINT" : "S3_REGION"}: S3${at} is unavailable for bucket ${bucket} (${reason})`,
+      { cause: s3Failure(error) },
+    );
   }
   return s3Failure(error) as Error;
 }
@@ -185,7 +204,16 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       // length, it goes in parts, each held in memory until sent.
       if (size !== undefined && size <= maxSinglePutBytes) {
         try {
-          await client.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: counted, ContentLength: size, ContentType: contentType }), { abortSignal: abort.signal });
+          await client.send(
+            new PutObjectCommand({
+              Bucket: bucket,
+              Key: key,
+              Body: counted,
+              ContentLength: size,
+              ContentType: contentType,
+            }),
+            { abortSignal: abort.signal },
+          );
         } catch (error) {
           counted.destroy();
           throw bodyFailure ?? (error instanceof BlobTooLarge ? error : s3Failure(error));
@@ -194,7 +222,10 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
         if (!stored) throw new Error(`S3 lost ${key} right after storing it`);
         return stored;
       }
-      const upload = new Upload({ client, params: { Bucket: bucket, Key: key, Body: counted, ContentType: contentType } });
+      const upload = new Upload({
+        client,
+        params: { Bucket: bucket, Key: key, Body: counted, ContentType: contentType },
+      });
       try {
         await upload.done();
       } catch (error) {
@@ -214,13 +245,22 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
     async read(key, range, etag) {
       try {
         const object = await client.send(
-          new GetObjectCommand({ Bucket: bucket, Key: key, Range: range ? `bytes=${range.start}-${range.end}` : undefined, IfMatch: etag }),
+          new GetObjectCommand({
+            Bucket: bucket,
+            Key: key,
+            Range: range ? `bytes=${range.start}-${range.end}` : undefined,
+            IfMatch: etag,
+          }),
         );
         // In Node the SDK's body is the HTTP response itself: a Readable.
         return object.Body as Readable;
       } catch (error) {
         // Gone, or (If-Match) replaced since the caller's stat.
-        if (error instanceof NoSuchKey || (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412) return undefined;
+        if (
+          error instanceof NoSuchKey ||
+          (error as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === 412
+        )
+          return undefined;
         throw s3Failure(error);
       }
     },
@@ -234,9 +274,14 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
         for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket, Prefix: prefix })) {
           const objects = (page.Contents ?? []).flatMap((object) => (object.Key ? [{ Key: object.Key }] : []));
           if (!objects.length) continue;
-          const result = await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
+          const result = await client.send(
+            new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }),
+          );
           const failed = result.Errors ?? [];
-          if (failed.length) throw new Error(`S3 kept ${failed.length} object(s) under ${prefix}: ${failed[0]?.Code} ${failed[0]?.Message}`);
+          if (failed.length)
+            throw new Error(
+              `S3 kept ${failed.length} object(s) under ${prefix}: ${failed[0]?.Code} ${failed[0]?.Message}`,
+            );
         }
       });
     },
@@ -247,8 +292,19 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
       for (;;) {
         const page = await send(() => client.send(new ListMultipartUploadsCommand({ Bucket: bucket, ...markers })));
         for (const upload of page.Uploads ?? []) {
-          if (!upload.Key || !upload.UploadId || !blobKeyPattern.test(upload.Key) || !upload.Initiated || upload.Initiated >= before) continue;
-          await send(() => client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId })));
+          if (
+            !upload.Key ||
+            !upload.UploadId ||
+            !blobKeyPattern.test(upload.Key) ||
+            !upload.Initiated ||
+            upload.Initiated >= before
+          )
+            continue;
+          await send(() =>
+            client.send(
+              new AbortMultipartUploadCommand({ Bucket: bucket, Key: upload.Key, UploadId: upload.UploadId }),
+            ),
+          );
           dropped++;
         }
         if (!page.IsTruncated) return dropped;
@@ -261,7 +317,9 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
         const page = await send(() => pages.next());
         if (page.done) return;
         yield (page.value.Contents ?? []).flatMap((object) =>
-          object.Key && object.LastModified && blobKeyPattern.test(object.Key) ? [{ key: object.Key, updatedAt: object.LastModified }] : [],
+          object.Key && object.LastModified && blobKeyPattern.test(object.Key)
+            ? [{ key: object.Key, updatedAt: object.LastModified }]
+            : [],
         );
       }
     },
@@ -274,7 +332,9 @@ export function createS3BlobStore(settings: S3BlobSettings, options: { requestTi
      */
     async presign(key, operation, expiresInSeconds) {
       const command =
-        operation === "PUT" ? new PutObjectCommand({ Bucket: bucket, Key: key }) : new GetObjectCommand({ Bucket: bucket, Key: key });
+        operation === "PUT"
+          ? new PutObjectCommand({ Bucket: bucket, Key: key })
+          : new GetObjectCommand({ Bucket: bucket, Key: key });
       const url = await send(() => getSignedUrl(client, command, { expiresIn: expiresInSeconds }));
       return { url, headers: {} };
     },

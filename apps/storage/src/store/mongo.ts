@@ -1,15 +1,23 @@
+import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
-import { fromDoc, isDuplicateKey, newestFirstSort, toDoc, type Doc } from "@loom/store/mongo";
-import type { AssetRecord, BlobRecord, BucketRecord, ByteReservation, StorageStore } from "./port.ts";
 import { nameFilterQuery } from "./name-filter.ts";
+import type { AssetRecord, BlobRecord, BucketRecord, ByteReservation, StorageStore } from "./port.ts";
 
 type BucketDoc = Doc<BucketRecord> & { deletingSince?: Date };
 
 /** MongoDB adapter: `buckets` and `assets`, scoped by organizationId in every query. */
-export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): StorageStore {
+export function createMongoStorageStore(
+  db: Db,
+  ping: () => Promise<boolean>,
+  close: () => Promise<void>,
+): StorageStore {
   const buckets: Collection<BucketDoc> = db.collection("buckets");
   const assets: Collection<Doc<AssetRecord>> = db.collection("assets");
-  const liveBucket = (organizationId: string, id: string) => ({ _id: id, organizationId, deletingSince: { $exists: false } });
+  const liveBucket = (organizationId: string, id: string) => ({
+    _id: id,
+    organizationId,
+    deletingSince: { $exists: false },
+  });
   const bucketOf = (doc: BucketDoc | null): BucketRecord | undefined => {
     if (!doc) return undefined;
     const { deletingSince: _, ...rest } = doc;
@@ -18,7 +26,8 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
   const reservations: Collection<Doc<ByteReservation>> = db.collection("byte_reservations");
   const assetOf = (doc: Doc<AssetRecord> | null) => fromDoc<AssetRecord>(doc);
   /** A blob as stored: no `generation` field for the first key (the driver would store undefined as null). */
-  const blobDoc = ({ generation, ...blob }: BlobRecord): BlobRecord => (generation === undefined ? blob : { ...blob, generation });
+  const blobDoc = ({ generation, ...blob }: BlobRecord): BlobRecord =>
+    generation === undefined ? blob : { ...blob, generation };
   /** Matches an asset whose bytes are in `generation`'s object; null: the first key (no blob, or one without a generation). */
   const bytesIn = (generation: string | null) => ({ "blob.generation": generation });
 
@@ -40,7 +49,13 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
     },
     getBucket: async (organizationId, id) => bucketOf(await buckets.findOne(liveBucket(organizationId, id))),
     async renameBucket(organizationId, id, name, at) {
-      return bucketOf(await buckets.findOneAndUpdate(liveBucket(organizationId, id), { $set: { name, updatedAt: at } }, { returnDocument: "after" }));
+      return bucketOf(
+        await buckets.findOneAndUpdate(
+          liveBucket(organizationId, id),
+          { $set: { name, updatedAt: at } },
+          { returnDocument: "after" },
+        ),
+      );
     },
     async listBuckets(organizationId, skip, limit) {
       const filter = { organizationId, deletingSince: { $exists: false } };
@@ -51,10 +66,16 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
       return { items: docs.map((d) => bucketOf(d)!), totalCount };
     },
     async markBucketDeleting(organizationId, id, at) {
-      return (await buckets.updateOne(liveBucket(organizationId, id), { $set: { deletingSince: at } })).modifiedCount === 1;
+      return (
+        (await buckets.updateOne(liveBucket(organizationId, id), { $set: { deletingSince: at } })).modifiedCount === 1
+      );
     },
     async bucketsToSweep(before, limit) {
-      const docs = await buckets.find({ deletingSince: { $lt: before } }).sort({ deletingSince: 1 }).limit(limit).toArray();
+      const docs = await buckets
+        .find({ deletingSince: { $lt: before } })
+        .sort({ deletingSince: 1 })
+        .limit(limit)
+        .toArray();
       return docs.map((d) => bucketOf(d)!);
     },
     async forgetBucket(id) {
@@ -72,8 +93,10 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
         return { asset: existing, created: false };
       }
     },
-    getAsset: async (organizationId, bucketId, name) => assetOf(await assets.findOne({ bucketId, name, organizationId })),
-    getAssetById: async (organizationId, bucketId, id) => assetOf(await assets.findOne({ _id: id, bucketId, organizationId })),
+    getAsset: async (organizationId, bucketId, name) =>
+      assetOf(await assets.findOne({ bucketId, name, organizationId })),
+    getAssetById: async (organizationId, bucketId, id) =>
+      assetOf(await assets.findOne({ _id: id, bucketId, organizationId })),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const query = { bucketId, organizationId, ...nameFilterQuery(filter) };
       const [docs, totalCount] = await Promise.all([
@@ -84,36 +107,62 @@ export function createMongoStorageStore(db: Db, ping: () => Promise<boolean>, cl
     },
     async setAssetBlob(organizationId, bucketId, assetId, blob, at, presignedPutUntil) {
       return assetOf(
-        await assets.findOneAndUpdate({ _id: assetId, bucketId, organizationId, ...bytesIn(blob.generation ?? null) }, blobUpdate(blob, at, presignedPutUntil), { returnDocument: "after" }),
+        await assets.findOneAndUpdate(
+          { _id: assetId, bucketId, organizationId, ...bytesIn(blob.generation ?? null) },
+          blobUpdate(blob, at, presignedPutUntil),
+          { returnDocument: "after" },
+        ),
       );
     },
     async replaceAssetBlob(organizationId, bucketId, assetId, replacing, blob, at, presignedPutUntil) {
       const previous = assetOf(
-        await assets.findOneAndUpdate({ _id: assetId, bucketId, organizationId, ...bytesIn(replacing) }, blobUpdate(blob, at, presignedPutUntil), { returnDocument: "before" }),
+        await assets.findOneAndUpdate(
+          { _id: assetId, bucketId, organizationId, ...bytesIn(replacing) },
+          blobUpdate(blob, at, presignedPutUntil),
+          { returnDocument: "before" },
+        ),
       );
       if (previous) return { previous };
-      return (await assets.countDocuments({ _id: assetId, bucketId, organizationId }, { limit: 1 })) > 0 ? "moved" : undefined;
+      return (await assets.countDocuments({ _id: assetId, bucketId, organizationId }, { limit: 1 })) > 0
+        ? "moved"
+        : undefined;
     },
     assetsByIds: async (ids) => (await assets.find({ _id: { $in: ids } }).toArray()).map((d) => assetOf(d)!),
     async notePresignedPut(organizationId, bucketId, assetId, until) {
       await assets.updateOne(
-        { _id: assetId, bucketId, organizationId, $or: [{ presignedPutUntil: { $exists: false } }, { presignedPutUntil: { $lt: until } }] },
+        {
+          _id: assetId,
+          bucketId,
+          organizationId,
+          $or: [{ presignedPutUntil: { $exists: false } }, { presignedPutUntil: { $lt: until } }],
+        },
         { $set: { presignedPutUntil: until } },
       );
     },
-    deleteAsset: async (organizationId, bucketId, name) => assetOf(await assets.findOneAndDelete({ bucketId, name, organizationId })),
+    deleteAsset: async (organizationId, bucketId, name) =>
+      assetOf(await assets.findOneAndDelete({ bucketId, name, organizationId })),
     async deleteAssetsOfBucket(bucketId) {
       await assets.deleteMany({ bucketId });
     },
     async storedBytes(organizationId) {
-      const [sum] = await assets.aggregate<{ total: number }>([{ $match: { organizationId } }, { $group: { _id: null, total: { $sum: "$blob.size" } } }]).toArray();
+      const [sum] = await assets
+        .aggregate<{ total: number }>([
+          { $match: { organizationId } },
+          { $group: { _id: null, total: { $sum: "$blob.size" } } },
+        ])
+        .toArray();
       return sum?.total ?? 0;
     },
     async reserveBytes(reservation) {
       await reservations.insertOne(toDoc(reservation));
     },
     async reservedBytes(organizationId, since) {
-      const [sum] = await reservations.aggregate<{ total: number }>([{ $match: { organizationId, at: { $gte: since } } }, { $group: { _id: null, total: { $sum: "$bytes" } } }]).toArray();
+      const [sum] = await reservations
+        .aggregate<{ total: number }>([
+          { $match: { organizationId, at: { $gte: since } } },
+          { $group: { _id: null, total: { $sum: "$bytes" } } },
+        ])
+        .toArray();
       return sum?.total ?? 0;
     },
     async releaseBytes(id) {

@@ -87,7 +87,13 @@ export interface StorageStore extends StoreLifecycle {
   /** The asset of that id (what a signed URL names), whatever its name. */
   getAssetById(organizationId: string, bucketId: string, id: string): Promise<AssetRecord | undefined>;
   /** Newest first by created_at, ties by name. */
-  listAssets(organizationId: string, bucketId: string, filter: AssetFilter, skip: number, limit: number): Promise<Page<AssetRecord>>;
+  listAssets(
+    organizationId: string,
+    bucketId: string,
+    filter: AssetFilter,
+    skip: number,
+    limit: number,
+  ): Promise<Page<AssetRecord>>;
   /**
    * Records what an upload through a presigned store URL stored in the
    * asset's current blob object: only while the asset's bytes are still in
@@ -95,7 +101,14 @@ export interface StorageStore extends StoreLifecycle {
    * `presignedPutUntil` as given (undefined clears it). Undefined when that
    * asset is gone or its bytes moved.
    */
-  setAssetBlob(organizationId: string, bucketId: string, assetId: string, blob: BlobRecord, at: Date, presignedPutUntil?: Date): Promise<AssetRecord | undefined>;
+  setAssetBlob(
+    organizationId: string,
+    bucketId: string,
+    assetId: string,
+    blob: BlobRecord,
+    at: Date,
+    presignedPutUntil?: Date,
+  ): Promise<AssetRecord | undefined>;
   /**
    * Commits an upload through Loom: the asset `assetId` (not a later asset of
    * the same name) now holds `blob`, in one atomic step, provided its bytes

@@ -1,7 +1,7 @@
 import { setImmediate } from "node:timers/promises";
 import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
-import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
 import { nameFilterSql } from "./name-filter.ts";
+import type { AssetRecord, BucketRecord, StorageStore } from "./port.ts";
 
 /** Schema versions of the storage tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -69,21 +69,37 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
     ...sqliteLifecycle(handle, "storage", migrations),
 
     async insertBucket(b) {
-      prepare("INSERT INTO storage_buckets (id, organization_id, name, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)").run(
-        b.id, b.organizationId, b.name, b.createdBy, b.createdAt.getTime(), b.updatedAt.getTime());
+      prepare(
+        "INSERT INTO storage_buckets (id, organization_id, name, created_by, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?)",
+      ).run(b.id, b.organizationId, b.name, b.createdBy, b.createdAt.getTime(), b.updatedAt.getTime());
     },
-    getBucket: async (organizationId, id) => bucketOf(prepare(`SELECT * FROM storage_buckets WHERE ${live}`).get(id, organizationId)),
+    getBucket: async (organizationId, id) =>
+      bucketOf(prepare(`SELECT * FROM storage_buckets WHERE ${live}`).get(id, organizationId)),
     async renameBucket(organizationId, id, name, at) {
-      return bucketOf(prepare(`UPDATE storage_buckets SET name = ?, updated_at = ? WHERE ${live} RETURNING *`).get(name, at.getTime(), id, organizationId));
+      return bucketOf(
+        prepare(`UPDATE storage_buckets SET name = ?, updated_at = ? WHERE ${live} RETURNING *`).get(
+          name,
+          at.getTime(),
+          id,
+          organizationId,
+        ),
+      );
     },
     async listBuckets(organizationId, skip, limit) {
       const where = "organization_id = ? AND deleting_since IS NULL";
-      const totalCount = Number(prepare(`SELECT count(*) AS n FROM storage_buckets WHERE ${where}`).get(organizationId)!.n);
-      const items = prepare(`SELECT * FROM storage_buckets WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(organizationId, limit, skip);
+      const totalCount = Number(
+        prepare(`SELECT count(*) AS n FROM storage_buckets WHERE ${where}`).get(organizationId)!.n,
+      );
+      const items = prepare(
+        `SELECT * FROM storage_buckets WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
+      ).all(organizationId, limit, skip);
       return { items: items.map((row) => bucketOf(row)!), totalCount };
     },
     async markBucketDeleting(organizationId, id, at) {
-      return prepare(`UPDATE storage_buckets SET deleting_since = ? WHERE ${live}`).run(at.getTime(), id, organizationId).changes === 1;
+      return (
+        prepare(`UPDATE storage_buckets SET deleting_since = ? WHERE ${live}`).run(at.getTime(), id, organizationId)
+          .changes === 1
+      );
     },
     bucketsToSweep: async (before, limit) =>
       prepare("SELECT * FROM storage_buckets WHERE deleting_since < ? ORDER BY deleting_since, id LIMIT ?")
@@ -101,22 +117,58 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
       const inserted = prepare(
         `INSERT INTO storage_assets (id, organization_id, bucket_id, name, blob_size, blob_content_type, blob_etag, blob_generation, presigned_put_until, created_by, created_at, updated_at)
          VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (bucket_id, name) DO NOTHING RETURNING *`,
-      ).get(a.id, a.organizationId, a.bucketId, a.name, a.blob?.size ?? null, a.blob?.contentType ?? null, a.blob?.etag ?? null, a.blob?.generation ?? null,
-        a.presignedPutUntil?.getTime() ?? null, a.createdBy, a.createdAt.getTime(), a.updatedAt.getTime());
+      ).get(
+        a.id,
+        a.organizationId,
+        a.bucketId,
+        a.name,
+        a.blob?.size ?? null,
+        a.blob?.contentType ?? null,
+        a.blob?.etag ?? null,
+        a.blob?.generation ?? null,
+        a.presignedPutUntil?.getTime() ?? null,
+        a.createdBy,
+        a.createdAt.getTime(),
+        a.updatedAt.getTime(),
+      );
       if (inserted) return { asset: assetOf(inserted)!, created: true };
       // Synchronous: nothing can delete the conflicting row between the two statements.
-      return { asset: assetOf(prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ?").get(a.bucketId, a.name))!, created: false };
+      return {
+        asset: assetOf(
+          prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ?").get(a.bucketId, a.name),
+        )!,
+        created: false,
+      };
     },
     getAsset: async (organizationId, bucketId, name) =>
-      assetOf(prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ?").get(bucketId, name, organizationId)),
+      assetOf(
+        prepare("SELECT * FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ?").get(
+          bucketId,
+          name,
+          organizationId,
+        ),
+      ),
     getAssetById: async (organizationId, bucketId, id) =>
-      assetOf(prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(id, bucketId, organizationId)),
+      assetOf(
+        prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(
+          id,
+          bucketId,
+          organizationId,
+        ),
+      ),
     async listAssets(organizationId, bucketId, filter, skip, limit) {
       const names = nameFilterSql(filter);
       const where = `bucket_id = ? AND organization_id = ?${names.where}`;
-      const totalCount = Number(prepare(`SELECT count(*) AS n FROM storage_assets WHERE ${where}`).get(bucketId, organizationId, ...names.params)!.n);
-      const items = prepare(`SELECT * FROM storage_assets WHERE ${where} ORDER BY created_at DESC, name DESC LIMIT ? OFFSET ?`).all(
-        bucketId, organizationId, ...names.params, limit, skip);
+      const totalCount = Number(
+        prepare(`SELECT count(*) AS n FROM storage_assets WHERE ${where}`).get(
+          bucketId,
+          organizationId,
+          ...names.params,
+        )!.n,
+      );
+      const items = prepare(
+        `SELECT * FROM storage_assets WHERE ${where} ORDER BY created_at DESC, name DESC LIMIT ? OFFSET ?`,
+      ).all(bucketId, organizationId, ...names.params, limit, skip);
       return { items: items.map((row) => assetOf(row)!), totalCount };
     },
     async setAssetBlob(organizationId, bucketId, assetId, blob, at, presignedPutUntil) {
@@ -124,17 +176,41 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
         prepare(
           `UPDATE storage_assets SET blob_size = ?, blob_content_type = ?, blob_etag = ?, updated_at = ?, presigned_put_until = ?
            WHERE id = ? AND bucket_id = ? AND organization_id = ? AND blob_generation IS ? RETURNING *`,
-        ).get(blob.size, blob.contentType, blob.etag, at.getTime(), presignedPutUntil?.getTime() ?? null, assetId, bucketId, organizationId, blob.generation ?? null),
+        ).get(
+          blob.size,
+          blob.contentType,
+          blob.etag,
+          at.getTime(),
+          presignedPutUntil?.getTime() ?? null,
+          assetId,
+          bucketId,
+          organizationId,
+          blob.generation ?? null,
+        ),
       );
     },
     async replaceAssetBlob(organizationId, bucketId, assetId, replacing, blob, at, presignedPutUntil) {
       // Synchronous: nothing runs between the read and the update.
-      const previous = assetOf(prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(assetId, bucketId, organizationId));
+      const previous = assetOf(
+        prepare("SELECT * FROM storage_assets WHERE id = ? AND bucket_id = ? AND organization_id = ?").get(
+          assetId,
+          bucketId,
+          organizationId,
+        ),
+      );
       if (!previous) return undefined;
       if ((previous.blob?.generation ?? null) !== replacing) return "moved";
       prepare(
         `UPDATE storage_assets SET blob_size = ?, blob_content_type = ?, blob_etag = ?, blob_generation = ?, updated_at = ?, presigned_put_until = ? WHERE id = ?`,
-      ).run(blob.size, blob.contentType, blob.etag, blob.generation ?? null, at.getTime(), presignedPutUntil?.getTime() ?? null, assetId);
+      ).run(
+        blob.size,
+        blob.contentType,
+        blob.etag,
+        blob.generation ?? null,
+        at.getTime(),
+        presignedPutUntil?.getTime() ?? null,
+        assetId,
+      );
       return { previous };
     },
     async assetsByIds(ids) {
@@ -151,20 +227,41 @@ export function createSqliteStorageStore(handle: SqliteHandle): StorageStore {
       ).run(until.getTime(), assetId, bucketId, organizationId);
     },
     deleteAsset: async (organizationId, bucketId, name) =>
-      assetOf(prepare("DELETE FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ? RETURNING *").get(bucketId, name, organizationId)),
+      assetOf(
+        prepare("DELETE FROM storage_assets WHERE bucket_id = ? AND name = ? AND organization_id = ? RETURNING *").get(
+          bucketId,
+          name,
+          organizationId,
+        ),
+      ),
     async deleteAssetsOfBucket(bucketId) {
       // In batches, yielding between them: one statement over a big bucket holds the event loop (some 360 ms per 100,000 rows here).
-      const batch = prepare("DELETE FROM storage_assets WHERE rowid IN (SELECT rowid FROM storage_assets WHERE bucket_id = ? LIMIT ?)");
+      const batch = prepare(
+        "DELETE FROM storage_assets WHERE rowid IN (SELECT rowid FROM storage_assets WHERE bucket_id = ? LIMIT ?)",
+      );
       while (batch.run(bucketId, deleteBatch).changes === deleteBatch) await setImmediate();
     },
     async storedBytes(organizationId) {
-      return Number(prepare("SELECT coalesce(sum(blob_size), 0) AS n FROM storage_assets WHERE organization_id = ?").get(organizationId)!.n);
+      return Number(
+        prepare("SELECT coalesce(sum(blob_size), 0) AS n FROM storage_assets WHERE organization_id = ?").get(
+          organizationId,
+        )!.n,
+      );
     },
     async reserveBytes(r) {
-      prepare("INSERT INTO storage_byte_reservations (id, organization_id, bytes, at) VALUES (?, ?, ?, ?)").run(r.id, r.organizationId, r.bytes, r.at.getTime());
+      prepare("INSERT INTO storage_byte_reservations (id, organization_id, bytes, at) VALUES (?, ?, ?, ?)").run(
+        r.id,
+        r.organizationId,
+        r.bytes,
+        r.at.getTime(),
+      );
     },
     async reservedBytes(organizationId, since) {
-      return Number(prepare("SELECT coalesce(sum(bytes), 0) AS n FROM storage_byte_reservations WHERE organization_id = ? AND at >= ?").get(organizationId, since.getTime())!.n);
+      return Number(
+        prepare(
+          "SELECT coalesce(sum(bytes), 0) AS n FROM storage_byte_reservations WHERE organization_id = ? AND at >= ?",
+        ).get(organizationId, since.getTime())!.n,
+      );
     },
     async releaseBytes(id) {
       prepare("DELETE FROM storage_byte_reservations WHERE id = ?").run(id);
