@@ -3,13 +3,7 @@ import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
 
 // The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
-export {
-  activeStatuses,
-  isTerminal,
-  type RunStatus,
-  runStatuses,
-  terminalStatuses,
-} from "@loom/contracts/run-lifecycle";
+export { activeStatuses, isTerminal, type RunStatus, runStatuses } from "@loom/contracts/run-lifecycle";
 
 /** An organization's queue is at its cap (`insertRun`'s `maxQueued`). */
 export class QueueFull extends Error {
