@@ -57,6 +57,8 @@ export const runsMigrations = [
    DROP TABLE runs_claims;`,
   // 6: ended runs whose terminal event is still to be written (the sweep writes it; docs/decisions.md, "Runs").
   `CREATE TABLE runs_unlogged_ends (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
+  // 7: the run's rules as read at its creation (docs/behaviour.md §5); NULL on the runs before, which had none.
+  `ALTER TABLE runs_runs ADD COLUMN instructions TEXT; ALTER TABLE runs_runs ADD COLUMN output_schema TEXT;`,
 ];
 
 /** A run with its lease: every read of runs selects this. */
@@ -124,8 +126,9 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         const inserted =
           prepare(
             `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
-             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent,
+             instructions, output_schema)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
           ).run(
             run.id,
             run.organizationId,
@@ -145,6 +148,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
             run.completedAt?.getTime() ?? null,
             run.worker ?? null,
             run.traceparent ?? null,
+            run.instructions ?? null,
+            run.outputSchema === undefined ? null : JSON.stringify(run.outputSchema),
           ).changes === 1;
         if (!inserted) return false;
         cache.hold(copyOfRun(run));
