@@ -40,7 +40,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const input = textArtifact(run.message);
   let begun = false;
   try {
-    const turns = await conversation(run, store);
+    const turns = [...instructionTurns(run), ...(await conversation(run, store))];
     // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
     begun = true;
     await log.start(run, running, [
@@ -60,6 +60,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
         const answer = await model.generate({
           messages: turns,
           signal,
+          ...(run.outputSchema ? { outputSchema: run.outputSchema } : {}),
           onChunk: run.stream
             ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())]))
             : undefined,
@@ -132,6 +133,11 @@ async function finish(
   if (!ended) return;
   countTransition("RUNNING", status);
   await logEnd(ended, deps);
+}
+
+/** The run's rules, as read at its creation: one system instruction leading the prompt (docs/behaviour.md §5). */
+function instructionTurns(run: RunRecord): ChatTurn[] {
+  return run.instructions === undefined ? [] : [{ role: "system", content: run.instructions }];
 }
 
 /** The thread's earlier successful runs as conversation, then this run's message. */

@@ -29,9 +29,11 @@ const heading = "When responding, always use rules from the following rulesets."
 export function runRules(rulesets: RulesetRules[]): RunRules {
   if (rulesets.length === 0) return {};
   const sections = rulesets.map(({ name, rules }) =>
-    [`Ruleset name: ${name}`, `"${name}" rules:`, ...rules.flatMap((rule, i) => [`Rule #${i + 1}`, ruleText(rule)])].join(
-      "\n",
-    ),
+    [
+      `Ruleset name: ${name}`,
+      `"${name}" rules:`,
+      ...rules.flatMap((rule, i) => [`Rule #${i + 1}`, ruleText(rule)]),
+    ].join("\n"),
   );
   const instructions = [heading, ...sections].join("\n\n").trimEnd();
   const outputSchema = rulesets.flatMap(({ rules }) => rules).find((rule) => typeof rule !== "string");
