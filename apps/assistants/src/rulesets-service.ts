@@ -5,15 +5,13 @@ import { failedPrecondition, invalidArgument, notFound } from "@loom/contracts/e
 import { isUuid, newId } from "@loom/contracts/ids";
 import { jsonToValue, valueToJson } from "@loom/contracts/json-value";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { maxRuleLength } from "@loom/contracts/rules";
 import { lengthProblem, nameProblem } from "@loom/contracts/text";
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { checkIds, checkKnown, checkText, type Violation } from "./field-checks.ts";
 import type { AssistantsStore } from "./store/port.ts";
 import type { RulePatch, RuleRecord, RulesetPatch, RulesetRecord } from "./store/rulesets.ts";
-
-/** Most characters of a string rule (docs/api.md). */
-export const maxRuleLength = 10_000;
 
 /** Most assistant ids a refused DeleteRuleset names. */
 const namedAssistantsShown = 10;
