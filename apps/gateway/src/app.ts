@@ -30,6 +30,7 @@ import { billingOperations } from "./routes/billing.ts";
 import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
+import { messageOperations } from "./routes/messages.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
@@ -75,6 +76,7 @@ export function publicOperations(
     ...assistantOperations(clients),
     ...runOperations(clients, standing),
     ...threadOperations(clients),
+    ...messageOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...streamOperations(clients, feeds),

@@ -1,3 +1,4 @@
+import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
@@ -69,8 +70,8 @@ function jsonDepth(value: unknown, limit: number): number {
   return deepest + 1;
 }
 
-/** Any JSON value, nested at most `maxJsonDepth` levels. */
-export const jsonValue = z.unknown().check((ctx) => {
+/** Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON. */
+export const jsonValue = z.custom<JsonValue>().check((ctx) => {
   if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
     ctx.issues.push({
       code: "custom",
@@ -79,6 +80,9 @@ export const jsonValue = z.unknown().check((ctx) => {
     });
   }
 });
+
+/** A JSON object whose values are any JSON, each nested at most `maxJsonDepth` levels. */
+export const jsonObject = z.record(z.string(), jsonValue, { error: "must be a JSON object" });
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z
