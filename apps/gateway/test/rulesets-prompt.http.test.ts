@@ -181,6 +181,42 @@ describe.each(storeKinds("runs obeying their rulesets"))("runs obey their rulese
       expect((await settled(runId)).status).toBe("SUCCEEDED");
   });
 
+  it("a second run on a thread gets the first run's input and answer as earlier turns, as text; the thread lists both runs as griptape messages", async () => {
+    const rules = await ruleset("Thread rules", ["Remember the conversation."]);
+    const id = await assistant([rules.id]);
+    fake.reply(answer("Nice to meet you, Ada."));
+    const first = await runToEnd(id, { input: "My name is Ada.", new_thread: true });
+    const threadId = first.run.thread_id as string;
+    fake.reply(answer("Your name is Ada."));
+    const second = await runToEnd(id, { input: "What is my name?", thread_id: threadId });
+    expect(second.request.messages).toEqual([
+      { role: "system", content: layout([["Thread rules", ["Remember the conversation."]]]) },
+      { role: "user", content: "My name is Ada." },
+      { role: "assistant", content: "Nice to meet you, Ada." },
+      { role: "user", content: "What is my name?" },
+    ]);
+
+    // Each run's {input, output} as griptape's conversation memory stores them: artifact JSON (BaseArtifact.from_json).
+    const listed = (await admin.get(`/threads/${threadId}/messages`)).body.messages;
+    expect(listed.map((m: any) => [m.index, m.metadata.run_id, JSON.parse(m.input), JSON.parse(m.output)])).toEqual([
+      [
+        0,
+        first.run.assistant_run_id,
+        expect.objectContaining({ type: "TextArtifact", value: "My name is Ada." }),
+        expect.objectContaining({ type: "TextArtifact", value: "Nice to meet you, Ada." }),
+      ],
+      [
+        1,
+        second.run.assistant_run_id,
+        expect.objectContaining({ type: "TextArtifact", value: "What is my name?" }),
+        expect.objectContaining({ type: "TextArtifact", value: "Your name is Ada." }),
+      ],
+    ]);
+    for (const message of listed)
+      for (const artifact of [JSON.parse(message.input), JSON.parse(message.output)])
+        expect(Object.keys(artifact).sort()).toEqual(["id", "meta", "name", "reference", "type", "value"]);
+  });
+
   it("400 naming the field and the id of a ruleset that does not exist, and no run is stored", async () => {
     const known = await ruleset("Known", ["Be kind."]);
     const id = await assistant([known.id]);
