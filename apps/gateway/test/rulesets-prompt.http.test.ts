@@ -12,8 +12,9 @@ import { expectError } from "./expect-error.ts";
  * read on a local OpenAI-compatible server scripted by the test: the rules as
  * one system instruction in griptape's ruleset layout, the run's own
  * `ruleset_ids` replacing the assistant's and `additional_ruleset_ids`
- * appending, a JSON-schema rule as `response_format: json_schema`, and the
- * same prompt in the run's StartPromptEvent.
+ * appending, a JSON-schema rule as `response_format: json_schema`, the same
+ * prompt in the run's StartPromptEvent; and a thread's earlier run as earlier
+ * turns of the next, both kept as the thread's messages in griptape's format.
  */
 describe.each(storeKinds("runs obeying their rulesets"))("runs obey their rulesets (%s store)", (store) => {
   let stack: TestStack;

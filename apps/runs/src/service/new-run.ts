@@ -42,6 +42,12 @@ export function queueFull(maxQueued: number): ConnectError {
 
 const present = (list: StringList | undefined) => list?.values;
 
+/** A read's value, or its error thrown. */
+function readValue<T>(read: PromiseSettledResult<T>): T {
+  if (read.status === "rejected") throw read.reason;
+  return read.value;
+}
+
 /**
  * Everything a create checks and reads, before it writes anything (a refused
  * create writes nothing): the assistant, its rulesets, the queued cap, the thread; then the
@@ -70,17 +76,22 @@ export async function newRun(
     structureIds: req.additionalStructureIds,
     toolIds: req.additionalToolIds,
   });
-  // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
-  const rules = await readRunRules(deps.rulesets, principal, ids.rulesetIds, [
-    given.rulesetIds
-      ? { field: "body.ruleset_ids", ids: given.rulesetIds }
-      : { field: "assistant.ruleset_ids", ids: assistant.rulesetIds },
-    { field: "body.additional_ruleset_ids", ids: req.additionalRulesetIds },
+  // Read at once, so rulesets cost a run no extra round trip; refused in this order all the same.
+  const [rulesRead, queuedRead, threadRead] = await Promise.allSettled([
+    // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
+    readRunRules(deps.rulesets, principal, ids.rulesetIds, [
+      given.rulesetIds
+        ? { field: "body.ruleset_ids", ids: given.rulesetIds }
+        : { field: "assistant.ruleset_ids", ids: assistant.rulesetIds },
+      { field: "body.additional_ruleset_ids", ids: req.additionalRulesetIds },
+    ]),
+    deps.store.countQueued(principal.organizationId),
+    threadFor(deps.store, principal, req, at),
   ]);
+  const rules = readValue(rulesRead);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
-  if ((await deps.store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization)
-    throw queueFull(deps.maxQueuedPerOrganization);
-  const thread = await threadFor(deps.store, principal, req, at);
+  if (readValue(queuedRead) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
+  const thread = readValue(threadRead);
   const run: RunRecord = {
     id,
     organizationId: principal.organizationId,
