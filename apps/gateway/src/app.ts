@@ -32,6 +32,7 @@ import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { ruleOperations } from "./routes/rules.ts";
 import { rulesetOperations } from "./routes/rulesets.ts";
+import { messageOperations } from "./routes/messages.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
@@ -79,6 +80,7 @@ export function publicOperations(
     ...threadOperations(clients),
     ...rulesetOperations(clients),
     ...ruleOperations(clients),
+    ...messageOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...streamOperations(clients, feeds),

@@ -73,8 +73,8 @@ export const assistantListSchema = z.strictObject({
   pagination: paginationSchema,
 });
 
-/** A JSON object as given (`metadata`). */
-const jsonObjectSchema = z.record(z.string(), z.unknown());
+/** A free-form JSON object: a thread's, a message's, a ruleset's or a rule's `metadata`, never null. */
+const metadataSchema = z.record(z.string(), z.unknown());
 
 export const rulesetSchema = z.strictObject({
   ruleset_id: uuidString,
@@ -82,7 +82,7 @@ export const rulesetSchema = z.strictObject({
   name: z.string(),
   alias: z.string().nullable(),
   description: z.string(),
-  metadata: jsonObjectSchema,
+  metadata: metadataSchema,
   rule_ids: z.array(uuidString),
   created_at: timestamp,
   created_by: z.string(),
@@ -96,8 +96,8 @@ export const ruleSchema = z.strictObject({
   organization_id: uuidString,
   name: z.string(),
   // An instruction, or a JSON schema the answer must follow (griptape's JsonSchemaRule).
-  rule: z.union([z.string(), jsonObjectSchema]),
-  metadata: jsonObjectSchema,
+  rule: z.union([z.string(), z.record(z.string(), z.unknown())]),
+  metadata: metadataSchema,
   created_at: timestamp,
   created_by: z.string(),
   updated_at: timestamp,
@@ -147,12 +147,29 @@ export const threadSchema = z.strictObject({
   organization_id: uuidString,
   name: z.string(),
   alias: z.string().nullable(),
+  metadata: metadataSchema,
+  message_count: z.number().int().min(0),
+  messages_length: z.number().int().min(0),
   created_at: timestamp,
   created_by: z.string(),
   updated_at: timestamp,
 });
 
 export const threadListSchema = z.strictObject({ threads: z.array(threadSchema), pagination: paginationSchema });
+
+export const messageSchema = z.strictObject({
+  message_id: uuidString,
+  thread_id: uuidString,
+  index: z.number().int().min(0),
+  input: z.string(),
+  output: z.string(),
+  metadata: metadataSchema,
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const messageListSchema = z.strictObject({ messages: z.array(messageSchema), pagination: paginationSchema });
 
 const eventFields = {
   event_id: uuidString,
