@@ -238,6 +238,14 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.appendMessage(newMessage(newThread()))).toBeUndefined(); // no such thread
   });
 
+  it("gives concurrent appends distinct indexes and counts every one", async () => {
+    const thread = newThread();
+    await store.insertThread(thread, []);
+    const appended = await Promise.all(Array.from({ length: 20 }, () => store.appendMessage(newMessage(thread))));
+    expect(new Set(appended.map((m) => m!.index)).size).toBe(20);
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 20, messagesLength: 20 * 5 });
+  });
+
   it("replaces a thread's messages, renumbered 0..n-1, with its fields; empty clears them", async () => {
     const thread = newThread({ alias: "old" });
     await store.insertThread(thread, [newMessage(thread, { input: "a" }), newMessage(thread, { input: "b" })]);
@@ -352,7 +360,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       at,
     ))!;
     // SQLite appends it with the move; MongoDB returns it marked until `appendRunMessage`.
-    if (ended.threadMessage) await store.appendRunMessage(ended, false);
+    if (ended.threadMessage) await store.appendRunMessage(ended);
     expect(await store.getRunById(run.id)).not.toHaveProperty("threadMessage");
     expect(await store.getMessage(org, run.id)).toEqual({
       id: run.id,
@@ -365,7 +373,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       updatedAt: at,
     });
     // A retry (the sweep's) stores nothing twice, and the counts are right.
-    await store.appendRunMessage({ ...ended, threadMessage: turn }, true);
+    await store.appendRunMessage({ ...ended, threadMessage: turn });
     expect(await listed(thread)).toEqual([
       [0, "before"],
       [1, turn.input],
@@ -388,7 +396,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       { completedAt: tick(), threadMessage: turn },
       tick(),
     ))!;
-    if (lateEnd.threadMessage) await store.appendRunMessage(lateEnd, false);
+    if (lateEnd.threadMessage) await store.appendRunMessage(lateEnd);
     expect(await store.getMessage(org, late.id)).toBeUndefined();
   });
 

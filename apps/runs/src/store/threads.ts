@@ -9,7 +9,7 @@ export interface ThreadRecord {
   alias?: string;
   /** Always an object (`{}` when none was given). */
   metadata: JsonObject;
-  /** How many messages the thread has, and the characters of their `input` and `output`: kept by every message write. */
+  /** How many messages the thread has, and the characters of their `input` and `output`, as its messages stand. */
   messageCount: number;
   messagesLength: number;
   createdBy: string;
