@@ -179,6 +179,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     for (const t of [t1, t2, t3]) await store.insertThread(t, []);
     expect(await store.getThread(organizationId, t1.id)).toEqual({ ...t1, messageCount: 0, messagesLength: 0 });
     expect(await store.getThread(org, t1.id)).toBeUndefined();
+    expect([await store.hasThread(organizationId, t1.id), await store.hasThread(org, t1.id)]).toEqual([true, false]);
     const ids = async (filter: Parameters<RunsStore["listThreads"]>[1]) =>
       (await store.listThreads(organizationId, filter, 0, 10)).items.map((t) => t.id);
     expect(await ids({})).toEqual([t3.id, t2.id, t1.id]);

@@ -150,6 +150,8 @@ export function createMongoThreads(
       };
     },
     getThread: async (organizationId, id) => oneWithCounts(await threads.findOne({ _id: id, organizationId })),
+    hasThread: async (organizationId, id) =>
+      (await threads.findOne({ _id: id, organizationId }, { projection: { _id: 1 } })) !== null,
     async updateThread(organizationId, id, changes, list) {
       const $set: Partial<ThreadDoc> = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
       if (!list)
