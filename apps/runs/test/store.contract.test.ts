@@ -197,7 +197,9 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("stores a thread's first messages in order (indexes 0..n-1) with its counts; metadata as given", async () => {
     const thread = newThread();
-    const first = newMessage(thread, { input: "héllo", output: "", metadata: { run_id: "r", nested: { a: [1] } } });
+    // Any JSON object's keys, also those a document's field names may not be.
+    const odd = { $set: 1, "a.b": { "": null }, nested: { a: [1] } };
+    const first = newMessage(thread, { input: "héllo", output: "", metadata: { run_id: "r", ...odd } });
     const second = newMessage(thread, { input: "two", output: "2" });
     const stored = await store.insertThread(thread, [first, second]);
     expect(stored).toEqual({ ...thread, messageCount: 2, messagesLength: 9 }); // characters, not bytes
@@ -219,8 +221,13 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 3 + 3 * 3 });
 
     const at = tick();
-    const changed = await store.updateMessage(org, b.id, { output: "longer", metadata: { k: true }, updatedAt: at });
-    expect(changed).toEqual({ ...b, output: "longer", metadata: { k: true }, updatedAt: at });
+    const changed = await store.updateMessage(org, b.id, {
+      input: undefined, // absent: kept
+      output: "longer",
+      metadata: { $k: true },
+      updatedAt: at,
+    });
+    expect(changed).toEqual({ ...b, output: "longer", metadata: { $k: true }, updatedAt: at });
     expect(await store.getMessage(org, b.id)).toEqual(changed);
     expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 12 + 3 });
 
@@ -256,14 +263,14 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const replaced = await store.updateThread(
       org,
       thread.id,
-      { name: "renamed", metadata: { k: "v" }, updatedAt: at },
+      { name: "renamed", alias: undefined, metadata: { "k.v": "v" }, updatedAt: at },
       [newMessage(thread, { input: "x", output: "xx" }), newMessage(thread, { input: "y", output: "" })],
     );
     expect(replaced).toEqual({
       ...thread,
       name: "renamed",
       alias: "old", // absent: kept
-      metadata: { k: "v" },
+      metadata: { "k.v": "v" },
       messageCount: 2,
       messagesLength: 4,
       updatedAt: at,
@@ -278,7 +285,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     // Fields only: the messages stay.
     expect(await store.updateThread(org, thread.id, { alias: "new", updatedAt: tick() })).toMatchObject({
       alias: "new",
-      metadata: { k: "v" },
+      metadata: { "k.v": "v" },
       messageCount: 3,
     });
     expect(await listed(thread)).toHaveLength(3);

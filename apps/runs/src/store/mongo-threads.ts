@@ -9,10 +9,16 @@ import type { ThreadRecord, ThreadStore } from "./threads.ts";
  * A thread document: the record but its counts (counted from its messages
  * when read), and the generation its messages are read from. Threads stored
  * before messages existed have neither metadata nor generation (`{}`, "").
+ * `metadata` is kept as JSON text, as event payloads are: it is never
+ * queried, and a JSON object's keys may be anything ("$set", "a.b", "")
+ * while document field names may not.
  */
-type ThreadDoc = Omit<Doc<ThreadRecord>, "messageCount" | "messagesLength"> & { generation?: string };
-/** A message document: the record, its generation and its length (summed into the thread's `messagesLength`). */
-type MessageDoc = Doc<MessageRecord> & { generation: string; length: number };
+type ThreadDoc = Omit<Doc<ThreadRecord>, "messageCount" | "messagesLength" | "metadata"> & {
+  metadata?: string;
+  generation?: string;
+};
+/** A message document: the record (`metadata` as JSON text), its generation and its length (summed into `messagesLength`). */
+type MessageDoc = Omit<Doc<MessageRecord>, "metadata"> & { metadata: string; generation: string; length: number };
 /** An index taken in a generation of a thread (`threadId:generation:index`): kept after its message is deleted, so never given twice. */
 type SlotDoc = { _id: string; threadId: string; generation: string; index: number };
 
@@ -23,9 +29,16 @@ const maxIndexTries = 1000;
 
 function messageOf(doc: MessageDoc | null): MessageRecord | undefined {
   if (!doc) return undefined;
-  const { generation, length, ...record } = doc;
-  return fromDoc<MessageRecord>(record);
+  const { generation, length, metadata, ...record } = doc;
+  return { ...fromDoc<Omit<MessageRecord, "metadata">>(record)!, metadata: JSON.parse(metadata) };
 }
+
+const messageDoc = (message: MessageRecord, generation: string): MessageDoc => ({
+  ...toDoc(message),
+  metadata: JSON.stringify(message.metadata),
+  generation,
+  length: lengthOf(message),
+});
 
 /**
  * The MongoDB runs store's threads and their messages, without transactions
@@ -64,11 +77,11 @@ export function createMongoThreads(
           )
           .toArray()
       : [];
-    return docs.map(({ generation, ...doc }) => {
+    return docs.map(({ generation, metadata, ...doc }) => {
       const current = lengths.filter((m) => m.threadId === doc._id && m.generation === (generation ?? ""));
       return {
-        ...fromDoc<Omit<ThreadRecord, "messageCount" | "messagesLength">>(doc)!,
-        metadata: doc.metadata ?? {},
+        ...fromDoc<Omit<ThreadRecord, "messageCount" | "messagesLength" | "metadata">>(doc)!,
+        metadata: metadata === undefined ? {} : JSON.parse(metadata),
         messageCount: current.length,
         messagesLength: current.reduce((sum, m) => sum + m.length, 0),
       };
@@ -82,9 +95,7 @@ export function createMongoThreads(
     await slots.insertMany(
       list.map((_, index) => ({ _id: slotId(threadId, generation, index), threadId, generation, index })),
     );
-    await messages.insertMany(
-      list.map((message, index) => ({ ...toDoc({ ...message, index }), generation, length: lengthOf(message) })),
-    );
+    await messages.insertMany(list.map((message, index) => messageDoc({ ...message, index }, generation)));
   }
 
   /** Takes the thread generation's next index: above every index taken, each given once however many ask at once. */
@@ -110,7 +121,7 @@ export function createMongoThreads(
     if (!thread) return undefined;
     const generation = generationOf(thread);
     const stored = { ...message, index: await takeIndex(message.threadId, generation) };
-    await messages.insertOne({ ...toDoc(stored), generation, length: lengthOf(message) });
+    await messages.insertOne(messageDoc(stored, generation));
     return stored;
   }
 
@@ -141,7 +152,7 @@ export function createMongoThreads(
       const generation = newId();
       // The messages first: a crash leaves messages of no thread, never a thread missing some.
       await writeGeneration(thread.id, generation, list);
-      const doc: ThreadDoc = { ...toDoc(thread), generation };
+      const doc: ThreadDoc = { ...toDoc(thread), metadata: JSON.stringify(thread.metadata), generation };
       await threads.insertOne(doc);
       return {
         ...thread,
@@ -153,7 +164,12 @@ export function createMongoThreads(
     hasThread: async (organizationId, id) =>
       (await threads.findOne({ _id: id, organizationId }, { projection: { _id: 1 } })) !== null,
     async updateThread(organizationId, id, changes, list) {
-      const $set: Partial<ThreadDoc> = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+      const { metadata, ...fields } = changes;
+      // Absent fields stay (an `undefined` would unset them).
+      const $set: Partial<ThreadDoc> = {
+        ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)),
+        ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+      };
       if (!list)
         return oneWithCounts(
           await threads.findOneAndUpdate({ _id: id, organizationId }, { $set }, { returnDocument: "after" }),
@@ -228,10 +244,18 @@ export function createMongoThreads(
     async updateMessage(organizationId, id, changes) {
       const standing = await visible(organizationId, id);
       if (!standing) return undefined;
-      const given = Object.fromEntries(Object.entries(changes).filter(([, v]) => v !== undefined));
+      // Absent fields stay (an `undefined` would blank them, and has no length).
+      const { metadata, ...texts } = changes;
+      const given = Object.fromEntries(Object.entries(texts).filter(([, v]) => v !== undefined));
       const changed = await messages.findOneAndUpdate(
         { _id: id },
-        { $set: { ...given, length: lengthOf({ ...standing, ...given }) } },
+        {
+          $set: {
+            ...given,
+            ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+            length: lengthOf({ ...standing, ...given }),
+          },
+        },
         { returnDocument: "after" },
       );
       return messageOf(changed);
