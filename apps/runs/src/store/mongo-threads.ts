@@ -206,10 +206,12 @@ export function createMongoThreads(
     async updateMessage(organizationId, id, changes) {
       const standing = await visible(organizationId, id);
       if (!standing) return undefined;
-      const next = { ...standing, ...changes };
+      // Absent fields stay: an `undefined` would blank them (and has no length).
+      const given = Object.fromEntries(Object.entries(changes).filter(([, value]) => value !== undefined));
+      const next = { ...standing, ...given };
       const changed = await messages.findOneAndUpdate(
         { _id: id },
-        { $set: { ...changes, length: lengthOf(next) } },
+        { $set: { ...given, length: lengthOf(next) } },
         { returnDocument: "after" },
       );
       if (!changed) return undefined;
