@@ -39,7 +39,7 @@ function messageOf(doc: MessageDoc | null): MessageRecord | undefined {
 
 /**
  * The MongoDB runs store's threads and their messages, without transactions
- * (FerretDB has none across documents; docs/decisions.md, "Thread messages"):
+ * (FerretDB has none across documents; docs/decisions.md, "Threads and their messages"):
  *
  * - A thread's messages are those of its current `generation`. UpdateThread's
  *   `messages` are written under a new generation, then the thread switches to
@@ -102,17 +102,14 @@ export function createMongoThreads(
     );
   }
 
-  /** Stores the run's turn unless it is stored already; true when this call stored it. */
-  async function storeTurn(run: RunRecord): Promise<boolean> {
-    if (!run.threadId || !run.threadMessage) return false;
-    if (await messages.findOne({ _id: run.id }, { projection: { _id: 1 } })) return false;
-    const at = run.completedAt ?? run.updatedAt;
+  /** Stores the run's turn (its id is the run's) unless it is stored already. */
+  async function storeTurn(run: RunRecord): Promise<void> {
+    if (!run.threadId || !run.threadMessage) return;
+    if (await messages.findOne({ _id: run.id }, { projection: { _id: 1 } })) return;
     try {
-      await append(runTurn({ ...run, threadId: run.threadId }, run.threadMessage, at));
-      return true;
+      await append(runTurn({ ...run, threadId: run.threadId }, run.threadMessage, run.completedAt ?? run.updatedAt));
     } catch (error) {
-      if (isDuplicateKey(error)) return false; // another append of it got there first
-      throw error;
+      if (!isDuplicateKey(error)) throw error; // else another append of it got there first
     }
   }
 
@@ -130,7 +127,7 @@ export function createMongoThreads(
       const generation = newId();
       // The messages first: a crash leaves messages of no thread, never a thread missing some.
       if (list.length) await messages.insertMany(messageDocs(generation, list));
-      const doc: ThreadDoc = { ...toDoc({ ...thread, ...counts(list) }), generation, nextIndex: list.length };
+      const doc: ThreadDoc = { ...toDoc({ ...thread, ...counts(list) }), generation };
       await threads.insertOne(doc);
       return threadOf(doc)!;
     },

@@ -50,7 +50,7 @@ export interface RunRecord extends Record<IdArray, string[]> {
   /**
    * A SUCCEEDED run's turn still to be appended to its thread (MongoDB only,
    * between its move and the append; SQLite appends it with the move). While
-   * set, the run keeps its thread (docs/decisions.md, "A run's turn on its thread").
+   * set, the run keeps its thread (docs/decisions.md, "Threads and their messages").
    */
   threadMessage?: MessageContent;
 }
