@@ -267,6 +267,16 @@ describe.each(storeKinds("threads and messages over HTTP"))("threads and message
       expect((await messagesOf(t.thread_id)).messages).toEqual([]);
     });
 
+    it("stores metadata keys of any text, dots and dollars included", async () => {
+      const metadata = { "a.b": 1, $set: { "x.y": [{ $in: "z" }] }, "": "empty", "ünï 🧵": null };
+      const t = await thread({ metadata, messages: [{ input: "i", output: "o", metadata }] });
+      expect(t.metadata).toEqual(metadata);
+      expect((await admin.get(`/threads/${t.thread_id}`)).body.metadata).toEqual(metadata);
+      expect((await messagesOf(t.thread_id)).messages[0]!.metadata).toEqual(metadata);
+      const patched = await admin.patch(`/threads/${t.thread_id}`, { "$meta.key": "v", messages: [] });
+      expect(patched.body.metadata).toEqual({ "$meta.key": "v" });
+    });
+
     it("`metadata` replaces the thread's metadata; left out, it stays", async () => {
       const t = await thread({ metadata: { old: true } });
       expect((await admin.patch(`/threads/${t.thread_id}`, { metadata: { new: 1 } })).body.metadata).toEqual({

@@ -8,24 +8,37 @@ import type { ThreadRecord, ThreadStore } from "./threads.ts";
 /**
  * A thread document: the record, its next message index, and the generation
  * its messages are read from. Threads stored before messages existed lack
- * all of these (read as `{}`, 0 and "").
+ * all of these (read as `{}`, 0 and ""). `metadata` is kept as JSON text, as
+ * event payloads are: it is never queried, and a JSON object's keys may be
+ * anything ("$set", "a.b", "") while document field names may not.
  */
-type ThreadDoc = Doc<ThreadRecord> & { nextIndex?: number; generation?: string };
-/** A message document: the record, its generation and its length (summed by a recount). */
-type MessageDoc = Doc<MessageRecord> & { generation: string; length: number };
+type ThreadDoc = Omit<Doc<ThreadRecord>, "metadata"> & { metadata?: string; nextIndex?: number; generation?: string };
+/** A message document: the record (`metadata` as JSON text), its generation and its length (summed by a recount). */
+type MessageDoc = Omit<Doc<MessageRecord>, "metadata"> & { metadata: string; generation: string; length: number };
 
 const generationOf = (thread: Pick<ThreadDoc, "generation">) => thread.generation ?? "";
 /** A thread whose current generation is `generation` ("" also matches a thread that never had one). */
 const inGeneration = (generation: string): Filter<ThreadDoc> =>
   generation === "" ? { $or: [{ generation }, { generation: { $exists: false } }] } : { generation };
 
+const threadDoc = (thread: ThreadRecord): ThreadDoc => ({
+  ...toDoc(thread),
+  metadata: JSON.stringify(thread.metadata),
+});
+const messageDoc = (message: MessageRecord, generation: string): MessageDoc => ({
+  ...toDoc(message),
+  metadata: JSON.stringify(message.metadata),
+  generation,
+  length: lengthOf(message),
+});
+
 function threadOf(doc: ThreadDoc | null): ThreadRecord | undefined {
   if (!doc) return undefined;
-  const { nextIndex, generation, ...record } = doc;
-  const thread = fromDoc<ThreadRecord>(record)!;
+  const { nextIndex, generation, metadata, ...record } = doc;
+  const thread = fromDoc<Omit<ThreadRecord, "metadata">>(record)!;
   return {
     ...thread,
-    metadata: thread.metadata ?? {},
+    metadata: metadata === undefined ? {} : JSON.parse(metadata),
     messageCount: thread.messageCount ?? 0,
     messagesLength: thread.messagesLength ?? 0,
   };
@@ -33,8 +46,8 @@ function threadOf(doc: ThreadDoc | null): ThreadRecord | undefined {
 
 function messageOf(doc: MessageDoc | null): MessageRecord | undefined {
   if (!doc) return undefined;
-  const { generation, length, ...record } = doc;
-  return fromDoc<MessageRecord>(record);
+  const { generation, length, metadata, ...record } = doc;
+  return { ...fromDoc<Omit<MessageRecord, "metadata">>(record)!, metadata: JSON.parse(metadata) };
 }
 
 /**
@@ -60,7 +73,7 @@ export function createMongoThreads(
   const messages: Collection<MessageDoc> = db.collection("thread_messages");
 
   const messageDocs = (generation: string, list: NewMessage[]): MessageDoc[] =>
-    list.map((message, index) => ({ ...toDoc({ ...message, index }), generation, length: lengthOf(message) }));
+    list.map((message, index) => messageDoc({ ...message, index }, generation));
   const counts = (list: NewMessage[]) => ({
     nextIndex: list.length,
     messageCount: list.length,
@@ -75,7 +88,7 @@ export function createMongoThreads(
     );
     if (!before) return undefined;
     const stored = { ...message, index: before.nextIndex ?? 0 };
-    await messages.insertOne({ ...toDoc(stored), generation: generationOf(before), length: lengthOf(message) });
+    await messages.insertOne(messageDoc(stored, generationOf(before)));
     return stored;
   }
 
@@ -127,13 +140,16 @@ export function createMongoThreads(
       const generation = newId();
       // The messages first: a crash leaves messages of no thread, never a thread missing some.
       if (list.length) await messages.insertMany(messageDocs(generation, list));
-      const doc: ThreadDoc = { ...toDoc({ ...thread, ...counts(list) }), generation };
+      const doc: ThreadDoc = { ...threadDoc({ ...thread, ...counts(list) }), generation };
       await threads.insertOne(doc);
       return threadOf(doc)!;
     },
     getThread: async (organizationId, id) => threadOf(await threads.findOne({ _id: id, organizationId })),
     async updateThread(organizationId, id, changes, list) {
-      const $set: Partial<ThreadDoc> = { ...changes };
+      const $set: Partial<ThreadDoc> = {
+        ...changes,
+        metadata: changes.metadata === undefined ? undefined : JSON.stringify(changes.metadata),
+      };
       if (!list)
         return threadOf(
           await threads.findOneAndUpdate({ _id: id, organizationId }, { $set }, { returnDocument: "after" }),
@@ -208,7 +224,13 @@ export function createMongoThreads(
       const next = { ...standing, ...given };
       const changed = await messages.findOneAndUpdate(
         { _id: id },
-        { $set: { ...given, length: lengthOf(next) } },
+        {
+          $set: {
+            ...given,
+            ...(changes.metadata !== undefined ? { metadata: JSON.stringify(changes.metadata) } : {}),
+            length: lengthOf(next),
+          },
+        },
         { returnDocument: "after" },
       );
       if (!changed) return undefined;
