@@ -389,6 +389,8 @@ describe.each(storeKinds("threads and messages over HTTP"))("threads and message
       expect(await names("?starts_with=alpha")).toEqual(["alpha two", "alpha one"]);
       expect(await names("?starts_with=Alpha")).toEqual([]);
       expect(await names(`?starts_with=${encodeURIComponent("a.b")}`)).toEqual(["a.b literal"]);
+      for (const odd of ["(", "%", "a_b", "a%", "[", "\\", "*", "$", "\u0000", "a.b literal and more"])
+        expect(await names(`?starts_with=${encodeURIComponent(odd)}`), odd).toEqual([]);
       expect(await names("?starts_with=alpha&alias=second")).toEqual(["alpha two"]);
       const counted = (await lister.get("/threads?starts_with=alpha&page_size=1")).body.pagination;
       expect(counted).toMatchObject({ total_count: 2, total_pages: 2 });
@@ -446,6 +448,13 @@ describe.each(storeKinds("threads and messages over HTTP"))("threads and message
       });
       expect(res.status).toBe(201);
       expect(res.body).toMatchObject({ input: "", output: artifact, metadata: { run_id: "r", extra: [1] } });
+      const controls = "nul \u0000, escape \u001b[31m, tab \t, DEL \u007f";
+      const odd = await admin.post(`/threads/${t.thread_id}/messages`, { input: controls, output: controls });
+      expect(odd.status).toBe(201);
+      expect((await admin.get(`/messages/${odd.body.message_id}`)).body).toMatchObject({
+        input: controls,
+        output: controls,
+      });
     });
 
     it("refuses a malformed message, naming each field, and writes nothing", async () => {
