@@ -490,12 +490,12 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
         const r = await replica(model, {
           wrap: (store) => ({
             ...store,
-            async appendRunMessage(run, afterFailure) {
-              if (!afterFailure && failures > 0) {
+            async appendRunMessage(run) {
+              if (failures > 0) {
                 failures--;
                 throw Object.assign(new Error("connection reset"), { code: "ECONNRESET" });
               }
-              return store.appendRunMessage(run, afterFailure);
+              return store.appendRunMessage(run);
             },
           }),
         });
