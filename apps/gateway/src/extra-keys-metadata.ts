@@ -4,7 +4,7 @@ import { jsonObject, jsonValue } from "./validation.ts";
 
 /**
  * A body object whose unknown keys are kept as metadata (docs/decisions.md,
- * "Threads: unknown keys are metadata"). griptape's conversation-memory
+ * "Threads over HTTP"). griptape's conversation-memory
  * driver writes a memory's `meta` as top-level keys of its `PATCH
  * /threads/{id}` body, and a run's `meta` as keys of each message beside
  * `input` and `output`; its `load` reads them back from `metadata`. So the

@@ -188,6 +188,19 @@ describe("/openapi.json", () => {
     expect(url.responses["200"].content["application/json"].schema.required).toEqual(["url", "headers", "expires_at"]);
   });
 
+  it("documents thread bodies as griptape sends them: any other key taken, at most 1,000 messages, metadata an object", () => {
+    const update = op("/threads/{thread_id}", "patch").requestBody.content["application/json"].schema.anyOf[0];
+    expect(update.additionalProperties).toEqual({}); // the conversation-memory driver's meta keys
+    const messages = update.properties.messages.anyOf[0];
+    expect(messages).toMatchObject({ type: "array", maxItems: 1000 });
+    expect(messages.items).toMatchObject({ type: "object", required: ["input", "output"], additionalProperties: {} });
+    expect(update.properties.metadata.anyOf[0]).toMatchObject({ type: "object" });
+    const detail = op("/threads/{thread_id}", "get").responses["200"].content["application/json"].schema;
+    expect(detail.required).toEqual(expect.arrayContaining(["metadata", "message_count", "messages_length", "alias"]));
+    const list = op("/threads", "get").parameters.map((p: any) => p.name);
+    expect(list).toEqual(["page", "page_size", "alias", "starts_with", "created_by"]);
+  });
+
   it("lists every error answer with the error body on every operation", () => {
     for (const o of ops) {
       for (const status of ["400", "401", "403", "404", "409", "413", "429", "500", "503"]) {

@@ -56,7 +56,15 @@ export function threadOperations({ runs }: ServiceClients) {
       summary: "Creates a conversation thread, with its first messages in order",
       body: { schema: createBody, required: true },
       response: { status: 201, description: "The new thread", schema: threadSchema },
-      handle: async ({ body, call }) => threadJson((await runs.createThread(body, call)).thread),
+      handle: async ({ body, call }) =>
+        threadJson(
+          (
+            await runs.createThread(
+              { name: body.name, alias: body.alias, metadata: body.metadata, messages: body.messages },
+              call,
+            )
+          ).thread,
+        ),
     }),
     defineOperation({
       id: "ListThreads",
