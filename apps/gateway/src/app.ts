@@ -33,6 +33,7 @@ import { assistantEventOperations } from "./routes/events.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
+import { structureSpanOperations } from "./routes/structure-spans.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
@@ -77,6 +78,7 @@ export function publicOperations(
     ...threadOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
+    ...structureSpanOperations(clients),
     ...streamOperations(clients, feeds),
     ...bucketOperations(clients),
     ...assetOperations(clients),
