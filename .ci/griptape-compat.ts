@@ -16,8 +16,9 @@ import { testServers } from "@loom/testing/servers";
  * loom:echo, plain, streamed, and in an agent loop whose tool runs on the
  * client; its ruleset driver loads string and JSON-schema rules by alias; an
  * agent with its conversation-memory driver runs twice on one thread and a
- * fresh driver loads both runs; and the generated griptape-cloud-client
- * parses every thread, message, ruleset and rule operation and GetUser.
+ * fresh driver loads both runs; its observability driver exports an agent's
+ * spans to a structure run; and the generated griptape-cloud-client parses
+ * every thread, message, ruleset and rule operation and GetUser.
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
 const python = process.argv[2]!;
@@ -38,6 +39,7 @@ const storeIndependent = [
   ".ci/compat/ruleset_driver.py",
   ".ci/compat/conversation_memory.py",
   ".ci/compat/cloud_client.py",
+  ".ci/compat/observability.py",
 ];
 
 let failed = false;
