@@ -1,43 +1,30 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
-import { isUuid, newId } from "@loom/contracts/ids";
+import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { lengthProblem, nameProblem } from "@loom/contracts/text";
+import { nameProblem } from "@loom/contracts/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import { checkIds, checkKnown, checkText, type Violation } from "./field-checks.ts";
+import { createRulesetsHandlers } from "./rulesets-service.ts";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
-
-/** Most ids one array may hold (docs/api.md §8; why: docs/decisions.md). */
-export const maxIdsPerArray = 100;
-
-type Violation = { path: string; message: string };
-
-function checkText(
-  violations: Violation[],
-  path: string,
-  value: string | undefined,
-  max: number,
-  problemOf = lengthProblem,
-): void {
-  const problem = value === undefined ? undefined : problemOf(value, 1, max);
-  if (problem) violations.push({ path, message: problem });
-}
-
-function checkIds(violations: Violation[], path: string, ids: string[] | undefined): string[] | undefined {
-  if (ids === undefined) return undefined;
-  if (ids.length > maxIdsPerArray) violations.push({ path, message: `must hold at most ${maxIdsPerArray} ids` });
-  ids.forEach((id, i) => isUuid(id) || violations.push({ path: `${path}[${i}]`, message: "must be a uuid" }));
-  return ids.map((id) => id.toLowerCase());
-}
 
 const present = (list: StringList | undefined) => list?.values;
 
 export function createAssistantsService(deps: { store: AssistantsStore; now?: () => Date }): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
+
+  /** An assistant's rulesets exist in its organization (docs/behaviour.md §5); other families' ids are checked for shape only. */
+  async function checkRulesets(violations: Violation[], organizationId: string, ids: string[] | undefined) {
+    if (!ids?.length) return;
+    const found = await store.getRulesets(organizationId, ids);
+    checkKnown(violations, "body.ruleset_ids", ids, new Set(found.map((r) => r.id)), "ruleset");
+  }
 
   const impl: ServiceImpl<typeof AssistantsService> = {
     async createAssistant(req, ctx) {
@@ -52,6 +39,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
         structureIds: checkIds(violations, "body.structure_ids", req.structureIds) ?? [],
         toolIds: checkIds(violations, "body.tool_ids", req.toolIds) ?? [],
       };
+      await checkRulesets(violations, principal.organizationId, ids.rulesetIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const assistant: AssistantRecord = {
@@ -89,6 +77,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
         structureIds: checkIds(violations, "body.structure_ids", present(req.structureIds)),
         toolIds: checkIds(violations, "body.tool_ids", present(req.toolIds)),
       };
+      await checkRulesets(violations, organizationId, patch.rulesetIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as AssistantPatch;
       const updated =
@@ -115,7 +104,16 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
     },
   };
 
-  return storeBackedService("assistants", (router) => router.service(AssistantsService, impl), store);
+  // Rulesets are the assistants service's too: they live beside the assistants that name them.
+  const rulesets = createRulesetsHandlers({ store, now });
+  return storeBackedService(
+    "assistants",
+    (router) => {
+      router.service(AssistantsService, impl);
+      router.service(RulesetsService, rulesets);
+    },
+    store,
+  );
 }
 
 function assistantMessage(a: AssistantRecord) {

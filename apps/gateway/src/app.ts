@@ -30,6 +30,8 @@ import { billingOperations } from "./routes/billing.ts";
 import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
+import { ruleOperations } from "./routes/rules.ts";
+import { rulesetOperations } from "./routes/rulesets.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
@@ -76,6 +78,8 @@ export function publicOperations(
     ...assistantOperations(clients),
     ...runOperations(clients, standing),
     ...threadOperations(clients),
+    ...rulesetOperations(clients),
+    ...ruleOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...structureSpanOperations(clients),

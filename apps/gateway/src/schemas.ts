@@ -73,6 +73,38 @@ export const assistantListSchema = z.strictObject({
   pagination: paginationSchema,
 });
 
+/** A JSON object as given (`metadata`). */
+const jsonObjectSchema = z.record(z.string(), z.unknown());
+
+export const rulesetSchema = z.strictObject({
+  ruleset_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  alias: z.string().nullable(),
+  description: z.string(),
+  metadata: jsonObjectSchema,
+  rule_ids: z.array(uuidString),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const rulesetListSchema = z.strictObject({ rulesets: z.array(rulesetSchema), pagination: paginationSchema });
+
+export const ruleSchema = z.strictObject({
+  rule_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  // An instruction, or a JSON schema the answer must follow (griptape's JsonSchemaRule).
+  rule: z.union([z.string(), jsonObjectSchema]),
+  metadata: jsonObjectSchema,
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const ruleListSchema = z.strictObject({ rules: z.array(ruleSchema), pagination: paginationSchema });
+
 export const runStatusSchema = z.enum(runStatuses);
 
 export const textArtifactSchema = z.strictObject({

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
@@ -69,8 +70,8 @@ function jsonDepth(value: unknown, limit: number): number {
   return deepest + 1;
 }
 
-/** Any JSON value, nested at most `maxJsonDepth` levels. */
-export const jsonValue = z.unknown().check((ctx) => {
+/** The `maxJsonDepth` bound as a zod check. */
+const withinJsonDepth = (ctx: { value: unknown; issues: z.core.$ZodRawIssue[] }) => {
   if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
     ctx.issues.push({
       code: "custom",
@@ -78,7 +79,16 @@ export const jsonValue = z.unknown().check((ctx) => {
       input: ctx.value,
     });
   }
-});
+};
+
+/** Any JSON value, nested at most `maxJsonDepth` levels. */
+export const jsonValue = z.unknown().check(withinJsonDepth);
+
+/**
+ * A JSON object (`metadata`, a JSON-schema rule), nested at most
+ * `maxJsonDepth` levels; typed as the JSON it is (a parsed body holds nothing else).
+ */
+export const jsonObject = z.record(z.string(), z.unknown()).check(withinJsonDepth) as unknown as z.ZodType<JsonObject>;
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z

@@ -31,10 +31,11 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
 
   describe("CreateAssistant", () => {
     it("creates with every field, answering 201 in the public shape", async () => {
+      const ruleset = async () => (await admin.post("/rulesets", { name: "r" })).body.ruleset_id as string;
       const ids = {
         knowledge_base_ids: [uuid()],
         retriever_ids: [uuid()],
-        ruleset_ids: [uuid(), uuid()],
+        ruleset_ids: [await ruleset(), await ruleset()],
         structure_ids: [],
         tool_ids: [uuid()],
       };

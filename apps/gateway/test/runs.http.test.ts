@@ -119,11 +119,12 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
 
     it("records the effective ids: the run's arrays replace the assistant's, additional ones append without duplicates", async () => {
       const [a, b, c, d, e] = [uuid(), uuid(), uuid(), uuid(), uuid()];
-      const id = await assistant({ tool_ids: [a, b], ruleset_ids: [a], knowledge_base_ids: [c] });
+      const r = (await admin.post("/rulesets", { name: "r" })).body.ruleset_id as string;
+      const id = await assistant({ tool_ids: [a, b], ruleset_ids: [r], knowledge_base_ids: [c] });
       const replaced = (await run(id, { tool_ids: [c], additional_tool_ids: [c, d], ruleset_ids: [] })).body;
       expect(replaced).toMatchObject({ tool_ids: [c, d], ruleset_ids: [], knowledge_base_ids: [c] });
       const appended = (await run(id, { additional_tool_ids: [b, e], additional_knowledge_base_ids: [d] })).body;
-      expect(appended).toMatchObject({ tool_ids: [a, b, e], ruleset_ids: [a], knowledge_base_ids: [c, d] });
+      expect(appended).toMatchObject({ tool_ids: [a, b, e], ruleset_ids: [r], knowledge_base_ids: [c, d] });
     });
 
     it("validates the body whole and writes nothing when it is bad", async () => {

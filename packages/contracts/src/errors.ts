@@ -14,6 +14,11 @@ export function notFound(what: string): ConnectError {
   return new ConnectError(`${what} not found`, Code.NotFound);
 }
 
+/** A request the current state refuses (the gateway answers 409 Conflict): the message says what to change first. */
+export function failedPrecondition(message: string): ConnectError {
+  return new ConnectError(message, Code.FailedPrecondition);
+}
+
 export function permissionDenied(message: string): ConnectError {
   return new ConnectError(message, Code.PermissionDenied);
 }

@@ -1,5 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
@@ -47,11 +48,12 @@ export const services = {
     calls: [],
   },
   assistants: {
-    rpc: { assistants: AssistantsService },
+    // Rulesets live beside the assistants that name them. One service, two contracts.
+    rpc: { assistants: AssistantsService, rulesets: RulesetsService },
     urlVariable: "ASSISTANTS_URL",
     port: 8082,
     database: "loom_assistants",
-    keeps: "assistants",
+    keeps: "assistants, rulesets and rules",
     calls: [],
   },
   runs: {

@@ -1,6 +1,7 @@
 import type { IdArray } from "@loom/contracts/id-arrays";
 import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
+import type { RulesetStore } from "./rulesets.ts";
 
 export interface AssistantRecord extends Record<IdArray, string[]> {
   id: string;
@@ -18,12 +19,18 @@ export type AssistantPatch = Partial<
   Pick<AssistantRecord, "name" | "description" | "input" | Exclude<IdArray, "retrieverIds">>
 >;
 
-/** Every read and write is scoped to one organization: another's assistants do not exist. */
-export interface AssistantsStore extends StoreLifecycle {
+/**
+ * The assistants service's whole store: its assistants and, in the same
+ * database, the rulesets and rules they name (the `RulesetStore` part).
+ * Every read and write is scoped to one organization: another's do not exist.
+ */
+export interface AssistantsStore extends StoreLifecycle, RulesetStore {
   insert(assistant: AssistantRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<AssistantRecord | undefined>;
   update(organizationId: string, id: string, patch: AssistantPatch, at: Date): Promise<AssistantRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id. */
   list(organizationId: string, skip: number, limit: number): Promise<Page<AssistantRecord>>;
+  /** Ids of the organization's assistants whose `rulesetIds` hold `rulesetId`, at most `limit`. */
+  namingRuleset(organizationId: string, rulesetId: string, limit: number): Promise<string[]>;
 }

@@ -1,6 +1,7 @@
 import { heldRows } from "@loom/store/held-rows";
 import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { AssistantRecord, AssistantsStore } from "./port.ts";
+import { createSqliteRulesetStore, rulesetsMigration } from "./rulesets-sqlite.ts";
 
 /** Schema versions of the assistants tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -8,6 +9,7 @@ const migrations = [
      knowledge_base_ids TEXT NOT NULL, retriever_ids TEXT NOT NULL, ruleset_ids TEXT NOT NULL, structure_ids TEXT NOT NULL, tool_ids TEXT NOT NULL,
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX assistants_assistants_by_organization ON assistants_assistants (organization_id, created_at DESC, id DESC);`,
+  rulesetsMigration,
 ];
 
 const ids = (json: unknown): string[] => JSON.parse(json as string) as string[];
@@ -62,6 +64,7 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
   };
   return {
     ...sqliteLifecycle(handle, "assistants", migrations),
+    ...createSqliteRulesetStore(handle),
 
     async insert(a) {
       prepare(
@@ -132,5 +135,12 @@ export function createSqliteAssistantsStore(handle: SqliteHandle): AssistantsSto
       ).all(organizationId, limit, skip);
       return { items: items.map((row) => assistantOf(row)!), totalCount };
     },
+    namingRuleset: async (organizationId, rulesetId, limit) =>
+      prepare(
+        `SELECT id FROM assistants_assistants
+         WHERE organization_id = ? AND EXISTS (SELECT 1 FROM json_each(ruleset_ids) WHERE value = ?) ORDER BY ${newestFirstOrder} LIMIT ?`,
+      )
+        .all(organizationId, rulesetId, limit)
+        .map((row) => row.id as string),
   };
 }
