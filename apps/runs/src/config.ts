@@ -18,6 +18,10 @@ export const runSettings = {
   RUN_MAX_PER_ORGANIZATION: z.coerce.number().int().min(1).default(8),
   /** Runs one organization may have queued; a create past it is refused (429) rather than growing the queue. */
   RUN_MAX_QUEUED_PER_ORGANIZATION: z.coerce.number().int().min(1).default(1000),
+  /** The most messages of its thread a run sees as earlier turns, the newest kept (docs/behaviour.md §5). */
+  THREAD_HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).default(100),
+  /** About how many tokens (characters / 4) of its thread's messages a run sees, the newest kept. */
+  THREAD_HISTORY_MAX_TOKENS: z.coerce.number().int().min(0).default(16_000),
   /** A chat call (streamed or not) still going after this long is 503 (DEADLINE_EXCEEDED); the provider request is aborted. */
   CHAT_TIMEOUT_MS: env.duration(5 * 60 * 1000),
 };

@@ -1,17 +1,21 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
+import { type HistoryWindow, historyTurns } from "./history.ts";
 import { countTransition } from "./metrics.ts";
 import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
 import type { RunLog } from "./run-log.ts";
+import type { MessageStore } from "./store/messages.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
 
 /** Why a worker aborted a run's model call. */
 export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
 
 export interface ExecuteDeps {
-  store: RunRecordStore;
+  store: RunRecordStore & Pick<MessageStore, "latestMessages">;
+  /** How much of its thread a run sees. */
+  historyWindow: HistoryWindow;
   log: RunLog;
   model: Model;
   logger: Logger;
@@ -40,7 +44,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const input = textArtifact(run.message);
   let begun = false;
   try {
-    const turns = await conversation(run, store);
+    const turns = await conversation(run, deps);
     // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
     begun = true;
     await log.start(run, running, [
@@ -77,7 +81,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
       griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
       griptapeEvents.finishStructureRun(input, output, now()),
     ]);
-    await finish(run, "SUCCEEDED", undefined, output, deps, held);
+    await finish(run, "SUCCEEDED", undefined, output, deps, held, input);
   } catch (error) {
     if (!begun) await log.start(run, running, []); // the lifecycle so far, before the end
     const stop = signal.aborted ? (signal.reason as StopReason) : undefined;
@@ -120,28 +124,43 @@ async function finish(
   output: TextArtifact | undefined,
   deps: ExecuteDeps,
   guard: { from: readonly ["RUNNING"]; worker: string },
+  input?: TextArtifact,
 ): Promise<void> {
   const at = deps.now();
+  // A succeeded run on a thread appends its turn as griptape's conversation memory writes one (docs/behaviour.md §5).
+  const threadMessage =
+    run.threadId && input && output
+      ? { input: JSON.stringify(input), output: JSON.stringify(output), metadata: { run_id: run.id } }
+      : undefined;
   const ended = await deps.store.transition(
     run.id,
     guard,
     status,
-    { statusDetail, output, completedAt: at, leaseUntil: undefined },
+    { statusDetail, output, completedAt: at, leaseUntil: undefined, ...(threadMessage ? { threadMessage } : {}) },
     at,
   );
   if (!ended) return;
   countTransition("RUNNING", status);
+  // MongoDB keeps the turn on the run until appended: before the terminal event, so the event finds it listed.
+  if (ended.threadMessage) {
+    try {
+      await deps.store.appendRunMessage(ended, false);
+    } catch (error) {
+      // The run keeps its thread while marked; the sweep appends the turn, then writes the end.
+      deps.logger.warn(
+        { err: error, run_id: run.id },
+        "appending the run's message to its thread failed; the sweep will",
+      );
+      return;
+    }
+  }
   await logEnd(ended, deps);
 }
 
-/** The thread's earlier successful runs as conversation, then this run's message. */
-async function conversation(run: RunRecord, store: RunRecordStore): Promise<ChatTurn[]> {
-  const history = run.threadId ? await store.threadHistory(run.threadId, run.createdAt) : [];
-  return [
-    ...history.flatMap((earlier): ChatTurn[] => [
-      { role: "user", content: earlier.message },
-      { role: "assistant", content: (earlier.output as TextArtifact | undefined)?.value ?? "" },
-    ]),
-    { role: "user", content: run.message },
-  ];
+/** The thread's messages as earlier turns (within the window), then this run's message. */
+async function conversation(run: RunRecord, deps: ExecuteDeps): Promise<ChatTurn[]> {
+  const history = run.threadId
+    ? historyTurns(await deps.store.latestMessages(run.threadId, deps.historyWindow.maxMessages), deps.historyWindow)
+    : [];
+  return [...history, { role: "user", content: run.message }];
 }

@@ -15,6 +15,7 @@ import { assistantOf } from "./service/assistant.ts";
 import { cancelRun } from "./service/cancel.ts";
 import { enqueue } from "./service/enqueue.ts";
 import { checkIdempotencyKey, createKeyedCreates, type KeyedCreateDeps } from "./service/keyed-create.ts";
+import { messageHandlers } from "./service/message-handlers.ts";
 import { newRun } from "./service/new-run.ts";
 import { runMessage, statusOf } from "./service/run-messages.ts";
 import { threadHandlers } from "./service/thread-handlers.ts";
@@ -39,7 +40,7 @@ const defaultIdempotencyStallMs = 10_000;
 /**
  * The RunsService: runs are created here (checked, their first event
  * written, stored, the workers told) and read, listed and cancelled; the
- * worker (`createRunWorker`) executes them. Threads are its plain records.
+ * worker (`createRunWorker`) executes them. Threads and their messages are its records.
  */
 export function createRunsService(deps: RunsDeps): RpcService {
   const { store, maxQueuedPerOrganization } = deps;
@@ -97,6 +98,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
     },
 
     ...threadHandlers(store, now),
+    ...messageHandlers(store, now),
   };
 
   return storeBackedService("runs", (router) => router.service(RunsService, answeredDurably(impl, store)), store);

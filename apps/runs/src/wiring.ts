@@ -29,6 +29,8 @@ export interface RunSettings extends ModelConfig {
   RUN_MAX_PER_ORGANIZATION: number;
   RUN_MAX_QUEUED_PER_ORGANIZATION: number;
   CHAT_TIMEOUT_MS: number;
+  THREAD_HISTORY_MAX_MESSAGES: number;
+  THREAD_HISTORY_MAX_TOKENS: number;
 }
 
 /** MongoDB when a URL is given, else SQLite, its calls acknowledged by the service's answers (`RunsStore.durable`). */
@@ -69,6 +71,10 @@ export async function wireRuns(
     leaseMs: settings.RUN_LEASE_MS,
     pollMs: settings.RUN_POLL_MS,
     runTimeoutMs: settings.RUN_TIMEOUT_MS,
+    historyWindow: {
+      maxMessages: settings.THREAD_HISTORY_MAX_MESSAGES,
+      maxTokens: settings.THREAD_HISTORY_MAX_TOKENS,
+    },
     concurrency: settings.RUN_WORKER_CONCURRENCY,
     maxRunningPerOrganization: settings.RUN_MAX_PER_ORGANIZATION,
   });

@@ -2,8 +2,10 @@ import { randomUUID } from "node:crypto";
 import type { Bus, Subscription } from "@loom/bus/bus";
 import type { Logger } from "@loom/telemetry/logger";
 import type { StopReason } from "./executor.ts";
+import type { HistoryWindow } from "./history.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
+import type { MessageStore } from "./store/messages.ts";
 import type { RunQueue } from "./store/run-queue.ts";
 import type { RunRecord, RunRecordStore } from "./store/run-records.ts";
 import type { ThreadStore } from "./store/threads.ts";
@@ -14,7 +16,7 @@ import { type Execution, startExecution } from "./worker/execution.ts";
 import { createSweep } from "./worker/sweep.ts";
 
 export interface WorkerOptions {
-  store: RunRecordStore & RunQueue & ThreadStore;
+  store: RunRecordStore & RunQueue & ThreadStore & MessageStore;
   log: RunLog;
   model: Model;
   bus: Bus;
@@ -24,6 +26,8 @@ export interface WorkerOptions {
   /** How often to look for queued runs when nothing woke the worker. */
   pollMs: number;
   runTimeoutMs: number;
+  /** How much of its thread a run sees. */
+  historyWindow: HistoryWindow;
   /** Runs this worker executes at once. */
   concurrency: number;
   /** Runs one organization may have executing at once, across workers. */
@@ -80,6 +84,7 @@ export function createRunWorker(options: WorkerOptions) {
     workerId,
     leaseMs: options.leaseMs,
     runTimeoutMs: options.runTimeoutMs,
+    historyWindow: options.historyWindow,
     now,
   };
   const sweep = createSweep({ store, log: options.log, logger, now, lostFound: () => void pump() });

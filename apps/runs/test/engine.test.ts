@@ -3,6 +3,7 @@ import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import type { Bus } from "@loom/bus/bus";
 import { openBus } from "@loom/bus/open";
 import { newId } from "@loom/contracts/ids";
+import { valueToJson } from "@loom/contracts/json-value";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
@@ -16,6 +17,7 @@ import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/
 import { within } from "@loom/testing/within";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { executeRun } from "../src/executor.ts";
+import type { HistoryWindow } from "../src/history.ts";
 import { createRunLog } from "../src/run-log.ts";
 import { createRunsService } from "../src/service.ts";
 import type { RunsStore } from "../src/store/port.ts";
@@ -77,6 +79,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       events?: ReturnType<typeof inProcessTransport>;
       /** The store as this replica sees it (one that fails some calls). */
       wrap?: (store: RunsStore) => RunsStore;
+      historyWindow?: HistoryWindow;
     } = {},
   ) {
     let opened = mongo.url ? undefined : stores[0];
@@ -107,6 +110,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       runTimeoutMs: options.runTimeoutMs ?? 30_000,
       concurrency: options.concurrency ?? 8,
       maxRunningPerOrganization: options.maxPerOrganization ?? 100,
+      historyWindow: options.historyWindow ?? { maxMessages: 100, maxTokens: 16_000 },
     });
     workers.push(worker);
     if (options.start !== false) worker.start();
@@ -303,6 +307,161 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     return { types, done };
   }
 
+  describe("a run and its thread are one conversation", () => {
+    const artifact = (value: string) =>
+      JSON.stringify({ type: "TextArtifact", id: newId(), reference: null, meta: {}, name: "n", value });
+    /** The thread's messages as the API lists them, their `input` / `output` parsed when JSON. */
+    async function messagesOf(r: Awaited<ReturnType<typeof replica>>, threadId: string, headers = call) {
+      return (await r.runs.listMessages({ threadId, page: { page: 1, pageSize: 100 } }, headers)).messages;
+    }
+
+    it("a run sees the thread's messages as text turns; its own turn is appended as griptape writes one, before its end", async () => {
+      const model = createScriptedModel();
+      const r = await replica(model);
+      const threadId = (
+        await r.runs.createThread(
+          {
+            name: "memory",
+            messages: [
+              { input: artifact("hello"), output: artifact("hi there") },
+              {
+                input: "plain text",
+                output: JSON.stringify({
+                  type: "ListArtifact",
+                  value: [JSON.parse(artifact("a")), JSON.parse(artifact("b"))],
+                }),
+              },
+            ],
+          },
+          call,
+        )
+      ).thread!.threadId;
+      await r.runs.createMessage({ threadId, input: '{"not": "an artifact"}', output: "" }, call);
+
+      const first = (await r.runs.createAssistantRun({ assistantId, threadId, input: "first" }, call)).assistantRun!
+        .assistantRunId;
+      const stream = follow(first, call);
+      await within("the first run's log ends", 10_000, stream.done);
+      // The terminal event has arrived: the turn is listed already.
+      const listed = await messagesOf(r, threadId);
+      expect(listed.map((m) => m.index)).toEqual([0n, 1n, 2n, 3n]);
+      const turn = listed[3]!;
+      expect(turn.metadata).toEqual({ run_id: first });
+      expect(turn.messageId).toBe(first);
+      const input = JSON.parse(turn.input);
+      const output = JSON.parse(turn.output);
+      expect(input).toMatchObject({ type: "TextArtifact", value: "first", reference: null, meta: {} });
+      expect(output).toMatchObject({
+        type: "TextArtifact",
+        value: (await settled(r.runs, first)).output && output.value,
+      });
+      expect(valueToJson((await settled(r.runs, first)).output)).toEqual(output);
+      // The same artifact the run's StartStructureRunEvent shows.
+      const start = (
+        await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: first, offset: 0n, limit: 100 }, call)
+      ).events.find((e) => e.type === "StartStructureRunEvent")!;
+      expect((valueToJson(start.payload) as { input_task_input: unknown }).input_task_input).toEqual(input);
+      expect((await r.runs.getThread({ threadId }, call)).thread).toMatchObject({ messageCount: 4n });
+
+      const second = (await r.runs.createAssistantRun({ assistantId, threadId, input: "second" }, call)).assistantRun!
+        .assistantRunId;
+      expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);
+      expect((await eventTypes(second)).at(-1)).toBe("AssistantRunSucceeded"); // its turn is listed by then
+      expect(model.calls.at(-2)).toEqual([
+        { role: "user", content: "hello" },
+        { role: "assistant", content: "hi there" },
+        { role: "user", content: "plain text" },
+        { role: "assistant", content: "a\nb" },
+        { role: "user", content: '{"not": "an artifact"}' },
+        { role: "assistant", content: "" },
+        { role: "user", content: "first" },
+      ]);
+      expect(model.calls.at(-1)!.slice(-3)).toEqual([
+        { role: "user", content: "first" },
+        { role: "assistant", content: output.value },
+        { role: "user", content: "second" },
+      ]);
+      expect((await messagesOf(r, threadId)).map((m) => m.metadata)).toEqual([
+        {},
+        {},
+        {},
+        { run_id: first },
+        { run_id: second },
+      ]);
+    });
+
+    it("the window keeps the newest messages: at most THREAD_HISTORY_MAX_MESSAGES, about THREAD_HISTORY_MAX_TOKENS", async () => {
+      const model = createScriptedModel();
+      const r = await replica(model, { historyWindow: { maxMessages: 3, maxTokens: 10 } }); // 10 tokens: 40 characters
+      const seen = async (messages: Array<{ input: string; output: string }>) => {
+        const threadId = (await r.runs.createThread({ name: "window", messages }, call)).thread!.threadId;
+        const id = (await r.runs.createAssistantRun({ assistantId, threadId, input: "now" }, call)).assistantRun!
+          .assistantRunId;
+        await settled(r.runs, id);
+        return model.calls
+          .at(-1)!
+          .filter((t) => t.role === "user")
+          .map((t) => t.content);
+      };
+      // By count: the three newest of four.
+      expect(await seen(["m0", "m1", "m2", "m3"].map((m) => ({ input: m, output: "ok" })))).toEqual([
+        "m1",
+        "m2",
+        "m3",
+        "now",
+      ]);
+      // By tokens: m1's 30 characters would pass the 40 with m2's and m3's 12 each; it goes, and m0 with it.
+      expect(
+        await seen([
+          { input: "m0", output: "" },
+          { input: "m1", output: "x".repeat(28) },
+          { input: "m2", output: "x".repeat(10) },
+          { input: "m3", output: "x".repeat(10) },
+        ]),
+      ).toEqual(["m2", "m3", "now"]);
+    });
+
+    it.skipIf(kind !== "mongo")(
+      "a turn whose append fails keeps the thread; the sweep appends it, then the end, then the next run sees it (MongoDB only: SQLite appends in the move's transaction)",
+      async () => {
+        const model = createScriptedModel();
+        let failures = 1;
+        const r = await replica(model, {
+          wrap: (store) => ({
+            ...store,
+            async appendRunMessage(run, afterFailure) {
+              if (!afterFailure && failures > 0) {
+                failures--;
+                throw Object.assign(new Error("connection reset"), { code: "ECONNRESET" });
+              }
+              return store.appendRunMessage(run, afterFailure);
+            },
+          }),
+        });
+        const threadId = (await r.runs.createThread({ name: "crash" }, call)).thread!.threadId;
+        const first = (await r.runs.createAssistantRun({ assistantId, threadId, input: "first" }, call)).assistantRun!
+          .assistantRunId;
+        const second = (await r.runs.createAssistantRun({ assistantId, threadId, input: "second" }, call)).assistantRun!
+          .assistantRunId;
+        expect((await settled(r.runs, second)).status).toBe(RunStatus.SUCCEEDED);
+        expect((await eventTypes(second)).at(-1)).toBe("AssistantRunSucceeded");
+        expect(failures).toBe(0); // the first append did fail
+        expect(
+          model.calls
+            .at(-1)!
+            .map((t) => t.content)
+            .slice(0, 1),
+        ).toEqual(["first"]);
+        expect((await messagesOf(r, threadId)).map((m) => [m.index, m.metadata])).toEqual([
+          [0n, { run_id: first }],
+          [1n, { run_id: second }],
+        ]);
+        expect((await r.runs.getThread({ threadId }, call)).thread).toMatchObject({ messageCount: 2n });
+        expect((await eventTypes(first)).at(-1)).toBe("AssistantRunSucceeded");
+      },
+    );
+  });
+
   describe("a run's terminal event that cannot be written at once", () => {
     it("a blip: the append is retried and the log ends with the run", async () => {
       const model = createScriptedModel();
@@ -468,6 +627,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       model,
       logger,
       workerId: "slow-worker",
+      historyWindow: { maxMessages: 100, maxTokens: 16_000 },
       now: () => new Date(),
     });
     const run = (await r.runs.getAssistantRun({ assistantRunId: id }, call)).assistantRun!;

@@ -47,11 +47,14 @@ describe("runs store on SQLite", () => {
       organizationId: org,
       name: "t",
       alias: "a",
+      metadata: {},
       createdBy: "u",
       createdAt: tick(),
       updatedAt: tick(),
     };
-    await store.insertThread(thread);
+    const content = { input: "i", output: "o", metadata: {} };
+    const message = { id: newId(), organizationId: org, threadId: thread.id, ...content, createdBy: "u" };
+    await store.insertThread(thread, [{ ...message, createdAt: tick(), updatedAt: tick() }]);
     const run = newRun({ threadId: thread.id });
     await store.insertRun(run);
     await store.getRun(org, run.id);
@@ -77,17 +80,35 @@ describe("runs store on SQLite", () => {
       { completedAt: tick(), leaseUntil: undefined },
       tick(),
     );
+    const succeeded = newRun({ threadId: thread.id, status: "RUNNING", worker: "w" });
+    await store.insertRun(succeeded);
+    await store.transition(
+      succeeded.id,
+      { from: ["RUNNING"], worker: "w" },
+      "SUCCEEDED",
+      { completedAt: tick(), threadMessage: content },
+      tick(),
+    );
     await store.unloggedEnds(tick(), 10);
     await store.endLogged(run.id);
     await store.dropQueueEntry(run.id);
     await store.releaseClaim(run.id);
-    await store.threadHistory(thread.id, tick());
+    await store.appendMessage({ ...message, id: newId(), createdAt: tick(), updatedAt: tick() });
+    await store.listMessages(org, thread.id, 0, 10);
+    await store.getMessage(org, message.id);
+    await store.updateMessage(org, message.id, { input: "j", updatedAt: tick() });
+    await store.deleteMessage(org, message.id);
+    await store.latestMessages(thread.id, 10);
+    await store.updateThread(org, thread.id, { name: "n", alias: "b", metadata: { k: 1 }, updatedAt: tick() }, [
+      { ...message, id: newId(), createdAt: tick(), updatedAt: tick() },
+    ]);
     await store.lockThread(thread.id, run.id, ["stale"]);
     await store.lockThread(thread.id, newId(), []);
     await store.unlockThread(thread.id, run.id);
     await store.getThread(org, thread.id);
-    await store.listThreads(org, undefined, 0, 10);
-    await store.listThreads(org, "a", 0, 10);
+    await store.listThreads(org, {}, 0, 10);
+    await store.listThreads(org, { alias: "a" }, 0, 10);
+    await store.listThreads(org, { alias: "a", startsWith: "t", createdBy: "u" }, 0, 10);
     const at = tick();
     await store.putIdempotency({
       organizationId: org,

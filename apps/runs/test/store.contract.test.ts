@@ -1,9 +1,10 @@
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { MessageContent, NewMessage } from "../src/store/messages.ts";
 import type { RunsStore } from "../src/store/port.ts";
 import { QueueFull, type RunRecord } from "../src/store/run-records.ts";
-import type { ThreadRecord } from "../src/store/threads.ts";
+import type { NewThread } from "../src/store/threads.ts";
 import { openRunsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (kind) => {
@@ -43,10 +44,37 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       ...over,
     };
   };
-  const newThread = (): ThreadRecord => {
+  const newThread = (over: Partial<NewThread> = {}): NewThread => {
     const at = tick();
-    return { id: newId(), organizationId: org, name: "t", createdBy: "u", createdAt: at, updatedAt: at };
+    return {
+      id: newId(),
+      organizationId: org,
+      name: "t",
+      metadata: {},
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...over,
+    };
   };
+  const newMessage = (thread: NewThread, content: Partial<MessageContent> = {}): NewMessage => {
+    const at = tick();
+    return {
+      id: newId(),
+      organizationId: thread.organizationId,
+      threadId: thread.id,
+      input: "in",
+      output: "out",
+      metadata: {},
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...content,
+    };
+  };
+  /** The thread's messages as [index, input] pairs, in list order. */
+  const listed = async (thread: NewThread) =>
+    (await store.listMessages(thread.organizationId, thread.id, 0, 100))!.items.map((m) => [m.index, m.input]);
 
   it("transitions only when the guard holds, and never out of a terminal state", async () => {
     const run = newRun();
@@ -131,7 +159,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("locks a thread for one run at a time; a stale holder can be replaced", async () => {
     const thread = newThread();
-    await store.insertThread(thread);
+    await store.insertThread(thread, []);
     expect(await store.lockThread(thread.id, "r1", [])).toEqual({ locked: true });
     expect(await store.lockThread(thread.id, "r1", [])).toEqual({ locked: true });
     expect(await store.lockThread(thread.id, "r2", [])).toEqual({ locked: false, holder: "r1" });
@@ -143,29 +171,225 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.lockThread(newId(), "r4", [])).toEqual({ locked: true }); // a deleted thread blocks nothing
   });
 
-  it("keeps thread history: earlier successful runs of the thread, oldest first", async () => {
-    const thread = newThread();
-    await store.insertThread(thread);
-    const first = newRun({ threadId: thread.id, status: "SUCCEEDED", output: { value: "one" } });
-    const failed = newRun({ threadId: thread.id, status: "FAILED" });
-    const second = newRun({ threadId: thread.id, status: "SUCCEEDED" });
-    const current = newRun({ threadId: thread.id });
-    for (const r of [first, failed, second, current]) await store.insertRun(r);
-    expect((await store.threadHistory(thread.id, current.createdAt)).map((r) => r.id)).toEqual([first.id, second.id]);
+  it("stores threads per organization, with alias, name prefix and creator filters", async () => {
+    const organizationId = newId();
+    const t1 = newThread({ organizationId, name: "support: a.b*", alias: "support", metadata: { tier: "gold" } });
+    const t2 = newThread({ organizationId, name: "Support", createdBy: "v" });
+    const t3 = newThread({ organizationId, name: "support: aXb" });
+    for (const t of [t1, t2, t3]) await store.insertThread(t, []);
+    expect(await store.getThread(organizationId, t1.id)).toEqual({ ...t1, messageCount: 0, messagesLength: 0 });
+    expect(await store.getThread(org, t1.id)).toBeUndefined();
+    const ids = async (filter: Parameters<RunsStore["listThreads"]>[1]) =>
+      (await store.listThreads(organizationId, filter, 0, 10)).items.map((t) => t.id);
+    expect(await ids({})).toEqual([t3.id, t2.id, t1.id]);
+    expect(await ids({ alias: "support" })).toEqual([t1.id]);
+    expect(await ids({ startsWith: "support" })).toEqual([t3.id, t1.id]); // case-sensitive
+    expect(await ids({ startsWith: "support: a." })).toEqual([t1.id]); // every character literally
+    expect(await ids({ startsWith: "support: a.b*" })).toEqual([t1.id]);
+    expect(await ids({ createdBy: "v" })).toEqual([t2.id]);
+    expect(await ids({ startsWith: "support", createdBy: "v" })).toEqual([]);
+    expect((await store.listThreads(organizationId, {}, 1, 1)).totalCount).toBe(3);
+    expect(await store.deleteThread(org, t1.id)).toBe(false);
+    expect(await store.deleteThread(organizationId, t1.id)).toBe(true);
+    expect(await store.getThread(organizationId, t1.id)).toBeUndefined();
   });
 
-  it("stores threads per organization, with an alias filter", async () => {
-    const t1 = { ...newThread(), alias: "support" };
-    const t2 = newThread();
-    await store.insertThread(t1);
-    await store.insertThread(t2);
-    expect(await store.getThread(org, t1.id)).toEqual(t1);
-    expect(await store.getThread(newId(), t1.id)).toBeUndefined();
-    expect((await store.listThreads(org, "support", 0, 10)).items.map((t) => t.id)).toContain(t1.id);
-    expect((await store.listThreads(org, "support", 0, 10)).items.map((t) => t.id)).not.toContain(t2.id);
-    expect(await store.deleteThread(newId(), t1.id)).toBe(false);
-    expect(await store.deleteThread(org, t1.id)).toBe(true);
-    expect(await store.getThread(org, t1.id)).toBeUndefined();
+  it("stores a thread's first messages in order (indexes 0..n-1) with its counts; metadata as given", async () => {
+    const thread = newThread();
+    const first = newMessage(thread, { input: "héllo", output: "", metadata: { run_id: "r", nested: { a: [1] } } });
+    const second = newMessage(thread, { input: "two", output: "2" });
+    const stored = await store.insertThread(thread, [first, second]);
+    expect(stored).toEqual({ ...thread, messageCount: 2, messagesLength: 9 }); // characters, not bytes
+    expect(await store.getThread(org, thread.id)).toEqual(stored);
+    expect((await store.listMessages(org, thread.id, 0, 10))!.items).toEqual([
+      { ...first, index: 0 },
+      { ...second, index: 1 },
+    ]);
+    expect(await store.getMessage(org, first.id)).toEqual({ ...first, index: 0 });
+    expect(await store.listMessages(org, thread.id, 1, 1)).toEqual({ items: [{ ...second, index: 1 }], totalCount: 2 });
+  });
+
+  it("appends at the next index; an update and a delete keep the counts; a deleted message leaves a gap", async () => {
+    const thread = newThread();
+    await store.insertThread(thread, [newMessage(thread, { input: "a" })]);
+    const b = (await store.appendMessage(newMessage(thread, { input: "b" })))!;
+    const c = (await store.appendMessage(newMessage(thread, { input: "c" })))!;
+    expect([b.index, c.index]).toEqual([1, 2]);
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 3 + 3 * 3 });
+
+    const at = tick();
+    const changed = await store.updateMessage(org, b.id, { output: "longer", metadata: { k: true }, updatedAt: at });
+    expect(changed).toEqual({ ...b, output: "longer", metadata: { k: true }, updatedAt: at });
+    expect(await store.getMessage(org, b.id)).toEqual(changed);
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 12 + 3 });
+
+    expect(await store.deleteMessage(org, b.id)).toBe(true);
+    expect(await store.deleteMessage(org, b.id)).toBe(false);
+    expect(await store.getMessage(org, b.id)).toBeUndefined();
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 2, messagesLength: 8 });
+    const d = (await store.appendMessage(newMessage(thread, { input: "d" })))!;
+    expect(d.index).toBe(3); // indexes are never reused
+    expect(await listed(thread)).toEqual([
+      [0, "a"],
+      [2, "c"],
+      [3, "d"],
+    ]);
+    expect(await store.updateMessage(org, newId(), { input: "x", updatedAt: tick() })).toBeUndefined();
+    expect(await store.appendMessage(newMessage(newThread()))).toBeUndefined(); // no such thread
+  });
+
+  it("replaces a thread's messages, renumbered 0..n-1, with its fields; empty clears them", async () => {
+    const thread = newThread({ alias: "old" });
+    await store.insertThread(thread, [newMessage(thread, { input: "a" }), newMessage(thread, { input: "b" })]);
+    const old = (await store.listMessages(org, thread.id, 0, 10))!.items;
+    await store.appendMessage(newMessage(thread, { input: "c" }));
+    const at = tick();
+    const replaced = await store.updateThread(
+      org,
+      thread.id,
+      { name: "renamed", metadata: { k: "v" }, updatedAt: at },
+      [newMessage(thread, { input: "x", output: "xx" }), newMessage(thread, { input: "y", output: "" })],
+    );
+    expect(replaced).toEqual({
+      ...thread,
+      name: "renamed",
+      alias: "old", // absent: kept
+      metadata: { k: "v" },
+      messageCount: 2,
+      messagesLength: 4,
+      updatedAt: at,
+    });
+    expect(await listed(thread)).toEqual([
+      [0, "x"],
+      [1, "y"],
+    ]);
+    for (const message of old) expect(await store.getMessage(org, message.id)).toBeUndefined();
+    expect((await store.appendMessage(newMessage(thread, { input: "z" })))!.index).toBe(2);
+
+    // Fields only: the messages stay.
+    expect(await store.updateThread(org, thread.id, { alias: "new", updatedAt: tick() })).toMatchObject({
+      alias: "new",
+      metadata: { k: "v" },
+      messageCount: 3,
+    });
+    expect(await listed(thread)).toHaveLength(3);
+    expect(await store.updateThread(org, thread.id, { updatedAt: tick() }, [])).toMatchObject({
+      messageCount: 0,
+      messagesLength: 0,
+    });
+    expect(await listed(thread)).toEqual([]);
+    expect(await store.updateThread(newId(), thread.id, { name: "theirs", updatedAt: tick() }, [])).toBeUndefined();
+    expect(await store.getThread(org, thread.id)).toMatchObject({ name: "renamed" });
+  });
+
+  it("a reader during concurrent replaces sees one whole list, never a mix", async () => {
+    const thread = newThread();
+    await store.insertThread(thread, []);
+    const list = (tag: string) => Array.from({ length: 5 }, () => newMessage(thread, { input: tag }));
+    const reads: string[][] = [];
+    let replacing = true;
+    const reader = (async () => {
+      while (replacing) reads.push((await listed(thread)).map(([, input]) => String(input)));
+    })();
+    await Promise.all(
+      ["a", "b", "c", "d"].map((tag) => store.updateThread(org, thread.id, { updatedAt: tick() }, list(tag))),
+    );
+    replacing = false;
+    await reader;
+    for (const read of [...reads, (await listed(thread)).map(([, input]) => String(input))])
+      expect(read.length === 0 || (read.length === 5 && new Set(read).size === 1), read.join()).toBe(true);
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 5 });
+  });
+
+  it("sees only the organization's threads and messages", async () => {
+    const thread = newThread();
+    const message = newMessage(thread);
+    await store.insertThread(thread, [message]);
+    const theirs = newId();
+    expect(await store.listMessages(theirs, thread.id, 0, 10)).toBeUndefined();
+    expect(await store.getMessage(theirs, message.id)).toBeUndefined();
+    expect(await store.updateMessage(theirs, message.id, { input: "x", updatedAt: tick() })).toBeUndefined();
+    expect(await store.deleteMessage(theirs, message.id)).toBe(false);
+    expect(await store.appendMessage({ ...newMessage(thread), organizationId: theirs })).toBeUndefined();
+    expect(await store.deleteThread(theirs, thread.id)).toBe(false);
+    expect(await store.getMessage(org, message.id)).toMatchObject({ input: "in" });
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 1 });
+  });
+
+  it("deletes a thread's messages with it", async () => {
+    const thread = newThread();
+    const message = newMessage(thread);
+    await store.insertThread(thread, [message]);
+    expect(await store.deleteThread(org, thread.id)).toBe(true);
+    expect(await store.getMessage(org, message.id)).toBeUndefined();
+    expect(await store.listMessages(org, thread.id, 0, 10)).toBeUndefined();
+    expect(await store.latestMessages(thread.id, 10)).toEqual([]);
+  });
+
+  it("gives a run its thread's newest messages, oldest first", async () => {
+    const thread = newThread();
+    await store.insertThread(
+      thread,
+      ["a", "b", "c", "d"].map((input) => newMessage(thread, { input })),
+    );
+    expect((await store.latestMessages(thread.id, 2)).map((m) => m.input)).toEqual(["c", "d"]);
+    expect((await store.latestMessages(thread.id, 10)).map((m) => m.input)).toEqual(["a", "b", "c", "d"]);
+    expect(await store.latestMessages(newId(), 10)).toEqual([]);
+  });
+
+  it("appends a succeeded run's turn to its thread, under the run's id, once appended (`appendRunMessage`)", async () => {
+    const thread = newThread();
+    await store.insertThread(thread, [newMessage(thread, { input: "before" })]);
+    const turn = { input: '{"type":"TextArtifact"}', output: "answer", metadata: { run_id: "r" } };
+    const run = newRun({ threadId: thread.id, status: "RUNNING", worker: "w" });
+    await store.insertRun(run);
+    const at = tick();
+    const ended = (await store.transition(
+      run.id,
+      { from: ["RUNNING"], worker: "w" },
+      "SUCCEEDED",
+      { completedAt: at, threadMessage: turn },
+      at,
+    ))!;
+    // SQLite appends it with the move; MongoDB returns it marked until `appendRunMessage`.
+    if (ended.threadMessage) await store.appendRunMessage(ended, false);
+    expect(await store.getRunById(run.id)).not.toHaveProperty("threadMessage");
+    expect(await store.getMessage(org, run.id)).toEqual({
+      id: run.id,
+      organizationId: org,
+      threadId: thread.id,
+      index: 1,
+      ...turn,
+      createdBy: run.createdBy,
+      createdAt: at,
+      updatedAt: at,
+    });
+    // A retry (the sweep's) stores nothing twice, and the counts are right.
+    await store.appendRunMessage({ ...ended, threadMessage: turn }, true);
+    expect(await listed(thread)).toEqual([
+      [0, "before"],
+      [1, turn.input],
+    ]);
+    expect(await store.getThread(org, thread.id)).toMatchObject({
+      messageCount: 2,
+      messagesLength: "before".length + "out".length + turn.input.length + turn.output.length,
+    });
+
+    // A thread deleted meanwhile gets nothing, and nothing fails.
+    const gone = newThread();
+    await store.insertThread(gone, []);
+    const late = newRun({ threadId: gone.id, status: "RUNNING", worker: "w" });
+    await store.insertRun(late);
+    await store.deleteThread(org, gone.id);
+    const lateEnd = (await store.transition(
+      late.id,
+      { from: ["RUNNING"], worker: "w" },
+      "SUCCEEDED",
+      { completedAt: tick(), threadMessage: turn },
+      tick(),
+    ))!;
+    if (lateEnd.threadMessage) await store.appendRunMessage(lateEnd, false);
+    expect(await store.getMessage(org, late.id)).toBeUndefined();
   });
 
   it("keeps one idempotency record per organization and key; deletes it only while it names the run", async () => {

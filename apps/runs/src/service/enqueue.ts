@@ -33,7 +33,7 @@ export async function enqueue(deps: EnqueueDeps, { run, newThread }: NewRun, tak
       error,
     );
   }
-  if (newThread) await store.insertThread(newThread);
+  if (newThread) await store.insertThread(newThread, []);
   let inserted: boolean;
   try {
     inserted = await store.insertRun(run, deps.maxQueuedPerOrganization);

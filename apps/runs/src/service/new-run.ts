@@ -9,13 +9,13 @@ import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { effectiveIds, renderInput } from "../input.ts";
 import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord } from "../store/run-records.ts";
-import type { ThreadRecord, ThreadStore } from "../store/threads.ts";
+import type { NewThread, ThreadStore } from "../store/threads.ts";
 import { assistantOf } from "./assistant.ts";
 
 /** A run ready to be stored, and the new thread to store with it (stored only once the run's first event is). */
 export interface NewRun {
   run: RunRecord;
-  newThread?: ThreadRecord;
+  newThread?: NewThread;
 }
 
 export interface NewRunDeps {
@@ -97,17 +97,18 @@ async function threadFor(
   principal: Principal,
   req: CreateAssistantRunRequest,
   at: Date,
-): Promise<{ threadId?: string; create?: ThreadRecord }> {
+): Promise<{ threadId?: string; create?: NewThread }> {
   if (req.threadId !== undefined) {
     if (!isUuid(req.threadId) || !(await threads.getThread(principal.organizationId, req.threadId.toLowerCase())))
       throw notFound("thread");
     return { threadId: req.threadId.toLowerCase() };
   }
   if (!req.newThread) return {};
-  const thread: ThreadRecord = {
+  const thread: NewThread = {
     id: newId(),
     organizationId: principal.organizationId,
     name: "New thread",
+    metadata: {},
     createdBy: principal.userId,
     createdAt: at,
     updatedAt: at,

@@ -2,6 +2,7 @@ import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/contracts/errors";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RunStatus as RunStatusEnum } from "@loom/proto/runs/v1/runs_pb";
+import type { MessageRecord } from "../store/messages.ts";
 import { type RunRecord, type RunStatus, runStatuses } from "../store/run-records.ts";
 import type { ThreadRecord } from "../store/threads.ts";
 
@@ -44,8 +45,26 @@ export function threadMessage(t: ThreadRecord) {
     organizationId: t.organizationId,
     name: t.name,
     alias: t.alias,
+    metadata: t.metadata,
+    messageCount: BigInt(t.messageCount),
+    messagesLength: BigInt(t.messagesLength),
     createdAt: timestampFromDate(t.createdAt),
     createdBy: t.createdBy,
     updatedAt: timestampFromDate(t.updatedAt),
+  };
+}
+
+/** A thread's message as the RunsService's ThreadMessage. */
+export function messageMessage(m: MessageRecord) {
+  return {
+    messageId: m.id,
+    threadId: m.threadId,
+    index: BigInt(m.index),
+    input: m.input,
+    output: m.output,
+    metadata: m.metadata,
+    createdAt: timestampFromDate(m.createdAt),
+    createdBy: m.createdBy,
+    updatedAt: timestampFromDate(m.updatedAt),
   };
 }

@@ -1,17 +1,18 @@
 import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
+import { createMongoThreads } from "./mongo-threads.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
-import type { ThreadRecord } from "./threads.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
  * (findOneAndUpdate on status and worker), so replicas need no transactions;
- * the thread lock is a guarded field on the thread document. Leases live in
+ * the thread lock is a guarded field on the thread document (threads and their
+ * messages: `createMongoThreads`). Leases live in
  * their own collection: renewals, the one periodic write, never touch the run
  * document, so they cannot collide with a state change (FerretDB does not
  * isolate concurrent updates of one document; MongoDB would not need this).
@@ -24,7 +25,6 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
  */
 export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): RunsStore {
   const runs: Collection<Doc<RunRecord>> = db.collection("runs");
-  const threads: Collection<Doc<ThreadRecord>> = db.collection("threads");
   const keys: Collection<IdempotencyDoc> = db.collection("idempotency_keys");
   const claims: Collection<{ _id: string; worker: string; at: Date }> = db.collection("run_claims");
   const takeovers: Collection<{ _id: string; createdAt: Date }> = db.collection("idempotency_takeovers");
@@ -40,6 +40,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
+  const threadsAndMessages = createMongoThreads(db, runs);
   /** Whether expired idempotency records are deleted here (no TTL index on this server), and when that last happened. */
   let pruneKeys = false;
   let prunedAt = 0;
@@ -107,7 +108,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
       await runs.createIndex({ status: 1, createdAt: 1 });
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
-      await threads.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await db.collection("threads").createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await db.collection("thread_messages").createIndex({ threadId: 1, generation: 1, index: 1, _id: 1 });
       await leases.createIndex({ until: 1 });
       await unloggedEnds.createIndex({ at: 1 });
       await slots.createIndex({ organizationId: 1 });
@@ -271,44 +273,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
         return ended && isTerminal(ended.status) ? [ended] : [];
       });
     },
-    threadHistory: async (threadId, before) =>
-      (
-        await runs
-          .find({ threadId, status: "SUCCEEDED", createdAt: { $lt: before } })
-          .sort({ createdAt: 1, _id: 1 })
-          .toArray()
-      ).map((d) => run(d)!),
-
-    async insertThread(thread) {
-      await threads.insertOne(toDoc(thread));
-    },
-    getThread: async (organizationId, id) => fromDoc<ThreadRecord>(await threads.findOne({ _id: id, organizationId })),
-    async listThreads(organizationId, alias, skip, limit) {
-      const query = { organizationId, ...(alias !== undefined ? { alias } : {}) };
-      const [docs, totalCount] = await Promise.all([
-        threads.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
-        threads.countDocuments(query),
-      ]);
-      return { items: docs.map((d) => fromDoc<ThreadRecord>(d)!), totalCount };
-    },
-    deleteThread: async (organizationId, id) =>
-      (await threads.deleteOne({ _id: id, organizationId })).deletedCount === 1,
-    async lockThread(threadId, runId, staleHolders) {
-      const taken = await threads.findOneAndUpdate(
-        {
-          _id: threadId,
-          $or: [{ activeRunId: { $exists: false } }, { activeRunId: { $in: [runId, ...staleHolders] } }],
-        },
-        { $set: { activeRunId: runId } },
-        { returnDocument: "after" },
-      );
-      if (taken) return { locked: true };
-      const thread = await threads.findOne({ _id: threadId });
-      return thread ? { locked: false, holder: thread.activeRunId } : { locked: true };
-    },
-    async unlockThread(threadId, runId) {
-      await threads.updateOne({ _id: threadId, activeRunId: runId }, { $unset: { activeRunId: "" } });
-    },
+    ...threadsAndMessages,
 
     async putIdempotency(record) {
       if (pruneKeys && record.createdAt.getTime() - prunedAt > 60_000) {

@@ -1,6 +1,7 @@
 import type { IdArray } from "@loom/contracts/id-arrays";
 import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
+import type { MessageContent } from "./messages.ts";
 
 // The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, type RunStatus, runStatuses } from "@loom/contracts/run-lifecycle";
@@ -46,6 +47,12 @@ export interface RunRecord extends Record<IdArray, string[]> {
   /** Which worker holds the run, and until when, while STARTING or RUNNING. */
   worker?: string;
   leaseUntil?: Date;
+  /**
+   * A SUCCEEDED run's turn still to be appended to its thread (MongoDB only,
+   * between its move and the append; SQLite appends it with the move). While
+   * set, the run keeps its thread (docs/decisions.md, "A run's turn on its thread").
+   */
+  threadMessage?: MessageContent;
 }
 
 /** When a transition may happen: the run's status is one of `from`, and the other fields, when given, hold too. */
@@ -58,7 +65,9 @@ export interface RunGuard {
 }
 
 /** What a transition may set besides the status. */
-export type RunChanges = Partial<Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil">>;
+export type RunChanges = Partial<
+  Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil" | "threadMessage">
+>;
 
 /** The runs themselves: stored, read, moved from status to status, and their ends logged. */
 export interface RunRecordStore {
@@ -93,6 +102,15 @@ export interface RunRecordStore {
   endLogged(id: string): Promise<void>;
   /** Ended runs whose terminal event is still to be written, marked before `before`, oldest first. */
   unloggedEnds(before: Date, limit: number): Promise<RunRecord[]>;
-  /** Earlier runs of a thread that succeeded, oldest first: the conversation so far. */
-  threadHistory(threadId: string, before: Date): Promise<RunRecord[]>;
+  /**
+   * With a move to SUCCEEDED, `transition`'s `changes.threadMessage` is the
+   * run's turn, to become its thread's next message (id: the run's id; a
+   * thread deleted meanwhile gets nothing). SQLite appends it in the move's
+   * transaction. MongoDB keeps it on the run (the same update: the returned
+   * run has it) until this appends it: the message stored unless it is
+   * already (a retry is a no-op), then the mark cleared. `afterFailure` (the
+   * sweep's call, after a crash or a failed append) also recounts the
+   * thread's counts, which a half-done earlier attempt may have left ahead.
+   */
+  appendRunMessage(run: RunRecord, afterFailure: boolean): Promise<void>;
 }

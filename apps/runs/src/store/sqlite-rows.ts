@@ -1,6 +1,7 @@
 import type { IdArray } from "@loom/contracts/id-arrays";
 import { dateOf, type Row } from "@loom/store/sqlite";
 import type { IdempotencyRecord } from "./idempotency.ts";
+import type { MessageRecord } from "./messages.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import type { RunChanges, RunRecord, StatusDetail } from "./run-records.ts";
 import type { ThreadRecord } from "./threads.ts";
@@ -17,9 +18,13 @@ const idArrayColumns: Record<IdArray, string> = {
 };
 export const idArrays = Object.entries(idArrayColumns) as [IdArray, string][];
 
-/** What a transition may change on the run row, how each is stored, and how it reads back (the lease has its own table). */
+/**
+ * What a transition may change on the run row, how each is stored, and how it
+ * reads back (the lease has its own table; a run's thread message is written
+ * with the move, to its thread).
+ */
 export const changeColumns: Record<
-  Exclude<keyof RunChanges, "leaseUntil">,
+  Exclude<keyof RunChanges, "leaseUntil" | "threadMessage">,
   [column: string, store: (value: never) => string | number, load: (stored: never) => unknown]
 > = {
   statusDetail: ["status_detail", (v: StatusDetail) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
@@ -62,10 +67,27 @@ export const threadOf = (row: Row | undefined): ThreadRecord | undefined =>
     organizationId: row.organization_id as string,
     name: row.name as string,
     ...(row.alias === null ? {} : { alias: row.alias as string }),
+    metadata: JSON.parse(row.metadata as string),
+    messageCount: Number(row.message_count),
+    messagesLength: Number(row.messages_length),
     createdBy: row.created_by as string,
     createdAt: dateOf(row.created_at)!,
     updatedAt: dateOf(row.updated_at)!,
     ...(row.active_run_id === null ? {} : { activeRunId: row.active_run_id as string }),
+  };
+
+export const messageOf = (row: Row | undefined): MessageRecord | undefined =>
+  row && {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    threadId: row.thread_id as string,
+    index: Number(row.idx),
+    input: row.input as string,
+    output: row.output as string,
+    metadata: JSON.parse(row.metadata as string),
+    createdBy: row.created_by as string,
+    createdAt: dateOf(row.created_at)!,
+    updatedAt: dateOf(row.updated_at)!,
   };
 
 export const idempotencyOf = (row: Row | undefined): IdempotencyRecord | undefined =>

@@ -1,10 +1,12 @@
-import { newestFirstOrder, optional, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
+import { newestFirstOrder, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { idempotencyWindowMs } from "./idempotency.ts";
 import { InFlight } from "./in-flight.ts";
+import { runTurn } from "./messages.ts";
 import type { RunsStore } from "./port.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
 import { copyOfRun, SqliteRunsCache } from "./sqlite-cache.ts";
-import { changeColumns, idArrays, idempotencyOf, queueEntryOf, runOf, threadOf } from "./sqlite-rows.ts";
+import { changeColumns, idArrays, idempotencyOf, queueEntryOf, runOf } from "./sqlite-rows.ts";
+import { createSqliteThreads } from "./sqlite-threads.ts";
 
 /**
  * Schema versions of the runs tables (kit `migrate`): append, never edit.
@@ -57,6 +59,15 @@ export const runsMigrations = [
    DROP TABLE runs_claims;`,
   // 6: ended runs whose terminal event is still to be written (the sweep writes it; docs/decisions.md, "Runs").
   `CREATE TABLE runs_unlogged_ends (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
+  // 7: threads' metadata, message counts and next index; their messages (docs/behaviour.md §5).
+  `ALTER TABLE runs_threads ADD COLUMN metadata TEXT NOT NULL DEFAULT '{}';
+   ALTER TABLE runs_threads ADD COLUMN message_count INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE runs_threads ADD COLUMN messages_length INTEGER NOT NULL DEFAULT 0;
+   ALTER TABLE runs_threads ADD COLUMN next_index INTEGER NOT NULL DEFAULT 0;
+   CREATE INDEX runs_threads_by_creator ON runs_threads (organization_id, created_by, created_at DESC, id DESC);
+   CREATE TABLE runs_messages (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, thread_id TEXT NOT NULL, idx INTEGER NOT NULL,
+     input TEXT NOT NULL, output TEXT NOT NULL, metadata TEXT NOT NULL, created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+   CREATE INDEX runs_messages_by_thread ON runs_messages (thread_id, idx, id);`,
 ];
 
 /** A run with its lease: every read of runs selects this. */
@@ -104,6 +115,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     claims.clear();
   });
   const runById = (id: string) => cache.run(id, (id) => runOf(prepare(`${runWithLease} WHERE r.id = ?`).get(id)));
+  const { appendInTransaction, ...threads } = createSqliteThreads(handle);
 
   return {
     sharedByProcesses: false,
@@ -193,7 +205,7 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       return { items: rows.map((row) => runOf(row)!), totalCount };
     },
     async transition(id, guard, to, changes, at) {
-      const { leaseUntil, ...rest } = changes;
+      const { leaseUntil, threadMessage, ...rest } = changes;
       const fields = (Object.keys(rest) as (keyof typeof changeColumns)[]).filter((field) => field in changeColumns);
       const set = ["status = ?", "updated_at = ?", ...fields.map((field) => `${changeColumns[field][0]} = ?`)].join(
         ", ",
@@ -254,6 +266,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
           prepare("DELETE FROM runs_queue WHERE run_id = ?").run(id);
           inFlight?.dequeue(id);
         }
+        if (to === "SUCCEEDED" && threadMessage && next.threadId)
+          appendInTransaction(runTurn({ ...next, threadId: next.threadId }, threadMessage, at));
         if (isTerminal(to)) {
           claims.delete(id);
           prepare("INSERT INTO runs_unlogged_ends (run_id, at) VALUES (?, ?) ON CONFLICT DO NOTHING").run(
@@ -324,56 +338,9 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       )
         .all(before.getTime(), limit)
         .map((row) => runOf(row)!),
-    threadHistory: async (threadId, before) =>
-      prepare(
-        `${runWithLease} WHERE r.thread_id = ? AND r.status = 'SUCCEEDED' AND r.created_at < ? ORDER BY r.created_at, r.id`,
-      )
-        .all(threadId, before.getTime())
-        .map((row) => runOf(row)!),
-
-    async insertThread(thread) {
-      prepare(
-        "INSERT INTO runs_threads (id, organization_id, name, alias, created_by, created_at, updated_at, active_run_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      ).run(
-        thread.id,
-        thread.organizationId,
-        thread.name,
-        thread.alias ?? null,
-        thread.createdBy,
-        thread.createdAt.getTime(),
-        thread.updatedAt.getTime(),
-        thread.activeRunId ?? null,
-      );
-    },
-    getThread: async (organizationId, id) =>
-      threadOf(prepare("SELECT * FROM runs_threads WHERE id = ? AND organization_id = ?").get(id, organizationId)),
-    async listThreads(organizationId, alias, skip, limit) {
-      const [where, params] =
-        alias === undefined
-          ? ["organization_id = ?", [organizationId]]
-          : ["organization_id = ? AND alias = ?", [organizationId, alias]];
-      const totalCount = Number(prepare(`SELECT count(*) AS n FROM runs_threads WHERE ${where}`).get(...params)!.n);
-      const rows = prepare(
-        `SELECT * FROM runs_threads WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
-      ).all(...params, limit, skip);
-      return { items: rows.map((row) => threadOf(row)!), totalCount };
-    },
-    deleteThread: async (organizationId, id) =>
-      prepare("DELETE FROM runs_threads WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
-    async lockThread(threadId, runId, staleHolders) {
-      const taken =
-        prepare(
-          `UPDATE runs_threads SET active_run_id = ?
-         WHERE id = ? AND (active_run_id IS NULL OR active_run_id = ? OR active_run_id IN (SELECT value FROM json_each(?)))`,
-        ).run(runId, threadId, runId, JSON.stringify(staleHolders)).changes === 1;
-      if (taken) return { locked: true };
-      const row = prepare("SELECT active_run_id FROM runs_threads WHERE id = ?").get(threadId);
-      // A thread deleted in between blocks nothing.
-      return row ? { locked: false, holder: optional<string>(row.active_run_id) } : { locked: true };
-    },
-    async unlockThread(threadId, runId) {
-      prepare("UPDATE runs_threads SET active_run_id = NULL WHERE id = ? AND active_run_id = ?").run(threadId, runId);
-    },
+    // A run's turn is appended with its move: none is ever marked to complete.
+    appendRunMessage: async () => {},
+    ...threads,
 
     async putIdempotency(record) {
       return handle.transaction(() => {

@@ -88,12 +88,16 @@ export function createClaim(deps: ClaimDeps): (entry: QueueEntry) => Promise<Run
     await store.releaseClaim(entry.runId); // not stored yet: a later pass claims it
   }
 
-  /** Takes the run's thread; a holder that has ended (or vanished) without letting go does not block it. */
+  /**
+   * Takes the run's thread; a holder that has ended (or vanished) without
+   * letting go does not block it, unless its turn is still to be appended
+   * to the thread (the sweep appends it): the next run must see it.
+   */
   async function lockThread(threadId: string, runId: string): Promise<boolean> {
     const first = await store.lockThread(threadId, runId, []);
     if (first.locked) return true;
     const holder = first.holder ? await store.getRunById(first.holder) : undefined;
-    if (holder && !isTerminal(holder.status)) return false;
+    if (holder && (!isTerminal(holder.status) || holder.threadMessage)) return false;
     return (await store.lockThread(threadId, runId, [first.holder!])).locked;
   }
 

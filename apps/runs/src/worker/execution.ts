@@ -1,15 +1,17 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { contextOf, inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { executeRun, type StopReason } from "../executor.ts";
+import type { HistoryWindow } from "../history.ts";
 import { trackExecuting } from "../metrics.ts";
 import type { Model } from "../models/port.ts";
 import type { RunLog } from "../run-log.ts";
+import type { MessageStore } from "../store/messages.ts";
 import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord, RunRecordStore } from "../store/run-records.ts";
 import type { ThreadStore } from "../store/threads.ts";
 
 export interface ExecutionDeps {
-  store: RunRecordStore & RunQueue & ThreadStore;
+  store: RunRecordStore & RunQueue & ThreadStore & MessageStore;
   log: RunLog;
   model: Model;
   logger: Logger;
@@ -17,6 +19,7 @@ export interface ExecutionDeps {
   /** How long a claim lasts without renewal; renewed every third of it. */
   leaseMs: number;
   runTimeoutMs: number;
+  historyWindow: HistoryWindow;
   now: () => Date;
 }
 
@@ -51,13 +54,22 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
   const traced = { kind: SpanKind.CONSUMER, attributes: { "loom.run_id": run.id, "loom.worker": workerId } };
   const done = inSpan("ExecuteRun", traced, contextOf(run.traceparent), async () => {
     try {
-      await executeRun(run, controller.signal, { store, log: deps.log, model: deps.model, logger, workerId, now });
+      await executeRun(run, controller.signal, {
+        store,
+        log: deps.log,
+        model: deps.model,
+        logger,
+        workerId,
+        historyWindow: deps.historyWindow,
+        now,
+      });
     } catch (error) {
       logger.error({ err: error, run_id: run.id }, "run execution failed");
     } finally {
       clearTimeout(timeout);
       clearInterval(renew);
       executed();
+      // Kept while the run's turn is still to be appended (`unlockThread`): the sweep appends it, then lets go.
       if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
       finished();
     }

@@ -24,7 +24,8 @@ export interface SweepDeps {
 /**
  * The worker's sweep: every run whose lease ran out ends ERROR WorkerLost
  * (all of them, page by page), then every ended run whose terminal event is
- * still unwritten gets it. Any replica's sweep ends any replica's runs.
+ * still unwritten gets it (and, first, its turn on its thread if that is still
+ * to be appended). Any replica's sweep ends any replica's runs.
  */
 export function createSweep(deps: SweepDeps): () => Promise<void> {
   const { store, logger, now } = deps;
@@ -90,7 +91,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
       ended.forEach((run) => seen.add(run.id));
       for (let i = 0; i < ended.length; i += sweepParallel) {
         // A batch at a time, to stop at the first that writes nothing rather than try every run against a service that is away.
-        const written = await Promise.all(ended.slice(i, i + sweepParallel).map((run) => logEnd(run, ends, [])));
+        const written = await Promise.all(ended.slice(i, i + sweepParallel).map(completeEnd));
         if (!written.some(Boolean)) {
           logger.warn(
             { runs: ended.length - i },
@@ -100,6 +101,28 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
         }
       }
     }
+  }
+
+  /**
+   * An ended run's unfinished business, in order: its turn appended to its
+   * thread if still marked (MongoDB, after a crash or a failed append), the
+   * thread then let go, and its terminal event written (the message is
+   * listed before the event arrives).
+   */
+  async function completeEnd(run: RunRecord): Promise<boolean> {
+    if (run.threadMessage) {
+      try {
+        await store.appendRunMessage(run, true);
+      } catch (error) {
+        logger.warn(
+          { err: error, run_id: run.id },
+          "appending a run's message to its thread failed; the next sweep tries again",
+        );
+        return false;
+      }
+      if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
+    }
+    return logEnd(run, ends, []);
   }
 
   return async function sweep(): Promise<void> {

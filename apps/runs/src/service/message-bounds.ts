@@ -1,0 +1,61 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import { invalidArgument } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import { charLength } from "@loom/contracts/text";
+import type { Principal } from "@loom/server/principal";
+import type { MessageContent, NewMessage } from "../store/messages.ts";
+
+// The bounds of thread messages as the API takes them (docs/behaviour.md §5): a
+// griptape conversation memory's whole window fits (100 runs is the client's
+// default), and a bad body is refused whole, nothing stored.
+
+/** Messages one CreateThread or UpdateThread body may carry. */
+export const maxMessagesPerBody = 1000;
+/** Characters of one message's `input`, and of its `output` (1 Mi, the gateway's body limit in bytes). */
+export const maxMessageTextLength = 1024 * 1024;
+
+type Violation = { path: string; message: string };
+
+/** Problems of one message's texts, with their public paths under `at` (`body`, `body.messages[2]`). */
+export function textViolations(message: { input?: string; output?: string }, at: string): Violation[] {
+  return (["input", "output"] as const).flatMap((field) => {
+    const text = message[field];
+    return text !== undefined && charLength(text) > maxMessageTextLength
+      ? [{ path: `${at}.${field}`, message: `must be at most ${maxMessageTextLength} characters long` }]
+      : [];
+  });
+}
+
+/** A body's `messages`, checked (INVALID_ARGUMENT naming every problem), as messages of the thread to store. */
+export function newMessages(
+  given: Array<{ input: string; output: string; metadata?: JsonObject }>,
+  threadId: string,
+  principal: Principal,
+  at: Date,
+): NewMessage[] {
+  const violations: Violation[] =
+    given.length > maxMessagesPerBody
+      ? [{ path: "body.messages", message: `must have at most ${maxMessagesPerBody} items` }]
+      : given.flatMap((message, i) => textViolations(message, `body.messages[${i}]`));
+  if (violations.length) throw invalidArgument(violations);
+  return given.map((message) => newMessage(message, threadId, principal, at));
+}
+
+/** One message of the thread to store; `metadata` absent is `{}`. */
+export function newMessage(
+  content: { input: string; output: string; metadata?: JsonObject },
+  threadId: string,
+  principal: Principal,
+  at: Date,
+): NewMessage {
+  const stored: MessageContent = { input: content.input, output: content.output, metadata: content.metadata ?? {} };
+  return {
+    id: newId(),
+    organizationId: principal.organizationId,
+    threadId,
+    ...stored,
+    createdBy: principal.userId,
+    createdAt: at,
+    updatedAt: at,
+  };
+}
