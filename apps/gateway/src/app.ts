@@ -30,6 +30,7 @@ import { billingOperations } from "./routes/billing.ts";
 import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
+import { messageOperations } from "./routes/messages.ts";
 import { ruleOperations } from "./routes/rules.ts";
 import { rulesetOperations } from "./routes/rulesets.ts";
 import { runOperations } from "./routes/runs.ts";
@@ -78,6 +79,7 @@ export function publicOperations(
     ...assistantOperations(clients),
     ...runOperations(clients, standing),
     ...threadOperations(clients),
+    ...messageOperations(clients),
     ...rulesetOperations(clients),
     ...ruleOperations(clients),
     ...assistantEventOperations(clients),

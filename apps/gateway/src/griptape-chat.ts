@@ -15,7 +15,7 @@ import {
   type Usage,
 } from "@loom/proto/runs/v1/chat_pb";
 import { z } from "zod";
-import { jsonValue } from "./validation.ts";
+import { jsonObject, jsonValue } from "./validation.ts";
 
 /**
  * griptape's serialization of prompt-stack messages (griptape 1.13,
@@ -26,7 +26,6 @@ import { jsonValue } from "./validation.ts";
  * `height`, its value base64); a ToolAction `type`, `tag`, `name`, `path`,
  * `input`. Optional fields accept null, as griptape writes None.
  */
-const jsonObject = z.record(z.string(), jsonValue);
 const int32Max = 2 ** 31 - 1;
 const optional = <T extends z.ZodType>(schema: T) => schema.nullish().transform((value) => value ?? undefined);
 

@@ -142,17 +142,37 @@ export const assistantRunListSchema = z.strictObject({
   pagination: paginationSchema,
 });
 
+/** A free-form JSON object: a thread's or a message's `metadata`, never null. */
+const metadataSchema = z.record(z.string(), z.unknown());
+
 export const threadSchema = z.strictObject({
   thread_id: uuidString,
   organization_id: uuidString,
   name: z.string(),
   alias: z.string().nullable(),
+  metadata: metadataSchema,
+  message_count: z.number().int().min(0),
+  messages_length: z.number().int().min(0),
   created_at: timestamp,
   created_by: z.string(),
   updated_at: timestamp,
 });
 
 export const threadListSchema = z.strictObject({ threads: z.array(threadSchema), pagination: paginationSchema });
+
+export const messageSchema = z.strictObject({
+  message_id: uuidString,
+  thread_id: uuidString,
+  index: z.number().int().min(0),
+  input: z.string(),
+  output: z.string(),
+  metadata: metadataSchema,
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const messageListSchema = z.strictObject({ messages: z.array(messageSchema), pagination: paginationSchema });
 
 const eventFields = {
   event_id: uuidString,

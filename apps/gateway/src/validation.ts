@@ -1,4 +1,4 @@
-import type { JsonObject } from "@bufbuild/protobuf";
+import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
@@ -81,14 +81,16 @@ const withinJsonDepth = (ctx: { value: unknown; issues: z.core.$ZodRawIssue[] })
   }
 };
 
-/** Any JSON value, nested at most `maxJsonDepth` levels. */
-export const jsonValue = z.unknown().check(withinJsonDepth);
+/** Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON. */
+export const jsonValue = z.custom<JsonValue>().check(withinJsonDepth);
 
 /**
  * A JSON object (`metadata`, a JSON-schema rule), nested at most
  * `maxJsonDepth` levels; typed as the JSON it is (a parsed body holds nothing else).
  */
-export const jsonObject = z.record(z.string(), z.unknown()).check(withinJsonDepth) as unknown as z.ZodType<JsonObject>;
+export const jsonObject = z
+  .record(z.string(), z.unknown(), { error: "must be a JSON object" })
+  .check(withinJsonDepth) as unknown as z.ZodType<JsonObject>;
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z
