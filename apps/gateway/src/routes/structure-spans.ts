@@ -1,4 +1,3 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { Span } from "@loom/proto/events/v1/events_pb";
 import { z } from "zod";
 import { bodyLimits } from "../body.ts";
@@ -6,7 +5,7 @@ import type { ServiceClients } from "../clients.ts";
 import { pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { spanListSchema } from "../schemas.ts";
-import { boundedName, boundedText, jsonValue, pageQuery, uuid } from "../validation.ts";
+import { boundedName, boundedText, jsonObject, pageQuery, uuid } from "../validation.ts";
 
 /** Bounds of docs/behaviour.md §6; the events service checks them again. */
 export const spanBounds = { maxBatch: 1000, maxIdLength: 100, maxNameLength: 200, maxEvents: 1000 } as const;
@@ -14,7 +13,7 @@ export const spanBounds = { maxBatch: 1000, maxIdLength: 100, maxNameLength: 200
 /** RFC 3339 with an offset and any fraction of a second, as OpenTelemetry's exporters write it. */
 const dateTime = z.iso.datetime({ offset: true, error: "must be an RFC 3339 date-time" });
 const spanText = boundedText(spanBounds.maxIdLength);
-const attributes = z.record(z.string(), jsonValue).default({});
+const attributes = jsonObject.default({});
 
 /** One span as griptape's GriptapeCloudObservabilityDriver sends it; other keys are ignored. */
 const newSpan = z.object({
@@ -79,8 +78,8 @@ export function structureSpanOperations({ events }: ServiceClients) {
               startTime: s.start_time,
               endTime: s.end_time,
               status: s.status,
-              attributes: s.attributes as JsonObject,
-              events: s.events.map((e) => ({ ...e, attributes: e.attributes as JsonObject })),
+              attributes: s.attributes,
+              events: s.events,
             })),
           },
           call,
