@@ -5,6 +5,7 @@ import { benchInProcessTransport } from "./in-process-transport.ts";
 import { benchMemory } from "./memory.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
+import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
 import { benchTracing } from "./tracing.ts";
@@ -34,7 +35,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -52,6 +53,11 @@ if (!only || only === "runs")
     rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
     mongoUrl,
     natsUrl,
+  });
+if (!only || only === "rulesets")
+  await benchRunsWithRulesets({
+    seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),
+    rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
   });
 if (!only || only === "memory")
   await benchMemory({ runs: Number(process.env.BENCH_MEMORY_RUNS ?? 10_000), settleSeconds: 60 });

@@ -11,7 +11,7 @@ import { percentile, printTable } from "./load.ts";
 
 const pollMs = 20;
 // Caps high enough that the figure measures the engine, not the limits.
-const runEnv = { RUN_WORKER_CONCURRENCY: "100", RUN_MAX_PER_ORGANIZATION: "100", RUN_POLL_MS: "100" };
+export const runEnv = { RUN_WORKER_CONCURRENCY: "100", RUN_MAX_PER_ORGANIZATION: "100", RUN_POLL_MS: "100" };
 
 interface Row {
   deployment: string;
@@ -28,11 +28,17 @@ interface Row {
 }
 
 /**
- * `clients` loops: create a run, poll until it ends; no new runs after
+ * `clients` loops: create a run (`body` of the client's index), poll until it ends; no new runs after
  * `seconds`. The rate is over the time until the last run ended (a backlog
  * counts against it); a run still going 60 s after the window is unfinished.
  */
-async function driveRuns(api: ApiClient, assistantId: string, clients: number, seconds: number) {
+export async function driveRuns(
+  api: ApiClient,
+  assistantId: string,
+  clients: number,
+  seconds: number,
+  body: (client: number) => Record<string, unknown> = () => ({ input: "benchmark" }),
+) {
   const latencies: number[] = [];
   let failed = 0;
   let unfinished = 0;
@@ -40,11 +46,11 @@ async function driveRuns(api: ApiClient, assistantId: string, clients: number, s
   const until = Date.now() + seconds * 1000;
   const giveUp = until + 60_000;
   await Promise.all(
-    Array.from({ length: clients }, async () => {
+    Array.from({ length: clients }, async (_, client) => {
       while (Date.now() < until) {
         const started = performance.now();
         try {
-          let run = (await api.post(`/assistants/${assistantId}/runs`, { input: "benchmark" })).body;
+          let run = (await api.post(`/assistants/${assistantId}/runs`, body(client))).body;
           while (!isTerminal(run.status) && Date.now() < giveUp) {
             await new Promise((r) => setTimeout(r, pollMs));
             run = (await api.get(`/assistant-runs/${run.assistant_run_id}`)).body;

@@ -73,8 +73,8 @@ export const assistantListSchema = z.strictObject({
   pagination: paginationSchema,
 });
 
-/** A JSON object as given (`metadata`). */
-const jsonObjectSchema = z.record(z.string(), z.unknown());
+/** A free-form JSON object: a thread's, a message's, a ruleset's or a rule's `metadata`, never null. */
+const metadataSchema = z.record(z.string(), z.unknown());
 
 export const rulesetSchema = z.strictObject({
   ruleset_id: uuidString,
@@ -82,7 +82,7 @@ export const rulesetSchema = z.strictObject({
   name: z.string(),
   alias: z.string().nullable(),
   description: z.string(),
-  metadata: jsonObjectSchema,
+  metadata: metadataSchema,
   rule_ids: z.array(uuidString),
   created_at: timestamp,
   created_by: z.string(),
@@ -96,8 +96,8 @@ export const ruleSchema = z.strictObject({
   organization_id: uuidString,
   name: z.string(),
   // An instruction, or a JSON schema the answer must follow (griptape's JsonSchemaRule).
-  rule: z.union([z.string(), jsonObjectSchema]),
-  metadata: jsonObjectSchema,
+  rule: z.union([z.string(), z.record(z.string(), z.unknown())]),
+  metadata: metadataSchema,
   created_at: timestamp,
   created_by: z.string(),
   updated_at: timestamp,
@@ -141,9 +141,6 @@ export const assistantRunListSchema = z.strictObject({
   assistant_runs: z.array(assistantRunSchema),
   pagination: paginationSchema,
 });
-
-/** A free-form JSON object: a thread's or a message's `metadata`, never null. */
-const metadataSchema = z.record(z.string(), z.unknown());
 
 export const threadSchema = z.strictObject({
   thread_id: uuidString,

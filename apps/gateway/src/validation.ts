@@ -1,4 +1,4 @@
-import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
+import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
@@ -70,8 +70,8 @@ function jsonDepth(value: unknown, limit: number): number {
   return deepest + 1;
 }
 
-/** The `maxJsonDepth` bound as a zod check. */
-const withinJsonDepth = (ctx: { value: unknown; issues: z.core.$ZodRawIssue[] }) => {
+/** Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON. */
+export const jsonValue = z.custom<JsonValue>().check((ctx) => {
   if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
     ctx.issues.push({
       code: "custom",
@@ -79,18 +79,10 @@ const withinJsonDepth = (ctx: { value: unknown; issues: z.core.$ZodRawIssue[] })
       input: ctx.value,
     });
   }
-};
+});
 
-/** Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON. */
-export const jsonValue = z.custom<JsonValue>().check(withinJsonDepth);
-
-/**
- * A JSON object (`metadata`, a JSON-schema rule), nested at most
- * `maxJsonDepth` levels; typed as the JSON it is (a parsed body holds nothing else).
- */
-export const jsonObject = z
-  .record(z.string(), z.unknown(), { error: "must be a JSON object" })
-  .check(withinJsonDepth) as unknown as z.ZodType<JsonObject>;
+/** A JSON object whose values are any JSON, each nested at most `maxJsonDepth` levels. */
+export const jsonObject = z.record(z.string(), jsonValue, { error: "must be a JSON object" });
 
 /** A path or body identifier in the public API's uuid shape; normalized to lower case. */
 export const uuid = z

@@ -44,7 +44,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const input = textArtifact(run.message);
   let begun = false;
   try {
-    const turns = await conversation(run, deps);
+    const turns = [...instructionTurns(run), ...(await conversation(run, deps))];
     // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
     begun = true;
     await log.start(run, running, [
@@ -64,6 +64,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
         const answer = await model.generate({
           messages: turns,
           signal,
+          ...(run.outputSchema ? { outputSchema: run.outputSchema } : {}),
           onChunk: run.stream
             ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())]))
             : undefined,
@@ -155,6 +156,11 @@ async function finish(
     }
   }
   await logEnd(ended, deps);
+}
+
+/** The run's rules, as read at its creation: one system instruction leading the prompt (docs/behaviour.md §5). */
+function instructionTurns(run: RunRecord): ChatTurn[] {
+  return run.instructions === undefined ? [] : [{ role: "system", content: run.instructions }];
 }
 
 /** The thread's messages as earlier turns (within the window), then this run's message. */

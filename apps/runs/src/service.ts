@@ -4,6 +4,7 @@ import { notFound } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
@@ -24,6 +25,8 @@ import type { RunsStore } from "./store/port.ts";
 export interface RunsDeps {
   store: RunsStore;
   assistants: Client<typeof AssistantsService>;
+  /** The assistants service's rulesets (same service, same URL): a run's rules are read at its creation. */
+  rulesets: Client<typeof RulesetsService>;
   log: RunLog;
   bus: Bus;
   logger: Logger;
@@ -47,7 +50,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
   const now = deps.now ?? (() => new Date());
   // A create's two steps: its checks and its run, then storing the run.
   const prepareRun: KeyedCreateDeps["newRun"] = (...args) =>
-    newRun({ assistants: deps.assistants, store, maxQueuedPerOrganization }, ...args);
+    newRun({ assistants: deps.assistants, rulesets: deps.rulesets, store, maxQueuedPerOrganization }, ...args);
   const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) =>
     enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
   const createKeyed = createKeyedCreates({

@@ -1,6 +1,7 @@
 import type { Transport } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import type { RpcService } from "@loom/server/rpc-service";
@@ -57,6 +58,7 @@ export async function wireRuns(
   const service = createRunsService({
     store,
     assistants: clientFor(AssistantsService, peers.assistants),
+    rulesets: clientFor(RulesetsService, peers.assistants),
     log,
     bus: peers.bus,
     logger: peers.logger,

@@ -17,6 +17,8 @@ function compatibleModel(baseURL: string, maxRetries?: number): Model {
     baseURL,
     apiKey: "sk-test",
     includeUsage: true,
+    // As resolve.ts configures the provider: JSON schemas go out as `response_format: json_schema`.
+    supportsStructuredOutputs: true,
   });
   return createAiSdkModel({
     id: "openai-compatible:tiny",
@@ -94,6 +96,50 @@ describe("AI SDK models against an OpenAI-compatible server", () => {
     ];
     await model.generate({ messages: turns, signal: noSignal() });
     expect(server.requests[0]!.body.messages).toEqual(turns);
+  });
+
+  describe("with an output schema (a run's JSON-schema rule)", () => {
+    const outputSchema = {
+      type: "object",
+      properties: { city: { type: "string" } },
+      required: ["city"],
+      additionalProperties: false,
+    };
+
+    it("asks the provider for JSON following it, streamed or not; the answer's text is the JSON", async () => {
+      const json = JSON.stringify({ city: "Paris" });
+      server.reply(answer(json));
+      const whole = await model.generate({ messages: conversation, signal: noSignal(), outputSchema });
+      const chunks: string[] = [];
+      const streamed = await model.generate({
+        messages: conversation,
+        signal: noSignal(),
+        outputSchema,
+        onChunk: (token) => void chunks.push(token),
+      });
+      expect([whole.text, streamed.text, chunks.join("")]).toEqual([json, json, json]);
+      for (const request of server.requests)
+        expect(request.body.response_format).toMatchObject({
+          type: "json_schema",
+          json_schema: { schema: outputSchema },
+        });
+    });
+
+    it("an answer that does not follow the schema is the provider's unusable answer (ERROR), streamed or not", async () => {
+      server.reply(answer('{"town": "Paris"}'));
+      for (const onChunk of [undefined, () => {}]) {
+        const error = await failure(
+          model.generate({ messages: conversation, signal: noSignal(), outputSchema, onChunk }),
+        );
+        expect(error).toBeInstanceOf(ModelFailure);
+        expect(error).toMatchObject({ kind: "error", reason: "ProviderInvalidResponse" });
+      }
+    });
+
+    it("sends no response_format without one", async () => {
+      await model.generate({ messages: conversation, signal: noSignal() });
+      expect(server.requests[0]!.body).not.toHaveProperty("response_format");
+    });
   });
 
   it("awaits onChunk before the next delta", async () => {

@@ -7,6 +7,7 @@ import { valueToJson } from "@loom/contracts/json-value";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { RunStatus, RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { headersFor } from "@loom/server/principal";
@@ -93,6 +94,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
     const service = createRunsService({
       store,
       assistants: clientFor(AssistantsService, peers),
+      rulesets: clientFor(RulesetsService, peers),
       log,
       bus,
       logger,

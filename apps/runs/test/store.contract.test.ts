@@ -482,6 +482,33 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect((await store.getRunById(untraced.id))?.traceparent).toBeUndefined();
   });
 
+  it("keeps the rules read at a run's creation, a schema's `$` and dotted keys included, through its transitions", async () => {
+    const outputSchema = {
+      $schema: "https://json-schema.org/draft/2020-12/schema",
+      type: "object",
+      properties: { "a.b": { $ref: "#/$defs/n" } },
+      $defs: { n: { type: "number" } },
+    };
+    const ruled = newRun({ instructions: "When responding, always use rules…\nRule #1\nBe brief.", outputSchema });
+    await store.insertRun(ruled);
+    expect(await store.getRun(org, ruled.id)).toEqual(ruled);
+    const started = await store.transition(
+      ruled.id,
+      { from: ["QUEUED"] },
+      "STARTING",
+      { worker: "w1", leaseUntil: new Date(clock + 60_000) },
+      tick(),
+    );
+    expect(started).toMatchObject({ instructions: ruled.instructions, outputSchema });
+    expect(await store.getRunById(ruled.id)).toMatchObject({ instructions: ruled.instructions, outputSchema });
+    // A run without rules (as every run stored before them) has neither field.
+    const plain = newRun();
+    await store.insertRun(plain);
+    expect(Object.keys((await store.getRunById(plain.id))!)).not.toEqual(
+      expect.arrayContaining(["instructions", "outputSchema"]),
+    );
+  });
+
   it("queues runs per organization and thread: counts, skips full organizations and busy threads, drops entries", async () => {
     const [orgA, orgB] = [newId(), newId()];
     const thread = newThread();

@@ -1,5 +1,6 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { dateOf, newestFirstOrder, type Row, type SqliteHandle } from "@loom/store/sqlite";
+import { heldById } from "./held-by-id.ts";
 import type { RuleRecord, RulesetRecord, RulesetStore } from "./rulesets.ts";
 
 /** The rulesets and rules tables: a schema version of the assistants tables (appended in sqlite.ts). */
@@ -42,14 +43,51 @@ const ruleOf = (row: Row | undefined): RuleRecord | undefined =>
     updatedAt: dateOf(row.updated_at)!,
   };
 
+const copyOfRuleset = (r: RulesetRecord): RulesetRecord => ({
+  ...r,
+  ruleIds: [...r.ruleIds],
+  createdAt: new Date(r.createdAt.getTime()),
+  updatedAt: new Date(r.updatedAt.getTime()),
+});
+const copyOfRule = (r: RuleRecord): RuleRecord => ({
+  ...r,
+  createdAt: new Date(r.createdAt.getTime()),
+  updatedAt: new Date(r.updatedAt.getTime()),
+});
+
+/**
+ * By primary key, then the organization: `+` keeps SQLite from choosing the
+ * organization's index, which would read every record of the organization.
+ */
+const byIds = (table: string) =>
+  `SELECT * FROM ${table} WHERE id IN (SELECT value FROM json_each(?)) AND +organization_id = ?`;
+
 /**
  * SQLite adapter of the rulesets part of the assistants store: one row per
  * ruleset (its rule ids and metadata as JSON text) and per rule (its rule and
  * metadata as JSON text). Its tables are created by the assistants store's
- * migrations.
+ * migrations. Rulesets and rules read are held in memory, written through
+ * (`heldById`), so a run's create, which reads its rulesets and their rules,
+ * reads no row and parses no JSON after the first.
  */
 export function createSqliteRulesetStore(handle: SqliteHandle): RulesetStore {
   const { prepare } = handle;
+  const rulesets = heldById<RulesetRecord>(handle, {
+    copy: copyOfRuleset,
+    select: (organizationId, ids) =>
+      prepare(byIds("assistants_rulesets"))
+        .all(JSON.stringify(ids), organizationId)
+        .map((row) => rulesetOf(row)!),
+    json: (r) => [r.metadata],
+  });
+  const rules = heldById<RuleRecord>(handle, {
+    copy: copyOfRule,
+    select: (organizationId, ids) =>
+      prepare(byIds("assistants_rules"))
+        .all(JSON.stringify(ids), organizationId)
+        .map((row) => ruleOf(row)!),
+    json: (r) => [r.metadata, r.rule],
+  });
   const setRuleIds = (id: string, ruleIds: string[], at: Date) =>
     prepare("UPDATE assistants_rulesets SET rule_ids = ?, updated_at = ? WHERE id = ?").run(
       JSON.stringify(ruleIds),
@@ -74,46 +112,43 @@ export function createSqliteRulesetStore(handle: SqliteHandle): RulesetStore {
         r.updatedAt.getTime(),
       );
     },
-    getRuleset: async (organizationId, id) =>
-      rulesetOf(
-        prepare("SELECT * FROM assistants_rulesets WHERE id = ? AND organization_id = ?").get(id, organizationId),
-      ),
-    getRulesets: async (organizationId, ids) =>
-      prepare("SELECT * FROM assistants_rulesets WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?))")
-        .all(organizationId, JSON.stringify(ids))
-        .map((row) => rulesetOf(row)!),
-    async updateRuleset(organizationId, id, patch, at) {
+    getRuleset: async (organizationId, id) => rulesets.get(organizationId, [id])[0],
+    getRulesets: async (organizationId, ids) => rulesets.get(organizationId, ids),
+    updateRuleset: async (organizationId, id, patch, at) =>
       // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
-      return rulesetOf(
-        prepare(
-          `UPDATE assistants_rulesets SET name = coalesce(?, name), alias = coalesce(?, alias), description = coalesce(?, description),
-             metadata = coalesce(?, metadata), rule_ids = coalesce(?, rule_ids), updated_at = ?
-           WHERE id = ? AND organization_id = ? RETURNING *`,
-        ).get(
-          patch.name ?? null,
-          patch.alias ?? null,
-          patch.description ?? null,
-          jsonText(patch.metadata),
-          jsonText(patch.ruleIds),
-          at.getTime(),
-          id,
-          organizationId,
+      rulesets.hold(
+        rulesetOf(
+          prepare(
+            `UPDATE assistants_rulesets SET name = coalesce(?, name), alias = coalesce(?, alias), description = coalesce(?, description),
+               metadata = coalesce(?, metadata), rule_ids = coalesce(?, rule_ids), updated_at = ?
+             WHERE id = ? AND organization_id = ? RETURNING *`,
+          ).get(
+            patch.name ?? null,
+            patch.alias ?? null,
+            patch.description ?? null,
+            jsonText(patch.metadata),
+            jsonText(patch.ruleIds),
+            at.getTime(),
+            id,
+            organizationId,
+          ),
         ),
-      );
-    },
+      ),
     async dropRuleIds(organizationId, id, ruleIds, at) {
-      const ruleset = rulesetOf(
-        prepare("SELECT * FROM assistants_rulesets WHERE id = ? AND organization_id = ?").get(id, organizationId),
-      );
+      const [ruleset] = rulesets.get(organizationId, [id]);
       if (!ruleset) return undefined;
       const kept = ruleset.ruleIds.filter((ruleId) => !ruleIds.includes(ruleId));
       if (kept.length === ruleset.ruleIds.length) return ruleset;
       setRuleIds(id, kept, at);
-      return { ...ruleset, ruleIds: kept, updatedAt: at };
+      return rulesets.hold({ ...ruleset, ruleIds: kept, updatedAt: at });
     },
-    deleteRuleset: async (organizationId, id) =>
-      prepare("DELETE FROM assistants_rulesets WHERE id = ? AND organization_id = ?").run(id, organizationId)
-        .changes === 1,
+    async deleteRuleset(organizationId, id) {
+      const deleted =
+        prepare("DELETE FROM assistants_rulesets WHERE id = ? AND organization_id = ?").run(id, organizationId)
+          .changes === 1;
+      if (deleted) rulesets.forget(id);
+      return deleted;
+    },
     async listRulesets(organizationId, alias, skip, limit) {
       const [where, params] =
         alias === undefined
@@ -143,18 +178,16 @@ export function createSqliteRulesetStore(handle: SqliteHandle): RulesetStore {
         r.updatedAt.getTime(),
       );
     },
-    getRule: async (organizationId, id) =>
-      ruleOf(prepare("SELECT * FROM assistants_rules WHERE id = ? AND organization_id = ?").get(id, organizationId)),
-    getRules: async (organizationId, ids) =>
-      prepare("SELECT * FROM assistants_rules WHERE organization_id = ? AND id IN (SELECT value FROM json_each(?))")
-        .all(organizationId, JSON.stringify(ids))
-        .map((row) => ruleOf(row)!),
+    getRule: async (organizationId, id) => rules.get(organizationId, [id])[0],
+    getRules: async (organizationId, ids) => rules.get(organizationId, ids),
     updateRule: async (organizationId, id, patch, at) =>
-      ruleOf(
-        prepare(
-          `UPDATE assistants_rules SET name = coalesce(?, name), rule = coalesce(?, rule), metadata = coalesce(?, metadata), updated_at = ?
-           WHERE id = ? AND organization_id = ? RETURNING *`,
-        ).get(patch.name ?? null, jsonText(patch.rule), jsonText(patch.metadata), at.getTime(), id, organizationId),
+      rules.hold(
+        ruleOf(
+          prepare(
+            `UPDATE assistants_rules SET name = coalesce(?, name), rule = coalesce(?, rule), metadata = coalesce(?, metadata), updated_at = ?
+             WHERE id = ? AND organization_id = ? RETURNING *`,
+          ).get(patch.name ?? null, jsonText(patch.rule), jsonText(patch.metadata), at.getTime(), id, organizationId),
+        ),
       ),
     deleteRule: async (organizationId, id, at) =>
       // The rule and its place in every ruleset go together: one transaction.
@@ -163,13 +196,18 @@ export function createSqliteRulesetStore(handle: SqliteHandle): RulesetStore {
           prepare("DELETE FROM assistants_rules WHERE id = ? AND organization_id = ?").run(id, organizationId)
             .changes === 1;
         if (!deleted) return false;
+        rules.forget(id);
         const listing = prepare(
           `SELECT id, rule_ids FROM assistants_rulesets
            WHERE organization_id = ? AND EXISTS (SELECT 1 FROM json_each(rule_ids) WHERE value = ?)`,
         ).all(organizationId, id);
         for (const row of listing) {
-          const ruleIds = parsed<string[]>(row.rule_ids).filter((ruleId) => ruleId !== id);
-          setRuleIds(row.id as string, ruleIds, at);
+          setRuleIds(
+            row.id as string,
+            parsed<string[]>(row.rule_ids).filter((ruleId) => ruleId !== id),
+            at,
+          );
+          rulesets.forget(row.id as string);
         }
         return true;
       }),

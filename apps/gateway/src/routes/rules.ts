@@ -44,7 +44,8 @@ export function ruleOperations({ rulesets }: ServiceClients) {
       id: "ListRules",
       method: "GET",
       path: "/rules",
-      summary: "The organization's rules, newest first; with ruleset_id, that ruleset's rules in its rule_ids order",
+      summary:
+        "The organization's rules, newest first; with ruleset_id, that ruleset's rules in its rule_ids order (all of them when page_size is absent)",
       query: pageQuery.extend({ ruleset_id: uuid.optional() }),
       response: { status: 200, description: "A page of rules", schema: ruleListSchema },
       async handle({ query, call, ctx }) {

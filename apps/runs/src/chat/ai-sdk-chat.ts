@@ -1,15 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import {
-  generateText,
-  InvalidPromptError,
-  jsonSchema,
-  type LanguageModel,
-  type LanguageModelUsage,
-  Output,
-  streamText,
-} from "ai";
-import { z } from "zod";
+import { generateText, InvalidPromptError, type LanguageModel, type LanguageModelUsage, Output, streamText } from "ai";
 import { aiSdkTelemetry } from "../models/ai-sdk-telemetry.ts";
+import { validatedSchema } from "../models/json-schema-output.ts";
 import { ModelFailure } from "../models/port.ts";
 import { classifyProviderError } from "../models/provider-errors.ts";
 import type { ChatBackend, ChatCall, ChatUsage, ReplyDelta, ReplyPart } from "./port.ts";
@@ -153,30 +145,6 @@ class DeltaConsumerError extends Error {
   constructor(cause: unknown) {
     super("delta consumer failed", { cause });
   }
-}
-
-/**
- * The client's schema as sent (the provider gets it unchanged), checked on
- * our side too: a reply that is not valid JSON for it fails (the SDK's
- * NoObjectGeneratedError, 503 ProviderInvalidResponse) rather than reaching
- * a client that trusts it. A schema zod cannot read is sent unchecked: the
- * provider's own JSON-schema mode still holds the reply to it.
- */
-function validatedSchema(schema: JsonObject) {
-  let validator: z.ZodType | undefined;
-  try {
-    validator = z.fromJSONSchema(schema as Parameters<typeof z.fromJSONSchema>[0]);
-  } catch {
-    validator = undefined;
-  }
-  if (!validator) return jsonSchema(schema);
-  const check = validator;
-  return jsonSchema(schema, {
-    validate: (value) => {
-      const result = check.safeParse(value);
-      return result.success ? { success: true, value } : { success: false, error: result.error };
-    },
-  });
 }
 
 function refused(): ModelFailure {

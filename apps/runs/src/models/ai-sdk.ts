@@ -3,10 +3,12 @@ import {
   type LanguageModel,
   type LanguageModelUsage,
   type ModelMessage,
+  Output,
   type SystemModelMessage,
   streamText,
 } from "ai";
 import { aiSdkTelemetry } from "./ai-sdk-telemetry.ts";
+import { validatedSchema } from "./json-schema-output.ts";
 import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts";
 import { ModelFailure } from "./port.ts";
 import { classifyProviderError } from "./provider-errors.ts";
@@ -26,9 +28,16 @@ export interface AiSdkModelOptions {
 export function createAiSdkModel({ id, model, maxRetries = 2 }: AiSdkModelOptions): Model {
   return {
     id,
-    async generate({ messages, signal, onChunk }: GenerateRequest): Promise<GenerateResult> {
+    async generate({ messages, signal, onChunk, outputSchema }: GenerateRequest): Promise<GenerateResult> {
       signal.throwIfAborted();
-      const prompt = { ...toPrompt(messages), model, maxRetries, telemetry: aiSdkTelemetry("loom-run") };
+      const prompt = {
+        ...toPrompt(messages),
+        model,
+        maxRetries,
+        telemetry: aiSdkTelemetry("loom-run"),
+        // The provider's JSON-schema mode (`response_format: json_schema` on OpenAI and compatible endpoints).
+        ...(outputSchema ? { output: Output.object({ schema: validatedSchema(outputSchema) }) } : {}),
+      };
       // Our own controller too, so that leaving early (onChunk threw) also
       // closes the provider connection instead of leaving it to run out.
       const local = new AbortController();
@@ -39,7 +48,11 @@ export function createAiSdkModel({ id, model, maxRetries = 2 }: AiSdkModelOption
           if (result.finishReason === "content-filter") throw refused();
           return { text: result.text, ...tokens(result.usage) };
         }
-        return await stream(streamText({ ...prompt, abortSignal, onError: () => {} }), onChunk, signal);
+        const streamed = streamText({ ...prompt, abortSignal, onError: () => {} });
+        const answer = await stream(streamed, onChunk, signal);
+        // Checked against the schema once whole, as generateText checks it (already streamed text stays).
+        if (outputSchema) await streamed.output;
+        return answer;
       } catch (error) {
         // A cancel must stay a cancel, whatever shape the SDK gave it (an
         // AbortError, a RetryError with reason "abort", an error part…).

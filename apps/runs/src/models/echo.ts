@@ -4,7 +4,9 @@ import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts
 /**
  * The built-in model: no network, no key, the same answer every time. It lets
  * Loom run (and its tests exercise streaming, events and cancel) with nothing
- * configured.
+ * configured. It ignores an output schema (a run's JSON-schema rule): the
+ * answer stays `Echo: <message>`, not JSON (docs/decisions.md, "Runs obey
+ * their rulesets").
  */
 export const echoModelId = "loom:echo";
 

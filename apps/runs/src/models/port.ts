@@ -3,6 +3,9 @@
  * conversation, optionally streaming, and can be aborted. Providers live
  * behind it (echo.ts, ai-sdk.ts); resolve.ts picks one from configuration.
  */
+
+import type { JsonObject } from "@bufbuild/protobuf";
+
 export interface ChatTurn {
   role: "system" | "user" | "assistant";
   content: string;
@@ -14,6 +17,11 @@ export interface GenerateRequest {
   signal: AbortSignal;
   /** When given, the answer is streamed: called once per text delta, in order, awaited before the next. */
   onChunk?: (token: string) => void | Promise<void>;
+  /**
+   * When given, the answer must be JSON following this schema (a run's
+   * JSON-schema rule): the provider's structured output, and the text is that JSON.
+   */
+  outputSchema?: JsonObject;
 }
 
 export interface GenerateResult {

@@ -2,6 +2,7 @@ import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import { notFound } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
+import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
 import type { Principal } from "@loom/server/principal";
@@ -11,6 +12,7 @@ import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord } from "../store/run-records.ts";
 import type { NewThread, ThreadStore } from "../store/threads.ts";
 import { assistantOf } from "./assistant.ts";
+import { readRunRules } from "./run-rules.ts";
 
 /** A run ready to be stored, and the new thread to store with it (stored only once the run's first event is). */
 export interface NewRun {
@@ -20,6 +22,8 @@ export interface NewRun {
 
 export interface NewRunDeps {
   assistants: Client<typeof AssistantsService>;
+  /** The assistants service's rulesets, read for the run's rules. */
+  rulesets: Client<typeof RulesetsService>;
   store: RunQueue & ThreadStore;
   /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
   maxQueuedPerOrganization: number;
@@ -38,9 +42,15 @@ export function queueFull(maxQueued: number): ConnectError {
 
 const present = (list: StringList | undefined) => list?.values;
 
+/** A read's value, or its error thrown. */
+function readValue<T>(read: PromiseSettledResult<T>): T {
+  if (read.status === "rejected") throw read.reason;
+  return read.value;
+}
+
 /**
  * Everything a create checks and reads, before it writes anything (a refused
- * create writes nothing): the assistant, the queued cap, the thread; then the
+ * create writes nothing): the assistant, its rulesets, the queued cap, the thread; then the
  * QUEUED run, with id `id`, as the request and its assistant make it.
  */
 export async function newRun(
@@ -52,10 +62,36 @@ export async function newRun(
   traceparent: string | undefined,
 ): Promise<NewRun> {
   const assistant = await assistantOf(deps.assistants, principal, req.assistantId);
+  const given = {
+    knowledgeBaseIds: present(req.knowledgeBaseIds),
+    retrieverIds: present(req.retrieverIds),
+    rulesetIds: present(req.rulesetIds),
+    structureIds: present(req.structureIds),
+    toolIds: present(req.toolIds),
+  };
+  const ids = effectiveIds(assistant, given, {
+    knowledgeBaseIds: req.additionalKnowledgeBaseIds,
+    retrieverIds: req.additionalRetrieverIds,
+    rulesetIds: req.additionalRulesetIds,
+    structureIds: req.additionalStructureIds,
+    toolIds: req.additionalToolIds,
+  });
+  // Read at once, so rulesets cost a run no extra round trip; refused in this order all the same.
+  const [rulesRead, queuedRead, threadRead] = await Promise.allSettled([
+    // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
+    readRunRules(deps.rulesets, principal, ids.rulesetIds, [
+      given.rulesetIds
+        ? { field: "body.ruleset_ids", ids: given.rulesetIds }
+        : { field: "assistant.ruleset_ids", ids: assistant.rulesetIds },
+      { field: "body.additional_ruleset_ids", ids: req.additionalRulesetIds },
+    ]),
+    deps.store.countQueued(principal.organizationId),
+    threadFor(deps.store, principal, req, at),
+  ]);
+  const rules = readValue(rulesRead);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
-  if ((await deps.store.countQueued(principal.organizationId)) >= deps.maxQueuedPerOrganization)
-    throw queueFull(deps.maxQueuedPerOrganization);
-  const thread = await threadFor(deps.store, principal, req, at);
+  if (readValue(queuedRead) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
+  const thread = readValue(threadRead);
   const run: RunRecord = {
     id,
     organizationId: principal.organizationId,
@@ -64,25 +100,10 @@ export async function newRun(
     args: req.args,
     input: req.input,
     message: renderInput(req.input, assistant.input, req.args),
+    ...rules,
     stream: req.stream,
     status: "QUEUED",
-    ...effectiveIds(
-      assistant,
-      {
-        knowledgeBaseIds: present(req.knowledgeBaseIds),
-        retrieverIds: present(req.retrieverIds),
-        rulesetIds: present(req.rulesetIds),
-        structureIds: present(req.structureIds),
-        toolIds: present(req.toolIds),
-      },
-      {
-        knowledgeBaseIds: req.additionalKnowledgeBaseIds,
-        retrieverIds: req.additionalRetrieverIds,
-        rulesetIds: req.additionalRulesetIds,
-        structureIds: req.additionalStructureIds,
-        toolIds: req.additionalToolIds,
-      },
-    ),
+    ...ids,
     createdBy: principal.userId,
     createdAt: at,
     updatedAt: at,

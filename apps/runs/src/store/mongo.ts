@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
@@ -7,6 +8,16 @@ import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
 
 type IdempotencyDoc = IdempotencyRecord & { _id: string };
+
+/**
+ * A run's output schema is kept as its JSON text: a JSON schema's keys
+ * (`$schema`, `$ref`, `$defs`) are field names MongoDB (and FerretDB) may
+ * refuse or read as operators.
+ */
+const docOfRun = (r: RunRecord): RunRecord =>
+  r.outputSchema === undefined ? r : ({ ...r, outputSchema: JSON.stringify(r.outputSchema) } as unknown as RunRecord);
+const runOfDoc = (r: RunRecord | undefined): RunRecord | undefined =>
+  typeof r?.outputSchema === "string" ? { ...r, outputSchema: JSON.parse(r.outputSchema) as JsonObject } : r;
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
@@ -39,7 +50,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     db.collection("run_leases");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
-  const run = (doc: Doc<RunRecord> | null) => fromDoc<RunRecord>(doc);
+  const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
   const threadsAndMessages = createMongoThreads(db, runs);
   /** Whether expired idempotency records are deleted here (no TTL index on this server), and when that last happened. */
   let pruneKeys = false;
@@ -148,7 +159,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
             ...(r.threadId ? { threadId: r.threadId } : {}),
           }),
         );
-      return ignoringDuplicate(runs.insertOne(toDoc(r)));
+      return ignoringDuplicate(runs.insertOne(toDoc(docOfRun(r))));
     },
     async getRun(organizationId, id) {
       // By _id alone, the organization checked here: FerretDB pushes down only an `_id`-only filter.

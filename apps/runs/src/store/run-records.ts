@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { IdArray } from "@loom/contracts/id-arrays";
 import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
@@ -30,6 +31,14 @@ export interface RunRecord extends Record<IdArray, string[]> {
   input?: string;
   /** The user message the model receives: the rendered input (docs/behaviour.md §5). */
   message: string;
+  /**
+   * The run's rulesets as the model's system instruction, rendered when the
+   * run was created (docs/behaviour.md §5): later edits of the rules do not
+   * change it. Absent without rulesets (and on runs stored before rulesets).
+   */
+  instructions?: string;
+  /** The JSON schema the answer must follow: the run's first JSON-schema rule, read with `instructions`. */
+  outputSchema?: JsonObject;
   stream: boolean;
   status: RunStatus;
   statusDetail?: StatusDetail;

@@ -1,3 +1,4 @@
+import type { JsonObject } from "@bufbuild/protobuf";
 import type { IdArray } from "@loom/contracts/id-arrays";
 import { dateOf, type Row } from "@loom/store/sqlite";
 import type { IdempotencyRecord } from "./idempotency.ts";
@@ -52,6 +53,8 @@ export function runOf(row: Row | undefined): RunRecord | undefined {
   for (const [field, column] of idArrays) run[field] = JSON.parse(row[column] as string) as string[];
   if (row.thread_id !== null) run.threadId = row.thread_id as string;
   if (row.input !== null) run.input = row.input as string;
+  if (row.instructions !== null) run.instructions = row.instructions as string;
+  if (row.output_schema !== null) run.outputSchema = JSON.parse(row.output_schema as string) as JsonObject;
   if (row.status_detail !== null) run.statusDetail = JSON.parse(row.status_detail as string) as StatusDetail;
   if (row.output !== null) run.output = JSON.parse(row.output as string);
   if (row.completed_at !== null) run.completedAt = dateOf(row.completed_at)!;

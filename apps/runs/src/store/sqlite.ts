@@ -68,6 +68,8 @@ export const runsMigrations = [
    CREATE TABLE runs_messages (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, thread_id TEXT NOT NULL, idx INTEGER NOT NULL,
      input TEXT NOT NULL, output TEXT NOT NULL, metadata TEXT NOT NULL, created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX runs_messages_by_thread ON runs_messages (thread_id, idx, id);`,
+  // 8: the run's rules as read at its creation (docs/behaviour.md §5); NULL on the runs before, which had none.
+  `ALTER TABLE runs_runs ADD COLUMN instructions TEXT; ALTER TABLE runs_runs ADD COLUMN output_schema TEXT;`,
 ];
 
 /** A run with its lease: every read of runs selects this. */
@@ -136,8 +138,9 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         const inserted =
           prepare(
             `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, input, message, stream, status, status_detail, output,
-             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+             knowledge_base_ids, retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, completed_at, worker, traceparent,
+             instructions, output_schema)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
           ).run(
             run.id,
             run.organizationId,
@@ -157,6 +160,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
             run.completedAt?.getTime() ?? null,
             run.worker ?? null,
             run.traceparent ?? null,
+            run.instructions ?? null,
+            run.outputSchema === undefined ? null : JSON.stringify(run.outputSchema),
           ).changes === 1;
         if (!inserted) return false;
         cache.hold(copyOfRun(run));
