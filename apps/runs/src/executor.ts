@@ -145,7 +145,7 @@ async function finish(
   // MongoDB keeps the turn on the run until appended: before the terminal event, so the event finds it listed.
   if (ended.threadMessage) {
     try {
-      await deps.store.appendRunMessage(ended, false);
+      await deps.store.appendRunMessage(ended);
     } catch (error) {
       // The run keeps its thread while marked; the sweep appends the turn, then writes the end.
       deps.logger.warn(

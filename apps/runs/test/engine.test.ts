@@ -2,6 +2,7 @@ import { Code, ConnectError, createClient, type Transport } from "@connectrpc/co
 import { openAssistantsStore, wireAssistants } from "@loom/assistants/wiring";
 import type { Bus } from "@loom/bus/bus";
 import { openBus } from "@loom/bus/open";
+import { fieldViolationsOf } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { valueToJson } from "@loom/contracts/json-value";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
@@ -392,6 +393,64 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       ]);
     });
 
+    it("thread and message RPCs refuse bodies out of bounds with their paths, and another organization's are NOT_FOUND", async () => {
+      const r = await replica(createScriptedModel(), { start: false });
+      const violations = async (call: Promise<unknown>) => {
+        const error = ConnectError.from(
+          await call.then(
+            () => new Error("accepted"),
+            (e: unknown) => e,
+          ),
+        );
+        expect(error.code).toBe(Code.InvalidArgument);
+        return fieldViolationsOf(error).map((v) => v.path);
+      };
+      expect(await violations(r.runs.createThread({ name: "t".repeat(201) }, call))).toEqual(["body.name"]);
+      const long = "x".repeat(1024 * 1024 + 1);
+      expect(
+        await violations(
+          r.runs.createThread(
+            {
+              name: "t",
+              messages: [
+                { input: "", output: "" },
+                { input: long, output: long },
+              ],
+            },
+            call,
+          ),
+        ),
+      ).toEqual(["body.messages[1].input", "body.messages[1].output"]);
+      const many = Array.from({ length: 1001 }, () => ({ input: "", output: "" }));
+      expect(await violations(r.runs.createThread({ name: "t", messages: many }, call))).toEqual(["body.messages"]);
+      const threadId = (
+        await r.runs.createThread({ name: "t".repeat(200), messages: [{ input: "", output: "" }] }, call)
+      ).thread!.threadId;
+      expect(
+        await violations(r.runs.updateThread({ threadId, messages: { values: [{ input: long, output: "" }] } }, call)),
+      ).toEqual(["body.messages[0].input"]);
+      expect(await violations(r.runs.createMessage({ threadId, input: "", output: long }, call))).toEqual([
+        "body.output",
+      ]);
+      expect(await violations(r.runs.updateMessage({ messageId: newId(), input: long }, call))).toEqual(["body.input"]);
+      const listed = (await r.runs.listMessages({ threadId, page: { page: 1, pageSize: 10 } }, call)).messages;
+      expect(listed).toHaveLength(1); // nothing of the refused bodies stored
+      expect((await r.runs.getThread({ threadId }, call)).thread).toMatchObject({ metadata: {}, messageCount: 1n });
+
+      const stranger = await organization();
+      const messageId = listed[0]!.messageId;
+      for (const refused of [
+        () => r.runs.updateThread({ threadId, name: "theirs" }, stranger.headers),
+        () => r.runs.createMessage({ threadId, input: "", output: "" }, stranger.headers),
+        () => r.runs.listMessages({ threadId, page: { page: 1, pageSize: 10 } }, stranger.headers),
+        () => r.runs.getMessage({ messageId }, stranger.headers),
+        () => r.runs.updateMessage({ messageId, input: "theirs" }, stranger.headers),
+        () => r.runs.deleteMessage({ messageId }, stranger.headers),
+      ])
+        await expect(refused()).rejects.toMatchObject({ code: Code.NotFound });
+      expect((await r.runs.getMessage({ messageId }, call)).message).toMatchObject({ input: "", index: 0n });
+    });
+
     it("the window keeps the newest messages: at most THREAD_HISTORY_MAX_MESSAGES, about THREAD_HISTORY_MAX_TOKENS", async () => {
       const model = createScriptedModel();
       const r = await replica(model, { historyWindow: { maxMessages: 3, maxTokens: 10 } }); // 10 tokens: 40 characters
@@ -431,12 +490,12 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
         const r = await replica(model, {
           wrap: (store) => ({
             ...store,
-            async appendRunMessage(run, afterFailure) {
-              if (!afterFailure && failures > 0) {
+            async appendRunMessage(run) {
+              if (failures > 0) {
                 failures--;
                 throw Object.assign(new Error("connection reset"), { code: "ECONNRESET" });
               }
-              return store.appendRunMessage(run, afterFailure);
+              return store.appendRunMessage(run);
             },
           }),
         });

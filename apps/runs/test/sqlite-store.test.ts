@@ -106,6 +106,7 @@ describe("runs store on SQLite", () => {
     await store.lockThread(thread.id, newId(), []);
     await store.unlockThread(thread.id, run.id);
     await store.getThread(org, thread.id);
+    await store.hasThread(org, thread.id);
     await store.listThreads(org, {}, 0, 10);
     await store.listThreads(org, { alias: "a" }, 0, 10);
     await store.listThreads(org, { alias: "a", startsWith: "t", createdBy: "u" }, 0, 10);

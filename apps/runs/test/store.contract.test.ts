@@ -179,6 +179,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     for (const t of [t1, t2, t3]) await store.insertThread(t, []);
     expect(await store.getThread(organizationId, t1.id)).toEqual({ ...t1, messageCount: 0, messagesLength: 0 });
     expect(await store.getThread(org, t1.id)).toBeUndefined();
+    expect([await store.hasThread(organizationId, t1.id), await store.hasThread(org, t1.id)]).toEqual([true, false]);
     const ids = async (filter: Parameters<RunsStore["listThreads"]>[1]) =>
       (await store.listThreads(organizationId, filter, 0, 10)).items.map((t) => t.id);
     expect(await ids({})).toEqual([t3.id, t2.id, t1.id]);
@@ -196,7 +197,9 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
 
   it("stores a thread's first messages in order (indexes 0..n-1) with its counts; metadata as given", async () => {
     const thread = newThread();
-    const first = newMessage(thread, { input: "héllo", output: "", metadata: { run_id: "r", nested: { a: [1] } } });
+    // Any JSON object's keys, also those a document's field names may not be.
+    const odd = { $set: 1, "a.b": { "": null }, nested: { a: [1] } };
+    const first = newMessage(thread, { input: "héllo", output: "", metadata: { run_id: "r", ...odd } });
     const second = newMessage(thread, { input: "two", output: "2" });
     const stored = await store.insertThread(thread, [first, second]);
     expect(stored).toEqual({ ...thread, messageCount: 2, messagesLength: 9 }); // characters, not bytes
@@ -218,8 +221,13 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 3 + 3 * 3 });
 
     const at = tick();
-    const changed = await store.updateMessage(org, b.id, { output: "longer", metadata: { k: true }, updatedAt: at });
-    expect(changed).toEqual({ ...b, output: "longer", metadata: { k: true }, updatedAt: at });
+    const changed = await store.updateMessage(org, b.id, {
+      input: undefined, // absent: kept
+      output: "longer",
+      metadata: { $k: true },
+      updatedAt: at,
+    });
+    expect(changed).toEqual({ ...b, output: "longer", metadata: { $k: true }, updatedAt: at });
     expect(await store.getMessage(org, b.id)).toEqual(changed);
     expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 3, messagesLength: 12 + 3 });
 
@@ -238,6 +246,14 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(await store.appendMessage(newMessage(newThread()))).toBeUndefined(); // no such thread
   });
 
+  it("gives concurrent appends distinct indexes and counts every one", async () => {
+    const thread = newThread();
+    await store.insertThread(thread, []);
+    const appended = await Promise.all(Array.from({ length: 20 }, () => store.appendMessage(newMessage(thread))));
+    expect(new Set(appended.map((m) => m!.index)).size).toBe(20);
+    expect(await store.getThread(org, thread.id)).toMatchObject({ messageCount: 20, messagesLength: 20 * 5 });
+  });
+
   it("replaces a thread's messages, renumbered 0..n-1, with its fields; empty clears them", async () => {
     const thread = newThread({ alias: "old" });
     await store.insertThread(thread, [newMessage(thread, { input: "a" }), newMessage(thread, { input: "b" })]);
@@ -247,14 +263,14 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     const replaced = await store.updateThread(
       org,
       thread.id,
-      { name: "renamed", metadata: { k: "v" }, updatedAt: at },
+      { name: "renamed", alias: undefined, metadata: { "k.v": "v" }, updatedAt: at },
       [newMessage(thread, { input: "x", output: "xx" }), newMessage(thread, { input: "y", output: "" })],
     );
     expect(replaced).toEqual({
       ...thread,
       name: "renamed",
       alias: "old", // absent: kept
-      metadata: { k: "v" },
+      metadata: { "k.v": "v" },
       messageCount: 2,
       messagesLength: 4,
       updatedAt: at,
@@ -269,7 +285,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     // Fields only: the messages stay.
     expect(await store.updateThread(org, thread.id, { alias: "new", updatedAt: tick() })).toMatchObject({
       alias: "new",
-      metadata: { k: "v" },
+      metadata: { "k.v": "v" },
       messageCount: 3,
     });
     expect(await listed(thread)).toHaveLength(3);
@@ -352,7 +368,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       at,
     ))!;
     // SQLite appends it with the move; MongoDB returns it marked until `appendRunMessage`.
-    if (ended.threadMessage) await store.appendRunMessage(ended, false);
+    if (ended.threadMessage) await store.appendRunMessage(ended);
     expect(await store.getRunById(run.id)).not.toHaveProperty("threadMessage");
     expect(await store.getMessage(org, run.id)).toEqual({
       id: run.id,
@@ -365,7 +381,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       updatedAt: at,
     });
     // A retry (the sweep's) stores nothing twice, and the counts are right.
-    await store.appendRunMessage({ ...ended, threadMessage: turn }, true);
+    await store.appendRunMessage({ ...ended, threadMessage: turn });
     expect(await listed(thread)).toEqual([
       [0, "before"],
       [1, turn.input],
@@ -388,7 +404,7 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
       { completedAt: tick(), threadMessage: turn },
       tick(),
     ))!;
-    if (lateEnd.threadMessage) await store.appendRunMessage(lateEnd, false);
+    if (lateEnd.threadMessage) await store.appendRunMessage(lateEnd);
     expect(await store.getMessage(org, late.id)).toBeUndefined();
   });
 

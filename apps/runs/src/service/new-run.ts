@@ -120,7 +120,7 @@ async function threadFor(
   at: Date,
 ): Promise<{ threadId?: string; create?: NewThread }> {
   if (req.threadId !== undefined) {
-    if (!isUuid(req.threadId) || !(await threads.getThread(principal.organizationId, req.threadId.toLowerCase())))
+    if (!isUuid(req.threadId) || !(await threads.hasThread(principal.organizationId, req.threadId.toLowerCase())))
       throw notFound("thread");
     return { threadId: req.threadId.toLowerCase() };
   }

@@ -33,8 +33,8 @@ export const lengthOf = (message: Pick<MessageContent, "input" | "output">): num
 
 /**
  * The messages of threads. Every call by organization sees only that
- * organization's (undefined / false otherwise, as for an unknown id). Each
- * write keeps the thread's `messageCount` and `messagesLength` with it.
+ * organization's (undefined / false otherwise, as for an unknown id). After
+ * each write the thread's `messageCount` and `messagesLength` count it.
  */
 export interface MessageStore {
   /** Appends a message at the thread's next index; undefined when the thread is not the organization's. */

@@ -6,51 +6,58 @@ import type { RunRecord, RunRecordStore } from "./run-records.ts";
 import type { ThreadRecord, ThreadStore } from "./threads.ts";
 
 /**
- * A thread document: the record, its next message index, and the generation
- * its messages are read from. Threads stored before messages existed lack
- * all of these (read as `{}`, 0 and "").
+ * A thread document: the record but its counts (counted from its messages
+ * when read), and the generation its messages are read from. Threads stored
+ * before messages existed have neither metadata nor generation (`{}`, "").
+ * `metadata` is kept as JSON text, as event payloads are: it is never
+ * queried, and a JSON object's keys may be anything ("$set", "a.b", "")
+ * while document field names may not.
  */
-type ThreadDoc = Doc<ThreadRecord> & { nextIndex?: number; generation?: string };
-/** A message document: the record, its generation and its length (summed by a recount). */
-type MessageDoc = Doc<MessageRecord> & { generation: string; length: number };
+type ThreadDoc = Omit<Doc<ThreadRecord>, "messageCount" | "messagesLength" | "metadata"> & {
+  metadata?: string;
+  generation?: string;
+};
+/** A message document: the record (`metadata` as JSON text), its generation and its length (summed into `messagesLength`). */
+type MessageDoc = Omit<Doc<MessageRecord>, "metadata"> & { metadata: string; generation: string; length: number };
+/** An index taken in a generation of a thread (`threadId:generation:index`): kept after its message is deleted, so never given twice. */
+type SlotDoc = { _id: string; threadId: string; generation: string; index: number };
 
 const generationOf = (thread: Pick<ThreadDoc, "generation">) => thread.generation ?? "";
-/** A thread whose current generation is `generation` ("" also matches a thread that never had one). */
-const inGeneration = (generation: string): Filter<ThreadDoc> =>
-  generation === "" ? { $or: [{ generation }, { generation: { $exists: false } }] } : { generation };
-
-function threadOf(doc: ThreadDoc | null): ThreadRecord | undefined {
-  if (!doc) return undefined;
-  const { nextIndex, generation, ...record } = doc;
-  const thread = fromDoc<ThreadRecord>(record)!;
-  return {
-    ...thread,
-    metadata: thread.metadata ?? {},
-    messageCount: thread.messageCount ?? 0,
-    messagesLength: thread.messagesLength ?? 0,
-  };
-}
+const slotId = (threadId: string, generation: string, index: number) => `${threadId}:${generation}:${index}`;
+/** Tries to take an index this many times past the highest taken before giving up (as many appends at once). */
+const maxIndexTries = 1000;
 
 function messageOf(doc: MessageDoc | null): MessageRecord | undefined {
   if (!doc) return undefined;
-  const { generation, length, ...record } = doc;
-  return fromDoc<MessageRecord>(record);
+  const { generation, length, metadata, ...record } = doc;
+  return { ...fromDoc<Omit<MessageRecord, "metadata">>(record)!, metadata: JSON.parse(metadata) };
 }
+
+const messageDoc = (message: MessageRecord, generation: string): MessageDoc => ({
+  ...toDoc(message),
+  metadata: JSON.stringify(message.metadata),
+  generation,
+  length: lengthOf(message),
+});
 
 /**
  * The MongoDB runs store's threads and their messages, without transactions
- * (FerretDB has none across documents; docs/decisions.md, "Thread messages"):
+ * and without counters (FerretDB has no multi-document transactions and does
+ * not isolate concurrent updates of one document, so neither `$inc` nor a
+ * guarded update counts reliably; docs/decisions.md, "Threads and their
+ * messages"):
  *
  * - A thread's messages are those of its current `generation`. UpdateThread's
  *   `messages` are written under a new generation, then the thread switches to
- *   it (one update, with its counts), then the old generation is deleted: a
- *   reader sees the old messages or the new ones, never a mix; a crash leaves
- *   only unreachable messages, deleted with the thread.
- * - An append takes its index and bumps the counts with one `$inc` on the
- *   thread, which also names the generation to write to, then inserts the
- *   message. A crash between the two leaves the counts one message ahead (and
- *   an index gap); a run's turn is completed by the sweep, which recounts
- *   (only then: a recount races concurrent appends, the `$inc` does not).
+ *   it (one update), then the old generation is deleted: a reader sees the old
+ *   messages or the new ones, never a mix; a crash leaves only unreachable
+ *   messages, deleted with the thread.
+ * - An append takes its index with a unique insert of a slot (the highest
+ *   taken, plus one; the next on a collision), then inserts the message; a
+ *   crash between leaves an index gap, nothing else.
+ * - `messageCount` and `messagesLength` are counted from the current
+ *   generation's messages when a thread is read: always right, at one more
+ *   read.
  */
 export function createMongoThreads(
   db: Db,
@@ -58,24 +65,63 @@ export function createMongoThreads(
 ): ThreadStore & MessageStore & Pick<RunRecordStore, "appendRunMessage"> {
   const threads: Collection<ThreadDoc> = db.collection("threads");
   const messages: Collection<MessageDoc> = db.collection("thread_messages");
+  const slots: Collection<SlotDoc> = db.collection("thread_message_slots");
 
-  const messageDocs = (generation: string, list: NewMessage[]): MessageDoc[] =>
-    list.map((message, index) => ({ ...toDoc({ ...message, index }), generation, length: lengthOf(message) }));
-  const counts = (list: NewMessage[]) => ({
-    nextIndex: list.length,
-    messageCount: list.length,
-    messagesLength: list.reduce((sum, message) => sum + lengthOf(message), 0),
-  });
+  /** The records of thread documents, counted from their current generations' messages (one read for all). */
+  async function withCounts(docs: ThreadDoc[]): Promise<ThreadRecord[]> {
+    const lengths = docs.length
+      ? await messages
+          .find(
+            { threadId: { $in: docs.map((d) => d._id) } },
+            { projection: { threadId: 1, generation: 1, length: 1 } },
+          )
+          .toArray()
+      : [];
+    return docs.map(({ generation, metadata, ...doc }) => {
+      const current = lengths.filter((m) => m.threadId === doc._id && m.generation === (generation ?? ""));
+      return {
+        ...fromDoc<Omit<ThreadRecord, "messageCount" | "messagesLength" | "metadata">>(doc)!,
+        metadata: metadata === undefined ? {} : JSON.parse(metadata),
+        messageCount: current.length,
+        messagesLength: current.reduce((sum, m) => sum + m.length, 0),
+      };
+    });
+  }
+  const oneWithCounts = async (doc: ThreadDoc | null) => (doc ? (await withCounts([doc]))[0] : undefined);
+
+  /** Writes messages as a generation's, indexes 0..n-1, their slots taken first. */
+  async function writeGeneration(threadId: string, generation: string, list: NewMessage[]): Promise<void> {
+    if (list.length === 0) return;
+    await slots.insertMany(
+      list.map((_, index) => ({ _id: slotId(threadId, generation, index), threadId, generation, index })),
+    );
+    await messages.insertMany(list.map((message, index) => messageDoc({ ...message, index }, generation)));
+  }
+
+  /** Takes the thread generation's next index: above every index taken, each given once however many ask at once. */
+  async function takeIndex(threadId: string, generation: string): Promise<number> {
+    const highest = await slots.find({ threadId, generation }).sort({ index: -1 }).limit(1).toArray();
+    let index = (highest[0]?.index ?? -1) + 1;
+    for (let tries = 0; tries < maxIndexTries; tries++, index++) {
+      try {
+        await slots.insertOne({ _id: slotId(threadId, generation, index), threadId, generation, index });
+        return index;
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+      }
+    }
+    throw new Error(`no free message index in thread ${threadId} after ${maxIndexTries} tries`);
+  }
 
   async function append(message: NewMessage): Promise<MessageRecord | undefined> {
-    const before = await threads.findOneAndUpdate(
+    const thread = await threads.findOne(
       { _id: message.threadId, organizationId: message.organizationId },
-      { $inc: { nextIndex: 1, messageCount: 1, messagesLength: lengthOf(message) } },
-      { returnDocument: "before" },
+      { projection: { generation: 1 } },
     );
-    if (!before) return undefined;
-    const stored = { ...message, index: before.nextIndex ?? 0 };
-    await messages.insertOne({ ...toDoc(stored), generation: generationOf(before), length: lengthOf(message) });
+    if (!thread) return undefined;
+    const generation = generationOf(thread);
+    const stored = { ...message, index: await takeIndex(message.threadId, generation) };
+    await messages.insertOne(messageDoc(stored, generation));
     return stored;
   }
 
@@ -87,72 +133,64 @@ export function createMongoThreads(
     return thread && generationOf(thread) === doc.generation ? doc : undefined;
   }
 
-  /** The thread's counts from its messages: after a crash may have left them off. */
-  async function recount(threadId: string): Promise<void> {
-    const thread = await threads.findOne({ _id: threadId }, { projection: { generation: 1 } });
-    if (!thread) return;
-    const lengths = await messages
-      .find({ threadId, generation: generationOf(thread) }, { projection: { length: 1 } })
-      .toArray();
-    await threads.updateOne(
-      { _id: threadId, ...inGeneration(generationOf(thread)) },
-      {
-        $set: { messageCount: lengths.length, messagesLength: lengths.reduce((sum, m) => sum + m.length, 0) },
-      },
-    );
-  }
-
-  /** Stores the run's turn unless it is stored already; true when this call stored it. */
-  async function storeTurn(run: RunRecord): Promise<boolean> {
-    if (!run.threadId || !run.threadMessage) return false;
-    if (await messages.findOne({ _id: run.id }, { projection: { _id: 1 } })) return false;
-    const at = run.completedAt ?? run.updatedAt;
-    try {
-      await append(runTurn({ ...run, threadId: run.threadId }, run.threadMessage, at));
-      return true;
-    } catch (error) {
-      if (isDuplicateKey(error)) return false; // another append of it got there first
-      throw error;
-    }
-  }
-
-  const clearMark = async (runId: string) =>
-    void (await runs.updateOne({ _id: runId }, { $unset: { threadMessage: "" } }));
-
   return {
-    async appendRunMessage(run, afterFailure) {
-      await storeTurn(run);
-      if (afterFailure && run.threadId) await recount(run.threadId);
-      await clearMark(run.id);
+    async appendRunMessage(run) {
+      // Stored once: the message's id is the run's, so a retry finds it (or collides with it).
+      if (run.threadId && run.threadMessage && !(await messages.findOne({ _id: run.id }, { projection: { _id: 1 } }))) {
+        try {
+          await append(
+            runTurn({ ...run, threadId: run.threadId }, run.threadMessage, run.completedAt ?? run.updatedAt),
+          );
+        } catch (error) {
+          if (!isDuplicateKey(error)) throw error;
+        }
+      }
+      await runs.updateOne({ _id: run.id }, { $unset: { threadMessage: "" } });
     },
 
     async insertThread(thread, list) {
       const generation = newId();
       // The messages first: a crash leaves messages of no thread, never a thread missing some.
-      if (list.length) await messages.insertMany(messageDocs(generation, list));
-      const doc: ThreadDoc = { ...toDoc({ ...thread, ...counts(list) }), generation, nextIndex: list.length };
+      await writeGeneration(thread.id, generation, list);
+      const doc: ThreadDoc = { ...toDoc(thread), metadata: JSON.stringify(thread.metadata), generation };
       await threads.insertOne(doc);
-      return threadOf(doc)!;
+      return {
+        ...thread,
+        messageCount: list.length,
+        messagesLength: list.reduce((sum, message) => sum + lengthOf(message), 0),
+      };
     },
-    getThread: async (organizationId, id) => threadOf(await threads.findOne({ _id: id, organizationId })),
+    getThread: async (organizationId, id) => oneWithCounts(await threads.findOne({ _id: id, organizationId })),
+    hasThread: async (organizationId, id) =>
+      (await threads.findOne({ _id: id, organizationId }, { projection: { _id: 1 } })) !== null,
     async updateThread(organizationId, id, changes, list) {
-      const $set: Partial<ThreadDoc> = { ...changes };
+      const { metadata, ...fields } = changes;
+      // Absent fields stay (an `undefined` would unset them).
+      const $set: Partial<ThreadDoc> = {
+        ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)),
+        ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+      };
       if (!list)
-        return threadOf(
+        return oneWithCounts(
           await threads.findOneAndUpdate({ _id: id, organizationId }, { $set }, { returnDocument: "after" }),
         );
-      if (!(await threads.findOne({ _id: id, organizationId }, { projection: { _id: 1 } }))) return undefined;
+      const standing = await threads.findOne({ _id: id, organizationId }, { projection: { generation: 1 } });
+      if (!standing) return undefined;
       const generation = newId();
-      if (list.length) await messages.insertMany(messageDocs(generation, list));
-      const before = await threads.findOneAndUpdate(
+      await writeGeneration(id, generation, list);
+      const switched = await threads.findOneAndUpdate(
         { _id: id, organizationId },
-        { $set: { ...$set, ...counts(list), generation } },
-        { returnDocument: "before" },
+        { $set: { ...$set, generation } },
+        { returnDocument: "after" },
       );
-      // Deleted meanwhile: the new messages go too. Else the replaced generation goes (only it: a concurrent
-      // replace may be writing its own).
-      await messages.deleteMany({ threadId: id, generation: before ? generationOf(before) : generation });
-      return before ? threadOf(await threads.findOne({ _id: id, organizationId })) : undefined;
+      // The replaced generation goes (only it: a concurrent replace may be writing its own); deleted
+      // meanwhile, the new one goes too.
+      const gone = switched ? generationOf(standing) : generation;
+      await Promise.all([
+        messages.deleteMany({ threadId: id, generation: gone }),
+        slots.deleteMany({ threadId: id, generation: gone }),
+      ]);
+      return oneWithCounts(switched);
     },
     async listThreads(organizationId, filter, skip, limit) {
       const query: Filter<ThreadDoc> = { organizationId };
@@ -164,11 +202,11 @@ export function createMongoThreads(
         threads.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
         threads.countDocuments(query),
       ]);
-      return { items: docs.map((d) => threadOf(d)!), totalCount };
+      return { items: await withCounts(docs), totalCount };
     },
     async deleteThread(organizationId, id) {
       if ((await threads.deleteOne({ _id: id, organizationId })).deletedCount !== 1) return false;
-      await messages.deleteMany({ threadId: id });
+      await Promise.all([messages.deleteMany({ threadId: id }), slots.deleteMany({ threadId: id })]);
       return true;
     },
     async lockThread(threadId, runId, staleHolders) {
@@ -206,27 +244,26 @@ export function createMongoThreads(
     async updateMessage(organizationId, id, changes) {
       const standing = await visible(organizationId, id);
       if (!standing) return undefined;
-      const next = { ...standing, ...changes };
+      // Absent fields stay (an `undefined` would blank them, and has no length).
+      const { metadata, ...texts } = changes;
+      const given = Object.fromEntries(Object.entries(texts).filter(([, v]) => v !== undefined));
       const changed = await messages.findOneAndUpdate(
         { _id: id },
-        { $set: { ...changes, length: lengthOf(next) } },
+        {
+          $set: {
+            ...given,
+            ...(metadata === undefined ? {} : { metadata: JSON.stringify(metadata) }),
+            length: lengthOf({ ...standing, ...given }),
+          },
+        },
         { returnDocument: "after" },
-      );
-      if (!changed) return undefined;
-      await threads.updateOne(
-        { _id: standing.threadId, ...inGeneration(standing.generation) },
-        { $inc: { messagesLength: lengthOf(next) - standing.length } },
       );
       return messageOf(changed);
     },
     async deleteMessage(organizationId, id) {
+      // Its slot stays: the index is not given again.
       const standing = await visible(organizationId, id);
-      if (!standing || (await messages.deleteOne({ _id: id })).deletedCount !== 1) return false;
-      await threads.updateOne(
-        { _id: standing.threadId, ...inGeneration(standing.generation) },
-        { $inc: { messageCount: -1, messagesLength: -standing.length } },
-      );
-      return true;
+      return !!standing && (await messages.deleteOne({ _id: id })).deletedCount === 1;
     },
     async latestMessages(threadId, limit) {
       const thread = await threads.findOne({ _id: threadId }, { projection: { generation: 1 } });

@@ -121,6 +121,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
       await db.collection("threads").createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await db.collection("thread_messages").createIndex({ threadId: 1, generation: 1, index: 1, _id: 1 });
+      await db.collection("thread_message_slots").createIndex({ threadId: 1, generation: 1, index: -1 });
       await leases.createIndex({ until: 1 });
       await unloggedEnds.createIndex({ at: 1 });
       await slots.createIndex({ organizationId: 1 });

@@ -59,7 +59,7 @@ export interface RunRecord extends Record<IdArray, string[]> {
   /**
    * A SUCCEEDED run's turn still to be appended to its thread (MongoDB only,
    * between its move and the append; SQLite appends it with the move). While
-   * set, the run keeps its thread (docs/decisions.md, "A run's turn on its thread").
+   * set, the run keeps its thread (docs/decisions.md, "Threads and their messages").
    */
   threadMessage?: MessageContent;
 }
@@ -117,9 +117,8 @@ export interface RunRecordStore {
    * thread deleted meanwhile gets nothing). SQLite appends it in the move's
    * transaction. MongoDB keeps it on the run (the same update: the returned
    * run has it) until this appends it: the message stored unless it is
-   * already (a retry is a no-op), then the mark cleared. `afterFailure` (the
-   * sweep's call, after a crash or a failed append) also recounts the
-   * thread's counts, which a half-done earlier attempt may have left ahead.
+   * already (a retry, the sweep's after a crash or a failed append, is a
+   * no-op), then the mark cleared.
    */
-  appendRunMessage(run: RunRecord, afterFailure: boolean): Promise<void>;
+  appendRunMessage(run: RunRecord): Promise<void>;
 }

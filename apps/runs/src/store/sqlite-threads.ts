@@ -86,6 +86,8 @@ export function createSqliteThreads(handle: SqliteHandle): ThreadStore &
       });
     },
     getThread: async (organizationId, id) => threadById(organizationId, id),
+    hasThread: async (organizationId, id) =>
+      prepare("SELECT 1 FROM runs_threads WHERE id = ? AND organization_id = ?").get(id, organizationId) !== undefined,
     async updateThread(organizationId, id, changes, messages) {
       const columns: [string, string | number][] = [["updated_at", changes.updatedAt.getTime()]];
       if (changes.name !== undefined) columns.push(["name", changes.name]);

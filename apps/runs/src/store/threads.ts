@@ -9,7 +9,7 @@ export interface ThreadRecord {
   alias?: string;
   /** Always an object (`{}` when none was given). */
   metadata: JsonObject;
-  /** How many messages the thread has, and the characters of their `input` and `output`: kept by every message write. */
+  /** How many messages the thread has, and the characters of their `input` and `output`, as its messages stand. */
   messageCount: number;
   messagesLength: number;
   createdBy: string;
@@ -38,6 +38,8 @@ export interface ThreadStore {
   /** Stores a thread with its first messages, in order (indexes 0..n-1). */
   insertThread(thread: NewThread, messages: NewMessage[]): Promise<ThreadRecord>;
   getThread(organizationId: string, id: string): Promise<ThreadRecord | undefined>;
+  /** Whether the organization has the thread: for a run attached to it (no counts read). */
+  hasThread(organizationId: string, id: string): Promise<boolean>;
   /**
    * Changes the thread's fields; with `messages`, REPLACES its messages by
    * these (indexes 0..n-1): a reader sees the old ones or the new ones, never

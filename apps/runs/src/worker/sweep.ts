@@ -112,7 +112,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
   async function completeEnd(run: RunRecord): Promise<boolean> {
     if (run.threadMessage) {
       try {
-        await store.appendRunMessage(run, true);
+        await store.appendRunMessage(run);
       } catch (error) {
         logger.warn(
           { err: error, run_id: run.id },
