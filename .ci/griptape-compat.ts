@@ -9,12 +9,17 @@ import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
 
 /**
- * The published griptape client (PyPI) against the all-in-one process, on
- * local disk and on S3 (MinIO, when .ci/run started one): its file manager
- * driver saves, loads and lists through buckets, assets and signed URLs; and
- * (once) its prompt driver chats with loom:echo, plain, streamed, and in an
- * agent loop whose tool runs on the client.
- * Usage: node .ci/griptape-compat.ts <python with griptape installed>.
+ * The published griptape clients (PyPI) against the all-in-one process, on
+ * local disk and on S3 (MinIO, when .ci/run started one): griptape's file
+ * manager driver saves, loads and lists through buckets, assets and signed
+ * URLs; and (once, as they keep no blobs) its prompt driver chats with
+ * loom:echo, plain, streamed, and in an agent loop whose tool runs on the
+ * client; its ruleset driver loads string and JSON-schema rules by alias; an
+ * agent with its conversation-memory driver runs twice on one thread and a
+ * fresh driver loads both runs; its observability driver exports an agent's
+ * spans to a structure run; and the generated griptape-cloud-client parses
+ * every thread, message, ruleset and rule operation and GetUser.
+ * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
 const python = process.argv[2]!;
 const stores: Array<{ name: string; env: () => Promise<{ env: Record<string, string>; cleanup(): Promise<void> }> }> = [
@@ -29,6 +34,14 @@ const stores: Array<{ name: string; env: () => Promise<{ env: Record<string, str
 if (testServers.s3) stores.push({ name: "S3 (MinIO)", env: async () => freshS3Bucket("loom-compat") });
 else console.log("(S3 run skipped: S3_TEST_ENDPOINT is not set)");
 
+const storeIndependent = [
+  ".ci/compat/prompt_driver.py",
+  ".ci/compat/ruleset_driver.py",
+  ".ci/compat/conversation_memory.py",
+  ".ci/compat/cloud_client.py",
+  ".ci/compat/observability.py",
+];
+
 let failed = false;
 for (const store of stores) {
   const { env, cleanup } = await store.env();
@@ -42,7 +55,7 @@ for (const store of stores) {
   );
   try {
     const bucket = (await apiClient(url, key).post("/buckets", { name: "griptape" })).body.bucket_id as string;
-    const scripts = [".ci/compat/file_manager.py", ...(store === stores[0] ? [".ci/compat/prompt_driver.py"] : [])];
+    const scripts = [".ci/compat/file_manager.py", ...(store === stores[0] ? storeIndependent : [])];
     for (const script of scripts) {
       const run = spawnSync(python, [script], {
         env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_BUCKET: bucket, LOOM_STORE: store.name },

@@ -1,6 +1,7 @@
 # Sourced by the CI scripts that run Python test tools (schemathesis, the
-# griptape client): `python_venv <name> <pip requirement>...` prints the path
-# of a virtualenv under the cache holding them, made once per Python version.
+# griptape clients): `python_venv <name> <pip install arguments>...` prints
+# the path of a virtualenv under the cache holding them, made once per Python
+# version and again when the arguments change.
 # A Python of at least 3.12: schemathesis' coverage phase crashes CPython 3.11
 # ("AST constructor recursion depth mismatch"). Debian's python3 is 3.11 here;
 # the machines' pyenv has newer ones.

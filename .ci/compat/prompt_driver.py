@@ -4,24 +4,21 @@ with a client-side tool (echo answers `call <tool>_<activity> <json>` with that
 tool call — the JSON is the activity's input — then the tool's result). Run by .ci/griptape-compat.ts."""
 import logging
 import os
-import sys
 
 from griptape.common import PromptStack
 from griptape.drivers.prompt.griptape_cloud import GriptapeCloudPromptDriver
 from griptape.structures import Agent
 from griptape.tools import CalculatorTool
 
+from checks import Checks
+
 logging.getLogger("griptape").setLevel(logging.ERROR)  # the agent logs every step at INFO
-failures = []
+checks = Checks("griptape prompt driver (loom:echo)")
+check = checks.check
 
 
 def driver(stream=False):
     return GriptapeCloudPromptDriver(base_url=os.environ["LOOM_URL"], api_key=os.environ["LOOM_KEY"], stream=stream)
-
-
-def check(what, got, expected):
-    if got != expected:
-        failures.append(f"{what}: expected {expected!r}, got {got!r}")
 
 
 stack = PromptStack()
@@ -36,7 +33,4 @@ agent = Agent(prompt_driver=driver(), tools=[CalculatorTool()])
 agent.run('call CalculatorTool_calculate {"expression": "6*7"}')
 check("agent loop answer contains the tool's result", "42" in agent.output.to_text(), True)
 
-if failures:
-    print("griptape prompt driver against Loom FAILED:\n  " + "\n  ".join(failures))
-    sys.exit(1)
-print("griptape prompt driver against Loom (loom:echo): reply, stream, agent loop with a client-side tool: ok")
+checks.report("reply, stream, agent loop with a client-side tool")

@@ -23,6 +23,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import { eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, type FollowTiming, follow } from "./follow.ts";
 import { eventsAppended } from "./metrics.ts";
+import { spanHandlers } from "./spans.ts";
 import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
 
 export { eventMessage };
@@ -259,6 +260,8 @@ export function createEventsService(deps: EventsDeps): RpcService {
         throw streamError(error, logger, ctx);
       }
     },
+
+    ...spanHandlers(store),
   };
 
   return {

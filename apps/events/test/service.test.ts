@@ -1,4 +1,4 @@
-import { create, fromBinary, fromJson, type JsonValue } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createMemoryBus } from "@loom/bus/memory";
@@ -12,6 +12,8 @@ import {
   type NewEvent,
   NewEventSchema,
   RunKind,
+  type Span,
+  SpanSchema,
 } from "@loom/proto/events/v1/events_pb";
 import { headersFor, type Principal } from "@loom/server/principal";
 import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
@@ -248,6 +250,68 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
     expect((await failure(client.getEvent({ eventId: assistantEvent!.eventId }, as(alice)))).code).toBe(Code.NotFound);
     expect((await failure(client.getEvent({ eventId: newId() }, as(alice)))).code).toBe(Code.NotFound);
     expect((await failure(client.getEvent({ eventId: "not-a-uuid" }, as(alice)))).code).toBe(Code.NotFound);
+  });
+
+  const newSpan = (over: Omit<MessageInitShape<typeof SpanSchema>, "$typeName"> = {}): Span =>
+    create(SpanSchema, {
+      spanId: newId(),
+      traceId: newId(),
+      name: "Agent.run",
+      startTime: "2026-11-27T04:50:00.123456+00:00",
+      endTime: "2026-11-27T04:50:01.654321Z",
+      status: "OK",
+      attributes: { n: 1 },
+      events: [{ name: "exception", timestamp: "2026-11-27T04:50:01+00:00", attributes: {} }],
+      ...over,
+    });
+
+  it("checks every span of a batch itself, naming each bad field with the public path, and stores none", async () => {
+    const runId = newId();
+    const paths = async (spans: Span[], id = runId) =>
+      fieldViolationsOf(await failure(client.appendSpans({ structureRunId: id, spans }, as(alice)))).map((v) => v.path);
+    expect(
+      await paths([
+        newSpan(),
+        newSpan({ spanId: "", traceId: "t".repeat(101), parentId: "", name: "tab\there", status: "DONE" }),
+        newSpan({
+          startTime: "2026-11-27 04:50:00",
+          endTime: "2026-11-27T04:50:00",
+          events: [{ name: "", timestamp: "soon" }],
+        }),
+      ]),
+    ).toEqual([
+      "body[1].status",
+      "body[1].span_id",
+      "body[1].trace_id",
+      "body[1].parent_id",
+      "body[1].name",
+      "body[2].start_time",
+      "body[2].end_time",
+      "body[2].events[0].name",
+      "body[2].events[0].timestamp",
+    ]);
+    expect(await paths([])).toEqual(["body"]);
+    expect(await paths(Array.from({ length: 1001 }, () => newSpan()))).toEqual(["body"]);
+    expect(await paths([newSpan()], "nope")).toEqual(["path.structure_run_id"]);
+    expect((await failure(client.listSpans({ structureRunId: runId }, as(alice)))).code).toBe(Code.NotFound);
+  });
+
+  it("stores spans for one organization and lists them by page; others get NOT_FOUND", async () => {
+    const runId = newId().toUpperCase();
+    const spans = [newSpan({ name: "a" }), newSpan({ name: "b", parentId: "root" }), newSpan({ name: "c" })];
+    expect((await client.appendSpans({ structureRunId: runId, spans }, as(alice))).spanIds).toEqual(
+      spans.map((s) => s.spanId),
+    );
+    const page = await client.listSpans(
+      { structureRunId: runId.toLowerCase(), page: { page: 2, pageSize: 2 } },
+      as(alice),
+    );
+    expect(page.spans).toEqual([spans[2]]);
+    expect(page.page).toMatchObject({ pageNumber: 2, pageSize: 2, totalCount: 3n, totalPages: 2 });
+    expect((await client.listSpans({ structureRunId: runId }, as(alice))).spans[1]).toEqual(spans[1]);
+    const theirs = { structureRunId: runId, spans: [newSpan()] };
+    expect((await failure(client.appendSpans(theirs, as(mallory)))).code).toBe(Code.NotFound);
+    expect((await failure(client.listSpans({ structureRunId: runId }, as(mallory)))).code).toBe(Code.NotFound);
   });
 
   it("needs a principal", async () => {

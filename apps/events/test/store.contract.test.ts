@@ -2,7 +2,7 @@ import { Code } from "@connectrpc/connect";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "../src/store/port.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord, SpanRecord } from "../src/store/port.ts";
 import { openEventsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("events store contract"))("events store contract (%s)", (kind) => {
@@ -188,5 +188,53 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     expect(await store.get(otherOrg, structureEvent!.id)).toBeUndefined();
     expect(await store.get(org, assistantEvent!.id)).toBeUndefined();
     expect(await store.get(org, newId())).toBeUndefined();
+  });
+
+  const span = (name: string, over: Partial<SpanRecord> = {}): SpanRecord => ({
+    spanId: newId(),
+    traceId: "00000000-0000-0000-8c2d-2b0e43c0a1f7",
+    name,
+    startTime: "2026-11-27T04:50:00.123456+00:00",
+    endTime: "2026-11-27T04:50:01.654321+00:00",
+    status: "OK",
+    attributes: { "func.name": name, $set: 1, "a.b": [1, "two", null] },
+    events: [{ name: "exception", timestamp: "2026-11-27T04:50:01.000001+00:00", attributes: { "": "" } }],
+    ...over,
+  });
+  const spanNames = (page: { items: SpanRecord[] } | undefined) => page?.items.map((s) => s.name);
+
+  it("stores a run's spans in the order sent, after the ones before, round-tripping every field, and pages them", async () => {
+    const runId = newId();
+    const root = span("root");
+    const child = span("child", { parentId: root.spanId, status: "ERROR", events: [] });
+    expect(await store.appendSpans(runId, org, [root, child])).toBe(true);
+    expect(await replica.appendSpans(runId, org, [span("later")])).toBe(true);
+    const all = await store.listSpans(runId, org, 0, 10);
+    expect(all?.totalCount).toBe(3);
+    expect(all?.items.slice(0, 2)).toEqual([root, child]);
+    expect(spanNames(await store.listSpans(runId, org, 1, 1))).toEqual(["child"]);
+    expect(await store.listSpans(runId, org, 3, 10)).toEqual({ items: [], totalCount: 3 });
+  });
+
+  it("never interleaves the spans of concurrent batches, from two replicas", async () => {
+    const runId = newId();
+    const batches = Array.from({ length: 10 }, (_, b) => Array.from({ length: 3 }, (_, i) => span(`${b}-${i}`)));
+    await Promise.all(batches.map((spans, b) => (b % 2 ? replica : store).appendSpans(runId, org, spans)));
+    const names = spanNames(await store.listSpans(runId, org, 0, 100))!;
+    expect(names).toHaveLength(30);
+    for (let i = 0; i < 30; i += 3) {
+      const b = names[i]!.split("-")[0];
+      expect(names.slice(i, i + 3)).toEqual([`${b}-0`, `${b}-1`, `${b}-2`]);
+    }
+  });
+
+  it("binds a run's spans to the organization of the first batch, apart from its event log; unknown runs have none", async () => {
+    const runId = newId();
+    expect(await store.listSpans(runId, org, 0, 10)).toBeUndefined();
+    await store.append({ runKind: "structure-run", runId }, otherOrg, batch(1));
+    expect(await store.appendSpans(runId, org, [span("mine")])).toBe(true);
+    expect(await replica.appendSpans(runId, otherOrg, [span("theirs")])).toBeUndefined();
+    expect(await store.listSpans(runId, otherOrg, 0, 10)).toBeUndefined();
+    expect(spanNames(await store.listSpans(runId, org, 0, 10))).toEqual(["mine"]);
   });
 });

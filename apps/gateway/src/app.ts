@@ -36,6 +36,7 @@ import { rulesetOperations } from "./routes/rulesets.ts";
 import { runOperations } from "./routes/runs.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
+import { structureSpanOperations } from "./routes/structure-spans.ts";
 import { threadOperations } from "./routes/threads.ts";
 import { userOperations } from "./routes/users.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
@@ -83,6 +84,7 @@ export function publicOperations(
     ...messageOperations(clients),
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
+    ...structureSpanOperations(clients),
     ...streamOperations(clients, feeds),
     ...bucketOperations(clients),
     ...assetOperations(clients),

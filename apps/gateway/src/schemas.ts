@@ -193,6 +193,22 @@ const eventListFields = {
 export const assistantEventListSchema = z.strictObject({ events: z.array(assistantEventSchema), ...eventListFields });
 export const structureEventListSchema = z.strictObject({ events: z.array(structureEventSchema), ...eventListFields });
 
+/** A span as its writer sent it (docs/behaviour.md §6): times are the RFC 3339 strings sent, `parent_id` null for a root. */
+export const spanSchema = z.strictObject({
+  span_id: z.string(),
+  trace_id: z.string(),
+  parent_id: z.string().nullable(),
+  name: z.string(),
+  start_time: z.string(),
+  end_time: z.string(),
+  status: z.enum(["OK", "ERROR", "UNSET"]),
+  attributes: z.record(z.string(), z.unknown()),
+  events: z.array(
+    z.strictObject({ name: z.string(), timestamp: z.string(), attributes: z.record(z.string(), z.unknown()) }),
+  ),
+});
+export const spanListSchema = z.strictObject({ spans: z.array(spanSchema), pagination: paginationSchema });
+
 export const bucketSchema = z.strictObject({
   bucket_id: uuidString,
   organization_id: uuidString,

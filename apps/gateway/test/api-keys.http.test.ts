@@ -61,6 +61,28 @@ describe.each(storeKinds("users and API keys over HTTP"))("users and API keys ov
     });
   });
 
+  describe("GetUser", () => {
+    it("reads a user of the caller's organization as ListUsers lists it", async () => {
+      const res = await admin.get(`/users/${adminUserId}`);
+      expect(res.status).toBe(200);
+      expect(userSchema.parse(res.body)).toEqual((await admin.get("/users")).body.users[0]);
+      expect((await stranger.get(`/api/users/${strangerUserId.toUpperCase()}`)).body).toMatchObject({
+        user_id: strangerUserId,
+        email: "stranger@example.com",
+        name: "Stranger",
+        organizations: [strangerOrgId],
+      });
+    });
+
+    it("answers 404 for another organization's user as for an unknown id, and 400 for an id that is not a uuid", async () => {
+      expectError(await admin.get(`/users/${strangerUserId}`), 404, "NotFound");
+      expectError(await stranger.get(`/users/${adminUserId}`), 404, "NotFound");
+      expectError(await admin.get(`/users/${crypto.randomUUID()}`), 404, "NotFound");
+      const bad = expectError(await admin.get("/users/me"), 400, "ValidationError");
+      expect(bad.errors[0]?.path).toBe("path.user_id");
+    });
+  });
+
   describe("create, read, rename, delete", () => {
     it("creates a user key that works as a credential and returns its value only once", async () => {
       const created = await admin.post(`/users/${adminUserId}/api-keys`, { name: "ci" });

@@ -40,6 +40,7 @@ describe("/openapi.json", () => {
     ) as unknown as Record<string, { responses: Record<string, unknown> }>;
     const expected = {
       ListUsers: "200",
+      GetUser: "200",
       CreateCheckoutSession: "201",
       CreateBillingManagementUrl: "201",
       GetApiKey: "200",
@@ -94,6 +95,8 @@ describe("/openapi.json", () => {
       GetAsset: "200",
       DeleteAsset: "204",
       CreateAssetUrl: "200",
+      CreateSpans: "200",
+      ListSpans: "200",
     };
     for (const [id, status] of Object.entries(expected))
       expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);

@@ -175,16 +175,15 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
     async listUsers(_req, ctx) {
       const principal = requirePrincipal(ctx);
       const users = await store.listUsersOf(principal.organizationId);
-      return {
-        users: users.map((u) => ({
-          userId: u.id,
-          email: u.email,
-          name: u.name,
-          organizations: u.organizations,
-          createdAt: timestampFromDate(u.createdAt),
-          updatedAt: timestampFromDate(u.updatedAt),
-        })),
-      };
+      return { users: users.map(userMessage) };
+    },
+
+    async getUser(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const user = await store.getUser(req.userId);
+      // Only the members of the caller's organization are its to read, as ListUsers lists them.
+      if (!user?.organizations.includes(principal.organizationId)) throw notFound("user");
+      return { user: userMessage(user) };
     },
 
     async createApiKey(req, ctx) {
@@ -238,6 +237,17 @@ export function createIdentityService(deps: IdentityDeps): RpcService {
  */
 function tokenSubject(claims: TokenClaims): string {
   return `jwt:${claims.subject}`;
+}
+
+function userMessage(u: UserRecord) {
+  return {
+    userId: u.id,
+    email: u.email,
+    name: u.name,
+    organizations: u.organizations,
+    createdAt: timestampFromDate(u.createdAt),
+    updatedAt: timestampFromDate(u.updatedAt),
+  };
 }
 
 function apiKeyMessage(key: ApiKeyRecord) {

@@ -1,9 +1,10 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { unavailable } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
 import { type Doc, fromDoc, isDuplicateKey, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
 import { logClosed } from "../log-closed.ts";
-import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord } from "./port.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord, SpanRecord } from "./port.ts";
 
 /**
  * An event as stored. The payload is kept as JSON text: it is never queried,
@@ -28,6 +29,30 @@ interface ClaimDoc {
   next: number;
   /** This claim's batch ended the log: nothing may follow it. */
   closed?: boolean;
+}
+
+/** Whose a structure run's spans are: written once, by the first batch. */
+interface SpanListDoc {
+  _id: string;
+  organizationId: string;
+}
+
+/**
+ * One stored span. A run's spans sort by (at, batch, index): a batch's
+ * spans share `at` and `batch`, so concurrent batches never interleave, from
+ * any replica. `at` is when the batch was stored, in milliseconds with the
+ * fraction `performance.now()` gives, and rises with every batch of the
+ * process: batches sent one after the other list in that order (through
+ * different replicas, as far as their clocks agree). The span is JSON text,
+ * for the reason the payload of an event is.
+ */
+interface SpanDoc {
+  _id: string;
+  runId: string;
+  at: number;
+  batch: string;
+  index: number;
+  span: string;
 }
 
 /** The end of a log as a claim leaves it. */
@@ -82,6 +107,9 @@ function nextGroup(waiting: WaitingAppend[]): WaitingAppend[] {
 export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): EventsStore {
   const events: Collection<EventDoc> = db.collection("events");
   const claims: Collection<ClaimDoc> = db.collection("claims");
+  const spanLists: Collection<SpanListDoc> = db.collection("span_lists");
+  const spans: Collection<SpanDoc> = db.collection("spans");
+  let lastStoredAt = 0;
 
   const toEventDoc = (e: EventRecord): EventDoc => ({ ...toDoc(e), payload: JSON.stringify(e.payload) });
   const fromEventDoc = (d: EventDoc): EventRecord => ({
@@ -202,6 +230,7 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
     async init() {
       await claims.createIndex({ runKind: 1, runId: 1, first: -1 });
       await events.createIndex({ runKind: 1, runId: 1, offset: 1 }, { unique: true });
+      await spans.createIndex({ runId: 1, at: 1, batch: 1, index: 1 });
     },
     ready: ping,
     close,
@@ -235,5 +264,58 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
       const doc = await events.findOne({ _id: eventId, organizationId, runKind: "structure-run" });
       return doc ? fromEventDoc(doc) : undefined;
     },
+
+    async appendSpans(runId, organizationId, batch) {
+      if (batch.length === 0) throw new Error("an append needs at least one span");
+      const owner = await spanListOwner(runId, organizationId);
+      if (owner !== organizationId) return undefined;
+      const at = storedAt();
+      const id = newId();
+      const docs = batch.map((span, index) => ({
+        _id: `${id}:${index}`,
+        runId,
+        at,
+        batch: id,
+        index,
+        span: JSON.stringify(span),
+      }));
+      try {
+        await spans.insertMany(docs, { ordered: true });
+      } catch (error) {
+        // All or nothing, as an event append: take back what was written (best effort, not awaited).
+        void spans.deleteMany({ batch: id }).catch(() => {});
+        throw error;
+      }
+      return true;
+    },
+
+    async listSpans(runId, organizationId, skip, limit) {
+      const list = await spanLists.findOne({ _id: runId });
+      if (list?.organizationId !== organizationId) return undefined;
+      const [docs, totalCount] = await Promise.all([
+        spans.find({ runId }).sort({ at: 1, batch: 1, index: 1 }).skip(skip).limit(limit).toArray(),
+        spans.countDocuments({ runId }),
+      ]);
+      return { items: docs.map((d) => JSON.parse(d.span) as SpanRecord), totalCount };
+    },
   };
+
+  /** A SpanDoc's `at`: now, and after every earlier one of this process. */
+  function storedAt(): number {
+    lastStoredAt = Math.max(performance.timeOrigin + performance.now(), lastStoredAt + 0.001);
+    return lastStoredAt;
+  }
+
+  /** The organization a run's spans belong to: the caller's when it writes first (two first writers race on the unique _id). */
+  async function spanListOwner(runId: string, organizationId: string): Promise<string | undefined> {
+    const known = await spanLists.findOne({ _id: runId });
+    if (known) return known.organizationId;
+    try {
+      await spanLists.insertOne({ _id: runId, organizationId });
+      return organizationId;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      return (await spanLists.findOne({ _id: runId }))?.organizationId;
+    }
+  }
 }

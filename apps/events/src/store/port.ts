@@ -1,3 +1,4 @@
+import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
 
 /** The two kinds of event log (docs/behaviour.md §6), named as in bus subjects. */
@@ -39,6 +40,32 @@ export interface LogWindow {
   totalCount: number;
 }
 
+/** A JSON object (span and span-event attributes). */
+export type JsonObject = { [key: string]: JsonValue };
+
+/** One event of a span, as its writer sent it. */
+export interface SpanEventRecord {
+  name: string;
+  /** RFC 3339, as sent. */
+  timestamp: string;
+  attributes: JsonObject;
+}
+
+/** A structure run's trace span as its writer sent it (docs/behaviour.md §6). */
+export interface SpanRecord {
+  spanId: string;
+  traceId: string;
+  /** Absent for a root span. */
+  parentId?: string;
+  name: string;
+  /** RFC 3339, as sent. */
+  startTime: string;
+  endTime: string;
+  status: "OK" | "ERROR" | "UNSET";
+  attributes: JsonObject;
+  events: SpanEventRecord[];
+}
+
 /**
  * Append-only logs, one per (runKind, runId). A log belongs to the
  * organization of its first append; for every other organization it does not
@@ -76,4 +103,16 @@ export interface EventsStore extends StoreLifecycle {
   list(log: LogRef, organizationId: string, offset: number, limit: number): Promise<LogWindow | undefined>;
   /** One structure-run event of the organization; assistant-run events are never found here (docs/behaviour.md §6). */
   get(organizationId: string, eventId: string): Promise<EventRecord | undefined>;
+  /**
+   * Stores a non-empty batch of a structure run's spans after the ones stored
+   * before, in batch order; concurrent batches never interleave. The run's
+   * spans belong to the organization of their first batch (apart from its
+   * event log): `undefined` for another organization, and nothing written.
+   */
+  appendSpans(runId: string, organizationId: string, spans: SpanRecord[]): Promise<true | undefined>;
+  /**
+   * `limit` spans of the run from the `skip`th, in the order stored, and how
+   * many it has; `undefined` when the organization stored none for it.
+   */
+  listSpans(runId: string, organizationId: string, skip: number, limit: number): Promise<Page<SpanRecord> | undefined>;
 }

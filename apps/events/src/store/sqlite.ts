@@ -1,7 +1,7 @@
 import { heldRows } from "@loom/store/held-rows";
 import { dateOf, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { logClosed } from "../log-closed.ts";
-import type { EventRecord, EventsStore, LogKind, LogRef } from "./port.ts";
+import type { EventRecord, EventsStore, LogKind, LogRef, SpanRecord } from "./port.ts";
 
 /**
  * Schema versions of the events tables (kit `migrate`): append, never edit.
@@ -34,6 +34,10 @@ export const eventsMigrations = [
    INSERT INTO events_by_id SELECT e.id, e.log_id, e.log_offset FROM events_events e JOIN events_logs l ON l.id = e.log_id WHERE l.run_kind = 'structure-run';
    DROP TABLE events_events;`,
   `ALTER TABLE events_logs DROP COLUMN length;`,
+  // A structure run's spans: one list per run, bound to its first writer's organization; each span is JSON text, never queried.
+  `CREATE TABLE events_span_lists (run_id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, length INTEGER NOT NULL) WITHOUT ROWID;
+   CREATE TABLE events_spans (run_id TEXT NOT NULL, position INTEGER NOT NULL, span TEXT NOT NULL,
+     PRIMARY KEY (run_id, position)) WITHOUT ROWID;`,
 ];
 
 interface LogRow {
@@ -164,6 +168,35 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
          WHERE b.id = ? AND l.organization_id = ? AND l.run_kind = 'structure-run'`,
       ).get(eventId, organizationId);
       return row && eventOf(row, { runKind: row.run_kind as LogKind, runId: row.run_id as string }, organizationId);
+    },
+
+    async appendSpans(runId, organizationId, spans) {
+      if (spans.length === 0) throw new Error("an append needs at least one span");
+      return handle.transaction(() => {
+        const list = (prepare("SELECT organization_id, length FROM events_span_lists WHERE run_id = ?").get(runId) as
+          | { organization_id: string; length: number }
+          | undefined) ?? { organization_id: organizationId, length: 0 };
+        if (list.organization_id !== organizationId) return undefined;
+        const insert = prepare("INSERT INTO events_spans (run_id, position, span) VALUES (?, ?, ?)");
+        spans.forEach((span, i) => insert.run(runId, list.length + i, JSON.stringify(span)));
+        prepare(
+          `INSERT INTO events_span_lists (run_id, organization_id, length) VALUES (?, ?, ?)
+           ON CONFLICT (run_id) DO UPDATE SET length = excluded.length`,
+        ).run(runId, organizationId, list.length + spans.length);
+        return true as const;
+      });
+    },
+
+    async listSpans(runId, organizationId, skip, limit) {
+      const list = prepare("SELECT length FROM events_span_lists WHERE run_id = ? AND organization_id = ?").get(
+        runId,
+        organizationId,
+      ) as { length: number } | undefined;
+      if (!list) return undefined;
+      const rows = prepare(
+        "SELECT span FROM events_spans WHERE run_id = ? AND position >= ? ORDER BY position LIMIT ?",
+      ).all(runId, skip, limit);
+      return { items: rows.map((row) => JSON.parse(row.span as string) as SpanRecord), totalCount: list.length };
     },
   };
 }

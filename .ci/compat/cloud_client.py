@@ -1,0 +1,129 @@
+"""The generated griptape-cloud-client 0.2.0 against Loom: every thread,
+message, ruleset and rule operation and GetUser answer with the status code the
+client documents and a body it parses (a missing key raises KeyError in its
+from_dict). Run by .ci/griptape-compat.ts."""
+import os
+import uuid
+
+from griptape_cloud_client import AuthenticatedClient
+from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
+from griptape_cloud_client.api.rules import create_rule, delete_rule, get_rule, list_rules, update_rule
+from griptape_cloud_client.api.rulesets import create_ruleset, delete_ruleset, get_ruleset, list_rulesets, update_ruleset
+from griptape_cloud_client.api.threads import create_thread, delete_thread, get_thread, list_threads, update_thread
+from griptape_cloud_client.api.users import get_user
+from griptape_cloud_client.models import (
+    CreateMessageRequestContent,
+    CreateRuleRequestContent,
+    CreateRulesetRequestContent,
+    CreateThreadRequestContent,
+    MessageInput,
+    Metadata,
+    UpdateMessageRequestContent,
+    UpdateRuleRequestContent,
+    UpdateRulesetRequestContent,
+    UpdateThreadRequestContent,
+)
+
+from checks import Checks
+
+# The client's paths start with /api, so its base URL is the server's root.
+client = AuthenticatedClient(base_url=os.environ["LOOM_URL"], token=os.environ["LOOM_KEY"])
+checks = Checks("griptape-cloud-client 0.2.0")
+check = checks.check
+called = []
+
+
+def call(operation, status, **kwargs):
+    """One operation: the status it documents for success, and for a body a
+    parsed model of the operation's own response type (not an error body)."""
+    name = operation.__name__.rsplit(".", 1)[-1]
+    called.append(name)
+    try:
+        res = operation.sync_detailed(client=client, **kwargs)
+    except Exception as error:  # the client's from_dict raising on a missing key
+        checks.fail(f"{name}: {type(error).__name__}: {error}")
+        return None
+    check(f"{name} status", res.status_code, status)
+    if status == 204:
+        return None
+    if res.parsed is None or type(res.parsed).__name__.endswith("ErrorResponseContent"):
+        checks.fail(f"{name}: not parsed as its response ({res.content[:200]!r})")
+        return None
+    return res.parsed
+
+
+def metadata(**values):
+    return Metadata.from_dict(values)
+
+
+suffix = uuid.uuid4().hex[:8]
+
+# GetUser, of the key's own user (ListUsers is not among the client's operations)
+me = client.get_httpx_client().get("/api/users").json()["users"][0]["user_id"]
+user = call(get_user, 200, user_id=me)
+check("GetUser's user", user and user.user_id, me)
+
+# Threads and messages
+thread = call(
+    create_thread,
+    201,
+    body=CreateThreadRequestContent(
+        name="compat thread",
+        alias=f"compat-{suffix}",
+        metadata=metadata(topic="compat"),
+        messages=[MessageInput(input_="first question", output="first answer", metadata=metadata(run_id="r1"))],
+    ),
+)
+if thread:
+    tid = thread.thread_id
+    check("created thread's message_count", thread.message_count, 1)
+    got = call(get_thread, 200, thread_id=tid)
+    check("got thread's metadata", got and got.metadata.to_dict(), {"topic": "compat"})
+    listed = call(list_threads, 200, alias=f"compat-{suffix}")
+    check("threads listed by alias", listed and [t.thread_id for t in listed.threads], [tid])
+    updated = call(update_thread, 200, thread_id=tid, body=UpdateThreadRequestContent(name="renamed", metadata=metadata(topic="renamed")))
+    check("updated thread's name", updated and updated.name, "renamed")
+
+    message = call(create_message, 201, thread_id=tid, body=CreateMessageRequestContent(input_="second question", output="second answer"))
+    check("created message's index", message and message.index, 1)
+    messages = call(list_messages, 200, thread_id=tid)
+    check("messages in order", messages and [m.input_ for m in messages.messages], ["first question", "second question"])
+    if message:
+        mid = message.message_id
+        got = call(get_message, 200, message_id=mid)
+        check("got message's output", got and got.output, "second answer")
+        updated = call(update_message, 200, message_id=mid, body=UpdateMessageRequestContent(output="better answer"))
+        check("updated message's output", updated and updated.output, "better answer")
+        call(delete_message, 204, message_id=mid)
+        check("deleted message is gone", get_message.sync_detailed(client=client, message_id=mid).status_code, 404)
+
+    call(delete_thread, 204, thread_id=tid)
+    check("deleted thread is gone", get_thread.sync_detailed(client=client, thread_id=tid).status_code, 404)
+
+# Rulesets and rules
+rule = call(create_rule, 201, body=CreateRuleRequestContent(name="brevity", rule="Be brief.", metadata=metadata(kind="style")))
+ruleset = rule and call(
+    create_ruleset, 201, body=CreateRulesetRequestContent(name="compat ruleset", alias=f"compat-{suffix}", rule_ids=[rule.rule_id])
+)
+if rule and ruleset:
+    rid, sid = rule.rule_id, ruleset.ruleset_id
+    got = call(get_rule, 200, rule_id=rid)
+    check("got rule", got and got.rule, "Be brief.")
+    rules = call(list_rules, 200, ruleset_id=sid)
+    check("rules of the ruleset", rules and [r.rule_id for r in rules.rules], [rid])
+    updated = call(update_rule, 200, rule_id=rid, body=UpdateRuleRequestContent(rule="Be very brief."))
+    check("updated rule", updated and updated.rule, "Be very brief.")
+
+    got = call(get_ruleset, 200, ruleset_id=sid)
+    check("got ruleset's rule_ids", got and got.rule_ids, [rid])
+    listed = call(list_rulesets, 200, alias=f"compat-{suffix}")
+    check("rulesets listed by alias", listed and [r.ruleset_id for r in listed.rulesets], [sid])
+    updated = call(update_ruleset, 200, ruleset_id=sid, body=UpdateRulesetRequestContent(description="for CI", rule_ids=[]))
+    check("updated ruleset", updated and (updated.description, updated.rule_ids), ("for CI", []))
+
+    call(delete_ruleset, 204, ruleset_id=sid)
+    check("deleted ruleset is gone", get_ruleset.sync_detailed(client=client, ruleset_id=sid).status_code, 404)
+    call(delete_rule, 204, rule_id=rid)
+    check("deleted rule is gone", get_rule.sync_detailed(client=client, rule_id=rid).status_code, 404)
+
+checks.report(f"{len(set(called))} operations ({', '.join(sorted(set(called)))})")
