@@ -4,7 +4,12 @@ import type { Context } from "koa";
 import getRawBody from "raw-body";
 
 /** Request body limits of docs/behaviour.md §9. */
-export const bodyLimits = { default: 1024 * 1024, events: 5 * 1024 * 1024 } as const;
+export const bodyLimits = {
+  default: 1024 * 1024,
+  events: 5 * 1024 * 1024,
+  /** A thread's whole conversation (griptape's memory driver sends every run it keeps, up to 1,000 messages). */
+  threads: 8 * 1024 * 1024,
+} as const;
 
 const utf8 = new TextDecoder("utf-8", { fatal: true });
 

@@ -4,7 +4,7 @@ import { type ApiClient, apiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { maxMessagesPerBody } from "../src/routes/threads.ts";
+import { maxMessagesPerBody } from "../src/routes/messages.ts";
 import { messageListSchema, messageSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
 
@@ -482,6 +482,15 @@ describe.each(storeKinds("threads and messages over HTTP"))("threads and message
       );
       expect((await messagesOf(t.thread_id, "?page=4&page_size=2")).messages).toEqual([]);
       expectError(await admin.get(`/threads/${t.thread_id}/messages?page_size=101`), 400, "ValidationError");
+    });
+
+    it("ListMessages without page_size answers the whole thread (griptape's memory loads once, then stores it back)", async () => {
+      const t = await thread({ messages: Array.from({ length: 45 }, (_, n) => turn(n)) });
+      const whole = await messagesOf(t.thread_id);
+      expect(whole.messages.map((m) => m.index)).toEqual(Array.from({ length: 45 }, (_, n) => n));
+      expect(whole.pagination).toMatchObject({ page_number: 1, total_count: 45, total_pages: 1 });
+      expect((await messagesOf(t.thread_id, "?page_size=20")).messages).toHaveLength(20);
+      expect((await messagesOf(t.thread_id, "?page=2")).messages).toEqual([]); // a page of the whole thread
     });
 
     it("GetMessage answers one message; 404 for an unknown id, 400 for a malformed one", async () => {

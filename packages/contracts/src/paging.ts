@@ -9,13 +9,19 @@ export interface PageWindow {
   skip: number;
 }
 
-/** A service's re-check of the paging the gateway validated; 0 means "default". */
-export function pageWindow(page: { page: number; pageSize: number } | undefined): PageWindow {
+/**
+ * A service's re-check of the paging the gateway validated; 0 means "default".
+ * `maxPageSize` is for a list that the gateway may ask for whole (a thread's messages).
+ */
+export function pageWindow(
+  page: { page: number; pageSize: number } | undefined,
+  maxPageSize: number = pageBounds.maxPageSize,
+): PageWindow {
   const number = page?.page || pageBounds.defaultPage;
   const size = page?.pageSize || pageBounds.defaultPageSize;
   if (number < 1) throw invalidArgument([{ path: "query.page", message: "must be at least 1" }]);
-  if (size < 1 || size > pageBounds.maxPageSize) {
-    throw invalidArgument([{ path: "query.page_size", message: `must be between 1 and ${pageBounds.maxPageSize}` }]);
+  if (size < 1 || size > maxPageSize) {
+    throw invalidArgument([{ path: "query.page_size", message: `must be between 1 and ${maxPageSize}` }]);
   }
   return { page: number, pageSize: size, skip: (number - 1) * size };
 }

@@ -7,6 +7,9 @@ import { defineOperation } from "../operation.ts";
 import { messageListSchema, messageSchema } from "../schemas.ts";
 import { jsonObject, pageQuery, uuid } from "../validation.ts";
 
+/** Messages one CreateThread or UpdateThread body may carry (docs/api.md §8); the runs service checks it again. */
+export const maxMessagesPerBody = 1000;
+
 /**
  * A new message, as CreateMessage takes it and as the items of a thread's
  * `messages` (CreateThread, UpdateThread). `input` and `output` are opaque
@@ -58,15 +61,16 @@ export function messageOperations({ runs }: ServiceClients) {
       id: "ListMessages",
       method: "GET",
       path: "/threads/{thread_id}/messages",
-      summary: "A thread's messages in conversation order (by index, oldest first)",
+      summary:
+        "A thread's messages in conversation order (by index, oldest first); all of them (up to 1,000) when page_size is absent",
       params: threadPath,
       query: pageQuery,
       response: { status: 200, description: "A page of messages", schema: messageListSchema },
-      async handle({ params, query, call }) {
-        const res = await runs.listMessages(
-          { threadId: params.thread_id, page: { page: query.page, pageSize: query.page_size } },
-          call,
-        );
+      async handle({ params, query, call, ctx }) {
+        // griptape's conversation-memory driver loads one page and then replaces the thread with what it loaded:
+        // without page_size, the whole thread (as many messages as an UpdateThread body may carry).
+        const pageSize = ctx.query.page_size === undefined ? maxMessagesPerBody : query.page_size;
+        const res = await runs.listMessages({ threadId: params.thread_id, page: { page: query.page, pageSize } }, call);
         return { messages: res.messages.map(messageJson), pagination: pagination(res.page) };
       },
     }),

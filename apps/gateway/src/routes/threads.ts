@@ -1,16 +1,15 @@
 import type { Thread } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
+import { bodyLimits } from "../body.ts";
 import type { ServiceClients } from "../clients.ts";
 import { withExtraKeysAsMetadata } from "../extra-keys-metadata.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { threadListSchema, threadSchema } from "../schemas.ts";
 import { boundedName, jsonObject, pageQuery, uuid } from "../validation.ts";
-import { newMessage } from "./messages.ts";
+import { maxMessagesPerBody, newMessage } from "./messages.ts";
 
 const threadName = boundedName(200);
-/** Messages one CreateThread or UpdateThread body may carry (docs/api.md §8); the runs service checks it again. */
-export const maxMessagesPerBody = 1000;
 const messages = z.array(newMessage).max(maxMessagesPerBody, `must have at most ${maxMessagesPerBody} items`);
 
 const createBody = z.object({
@@ -54,7 +53,7 @@ export function threadOperations({ runs }: ServiceClients) {
       method: "POST",
       path: "/threads",
       summary: "Creates a conversation thread, with its first messages in order",
-      body: { schema: createBody, required: true },
+      body: { schema: createBody, required: true, limit: bodyLimits.threads },
       response: { status: 201, description: "The new thread", schema: threadSchema },
       handle: async ({ body, call }) =>
         threadJson(
@@ -106,7 +105,7 @@ export function threadOperations({ runs }: ServiceClients) {
       path: "/threads/{thread_id}",
       summary: "Changes the given fields of a thread; `messages` replaces its messages",
       params: threadPath,
-      body: { schema: updateBody, required: false },
+      body: { schema: updateBody, required: false, limit: bodyLimits.threads },
       response: { status: 200, description: "The thread as it is now", schema: threadSchema },
       handle: async ({ params, body, call }) =>
         threadJson(

@@ -4,7 +4,7 @@ import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import type { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import type { MessageStore } from "../store/messages.ts";
-import { newMessage, textViolations } from "./message-bounds.ts";
+import { maxMessagesPerBody, newMessage, textViolations } from "./message-bounds.ts";
 import { messageMessage } from "./run-messages.ts";
 
 type MessageHandlers = Pick<
@@ -30,7 +30,8 @@ export function messageHandlers(messages: MessageStore, now: () => Date): Messag
     },
 
     async listMessages(req, ctx) {
-      const window = pageWindow(req.page);
+      // The gateway asks for a whole thread (up to an UpdateThread body's messages) when no page_size is given.
+      const window = pageWindow(req.page, maxMessagesPerBody);
       const page = await messages.listMessages(
         requirePrincipal(ctx).organizationId,
         req.threadId,
