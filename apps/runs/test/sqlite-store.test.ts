@@ -418,18 +418,37 @@ describe("runs store on SQLite", () => {
   it("moves the queue and the leases of a version 4 database into tables without rowid, every row kept, and drops the claims table (version 5)", async () => {
     const handle = openSqlite(":memory:");
     migrate(handle, "runs", runsMigrations.slice(0, 4));
-    const before = createSqliteRunsStore(handle);
+    // The rows as version 4's store wrote them (today's store writes columns version 4 does not have).
     const queued = newRun({ threadId: newId() });
-    const executing = newRun();
-    for (const run of [queued, executing]) await before.insertRun(run);
+    const executing = newRun({ status: "STARTING", worker: "w" });
+    for (const run of [queued, executing])
+      handle.db
+        .prepare(
+          `INSERT INTO runs_runs (id, organization_id, assistant_id, thread_id, args, message, stream, status, knowledge_base_ids,
+           retriever_ids, ruleset_ids, structure_ids, tool_ids, created_by, created_at, updated_at, worker)
+           VALUES (?, ?, ?, ?, '[]', ?, 0, ?, '[]', '[]', '[]', '[]', '[]', ?, ?, ?, ?)`,
+        )
+        .run(
+          run.id,
+          org,
+          run.assistantId,
+          run.threadId ?? null,
+          run.message,
+          run.status,
+          run.createdBy,
+          run.createdAt.getTime(),
+          run.updatedAt.getTime(),
+          run.worker ?? null,
+        );
+    handle.db
+      .prepare("INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?)")
+      .run(queued.id, org, queued.threadId!, queued.createdAt.getTime());
+    handle.db
+      .prepare(
+        "INSERT INTO runs_leases (run_id, worker, until, organization_id, thread_id) VALUES (?, 'w', ?, ?, NULL)",
+      )
+      .run(executing.id, clock - 1, org);
     handle.db.prepare("INSERT INTO runs_claims (run_id, worker, at) VALUES (?, 'w', ?)").run(executing.id, clock);
-    await before.transition(
-      executing.id,
-      { from: ["QUEUED"] },
-      "STARTING",
-      { worker: "w", leaseUntil: new Date(clock - 1) },
-      tick(),
-    );
     const tables = () =>
       handle.db
         .prepare(
