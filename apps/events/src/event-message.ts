@@ -1,5 +1,5 @@
 import { create, fromJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
-import { timestampFromDate, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { EventRecord, LogKind } from "./store/port.ts";
 
@@ -8,8 +8,12 @@ export const kindEnums: Record<LogKind, RunKind> = {
   "structure-run": RunKind.STRUCTURE_RUN,
 };
 
-/** A stored event as every RPC answers it (lists, gets, follows) and as the bus carries it. */
-export function eventMessage(e: EventRecord): Event {
+/**
+ * A stored event as every RPC answers it (lists, gets, follows) and as the bus
+ * carries it. `payload`: the record's payload as a Value already (an append
+ * has the writer's), so a large one is not converted back from JSON.
+ */
+export function eventMessage(e: EventRecord, payload?: Value): Event {
   return create(EventSchema, {
     eventId: e.id,
     runKind: kindEnums[e.runKind],
@@ -17,7 +21,7 @@ export function eventMessage(e: EventRecord): Event {
     offset: BigInt(e.offset),
     type: e.type,
     origin: e.origin,
-    payload: fromJson(ValueSchema, e.payload as ProtoJson),
+    payload: payload ?? fromJson(ValueSchema, e.payload as ProtoJson),
     timestamp: e.timestamp,
     createdAt: timestampFromDate(e.createdAt),
     organizationId: e.organizationId,

@@ -162,9 +162,11 @@ export function createEventsService(deps: EventsDeps): RpcService {
   async function publish(log: LogRef, stored: Event[]): Promise<void> {
     const subject = subjects.events(log.runKind, log.runId);
     const sent = stored.map((event) =>
-      bus.publish(subject, toBinary(EventSchema, event)).catch((error: unknown) => {
-        logger?.warn({ err: error, subject, offset: Number(event.offset) }, "could not publish a stored event");
-      }),
+      bus
+        .publish(subject, () => toBinary(EventSchema, event))
+        .catch((error: unknown) => {
+          logger?.warn({ err: error, subject, offset: Number(event.offset) }, "could not publish a stored event");
+        }),
     );
     await Promise.all(sent);
   }
@@ -199,7 +201,8 @@ export function createEventsService(deps: EventsDeps): RpcService {
       }
       if (!answerWhenWritten) await store.durable();
       if (!stored) throw notFound(runNames[log.runKind]);
-      const events = stored.map(eventMessage);
+      // In the order appended: each record with the writer's payload (a Value already).
+      const events = stored.map((record, i) => eventMessage(record, req.events[i]!.payload));
       eventsAppended.inc(events.length);
       if (answerWhenWritten) {
         // Published once on disk, in the order appended (durable() resolves in the order of the writes).
@@ -231,7 +234,7 @@ export function createEventsService(deps: EventsDeps): RpcService {
       // the runs service, and one without events reads as an empty log.
       if (!window || (log.runKind === "structure-run" && window.totalCount === 0))
         throw notFound(runNames[log.runKind]);
-      return { events: window.items.map(eventMessage), totalCount: BigInt(window.totalCount) };
+      return { events: window.items.map((record) => eventMessage(record)), totalCount: BigInt(window.totalCount) };
     },
 
     async getEvent(req, ctx) {

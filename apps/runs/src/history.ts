@@ -1,5 +1,5 @@
 import type { ChatTurn } from "./models/port.ts";
-import type { MessageRecord } from "./store/messages.ts";
+import type { MessageTexts } from "./store/messages.ts";
 
 /**
  * How much of its thread a run sees (docs/behaviour.md §5): at most
@@ -14,6 +14,8 @@ export interface HistoryWindow {
 /** The window's token approximation: a token is about four characters (of English text, for OpenAI's tokenizers). */
 const charactersPerToken = 4;
 
+const artifactLike = /^\s*\{/;
+
 /**
  * What the model reads of a message's `input` or `output`: the text of a
  * griptape artifact stored as JSON (an object whose `type` ends in
@@ -21,6 +23,8 @@ const charactersPerToken = 4;
  * else the string itself. Never the artifact's JSON.
  */
 export function textOf(stored: string): string {
+  // Only an object can be an artifact: other strings skip the parse (and the cost of its exception).
+  if (!artifactLike.test(stored)) return stored;
   let parsed: unknown;
   try {
     parsed = JSON.parse(stored);
@@ -44,7 +48,7 @@ function artifactText(value: unknown): string | undefined {
  * an assistant turn, within the window. A message that does not fit the
  * token budget ends the history there (older ones are dropped with it).
  */
-export function historyTurns(messages: MessageRecord[], window: HistoryWindow): ChatTurn[] {
+export function historyTurns(messages: MessageTexts[], window: HistoryWindow): ChatTurn[] {
   let budget = window.maxTokens * charactersPerToken;
   const kept: ChatTurn[][] = [];
   for (let i = messages.length - 1; i >= 0 && kept.length < window.maxMessages; i--) {

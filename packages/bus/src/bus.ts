@@ -5,7 +5,12 @@
  * once: the database is the record, the bus only says "look now".
  */
 export interface Bus {
-  publish(subject: string, data: Uint8Array): Promise<void>;
+  /**
+   * `data` may be given as a function when encoding it costs (an event's
+   * payload): it is called once, and only if the message goes anywhere (the
+   * in-process bus skips it when no subscription matches; NATS always sends).
+   */
+  publish(subject: string, data: MessageData): Promise<void>;
   subscribe(subject: string, onMessage: (data: Uint8Array, subject: string) => void): Subscription;
   ready(): Promise<boolean>;
   /**
@@ -24,6 +29,12 @@ export interface Bus {
 }
 
 export type BusConnection = "connected" | "disconnected" | "in-process";
+
+/** A message's bytes, or how to encode them (`Bus.publish`). */
+export type MessageData = Uint8Array | (() => Uint8Array);
+
+/** The bytes of `data`, encoding them if given as a function. */
+export const messageBytes = (data: MessageData): Uint8Array => (typeof data === "function" ? data() : data);
 
 /** What `/readyz` says of a bus: nothing for an in-process one (it cannot be lost). */
 export function busReadiness(bus: Bus | undefined): { bus?: "connected" | "disconnected" } {

@@ -1,5 +1,5 @@
 import type { Bus, Subscription } from "./bus.ts";
-import { subjectMatches } from "./bus.ts";
+import { messageBytes, subjectMatches } from "./bus.ts";
 
 type Listener = { pattern: string; onMessage: (data: Uint8Array, subject: string) => void };
 
@@ -8,9 +8,10 @@ export function createMemoryBus(): Bus & { subscriberCount(): number } {
   const listeners = new Set<Listener>();
   return {
     async publish(subject, data) {
-      for (const listener of [...listeners]) {
-        if (subjectMatches(listener.pattern, subject)) queueMicrotask(() => listener.onMessage(data, subject));
-      }
+      const matching = [...listeners].filter((listener) => subjectMatches(listener.pattern, subject));
+      if (matching.length === 0) return; // nobody listens: the message is not even encoded
+      const bytes = messageBytes(data);
+      for (const listener of matching) queueMicrotask(() => listener.onMessage(bytes, subject));
     },
     subscribe(pattern, onMessage): Subscription {
       const listener = { pattern, onMessage };

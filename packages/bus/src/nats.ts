@@ -1,7 +1,7 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { Gauge, metricsRegistry } from "@loom/telemetry/metrics";
 import { connect } from "@nats-io/transport-node";
-import type { Bus, BusConnection, Subscription } from "./bus.ts";
+import { type Bus, type BusConnection, messageBytes, type Subscription } from "./bus.ts";
 import { deliverTraced, publishHeaders } from "./tracing.ts";
 
 /**
@@ -63,7 +63,7 @@ export async function createNatsBus(url: string, name: string, logger?: Logger):
     async publish(subject, data) {
       // Trace context rides in the message's headers (docs/decisions.md, "Traces").
       const headers = publishHeaders();
-      nc.publish(subject, data, headers ? { headers } : undefined);
+      nc.publish(subject, messageBytes(data), headers ? { headers } : undefined);
     },
     subscribe(subject, onMessage): Subscription {
       const sub = nc.subscribe(subject, {

@@ -89,6 +89,18 @@ describe.each(kinds)("bus contract (%s)", (_kind, open) => {
     [exact, wild, other].forEach((c) => c.sub.unsubscribe());
   });
 
+  it("encodes a message given as a function once, for every subscriber", async () => {
+    const subject = `loom.events.assistant.lazy${Math.random().toString(16).slice(2)}`;
+    const [one, two] = [collect(b, subject), collect(b, `loom.events.*.${subject.split(".")[3]}`)];
+    await b.ready();
+    const encode = vi.fn(() => new TextEncoder().encode("lazy"));
+    await a.publish(subject, encode);
+    await flushed();
+    expect([one.got, two.got]).toEqual([[`${subject}:lazy`], [`${subject}:lazy`]]);
+    expect(encode).toHaveBeenCalledTimes(1);
+    [one, two].forEach((c) => c.sub.unsubscribe());
+  });
+
   it("stops delivering after unsubscribe", async () => {
     const c = collect(b, "loom.runs.x.control");
     await b.ready();
@@ -102,5 +114,16 @@ describe.each(kinds)("bus contract (%s)", (_kind, open) => {
   it("reports ready while connected", async () => {
     expect(await a.ready()).toBe(true);
     expect(await b.ready()).toBe(true);
+  });
+});
+
+describe("the in-process bus", () => {
+  it("does not encode a message that no subscription matches", async () => {
+    const bus = createMemoryBus();
+    bus.subscribe("loom.events.assistant.someone-else", () => {});
+    const encode = vi.fn(() => new Uint8Array([1]));
+    await bus.publish("loom.events.assistant.r1", encode);
+    expect(encode).not.toHaveBeenCalled();
+    await bus.close();
   });
 });

@@ -36,6 +36,9 @@ export const lengthOf = (message: Pick<MessageContent, "input" | "output">): num
  * organization's (undefined / false otherwise, as for an unknown id). After
  * each write the thread's `messageCount` and `messagesLength` count it.
  */
+/** What a run's history reads of a message. */
+export type MessageTexts = Pick<MessageRecord, "input" | "output">;
+
 export interface MessageStore {
   /** Appends a message at the thread's next index; undefined when the thread is not the organization's. */
   appendMessage(message: NewMessage): Promise<MessageRecord | undefined>;
@@ -49,8 +52,11 @@ export interface MessageStore {
   getMessage(organizationId: string, id: string): Promise<MessageRecord | undefined>;
   updateMessage(organizationId: string, id: string, changes: MessageChanges): Promise<MessageRecord | undefined>;
   deleteMessage(organizationId: string, id: string): Promise<boolean>;
-  /** The newest `limit` messages of a thread, oldest first: a run's history (the worker's read, any organization). */
-  latestMessages(threadId: string, limit: number): Promise<MessageRecord[]>;
+  /**
+   * The newest `limit` messages of a thread, oldest first, as much of them as
+   * a run's history reads (its texts): the worker's read, any organization.
+   */
+  latestMessages(threadId: string, limit: number): Promise<MessageTexts[]>;
 }
 
 /** A SUCCEEDED run's turn as its thread's next message: the run's id (a retried append finds it), organization and creator. */

@@ -269,11 +269,11 @@ export function createMongoThreads(
       const thread = await threads.findOne({ _id: threadId }, { projection: { generation: 1 } });
       if (!thread) return [];
       const docs = await messages
-        .find({ threadId, generation: generationOf(thread) })
+        .find({ threadId, generation: generationOf(thread) }, { projection: { input: 1, output: 1 } })
         .sort({ index: -1, _id: -1 })
         .limit(limit)
         .toArray();
-      return docs.map((d) => messageOf(d)!).reverse();
+      return docs.map((d) => ({ input: d.input, output: d.output })).reverse();
     },
   };
 }

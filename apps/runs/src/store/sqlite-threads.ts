@@ -1,6 +1,6 @@
 import { charLength } from "@loom/contracts/text";
 import { newestFirstOrder, optional, type SqliteHandle } from "@loom/store/sqlite";
-import { lengthOf, type MessageRecord, type MessageStore, type NewMessage } from "./messages.ts";
+import { lengthOf, type MessageRecord, type MessageStore, type MessageTexts, type NewMessage } from "./messages.ts";
 import { messageOf, threadOf } from "./sqlite-rows.ts";
 import type { ThreadStore } from "./threads.ts";
 
@@ -199,9 +199,11 @@ export function createSqliteThreads(handle: SqliteHandle): ThreadStore &
         return true;
       }),
     latestMessages: async (threadId, limit) =>
-      prepare("SELECT * FROM runs_messages WHERE thread_id = ? ORDER BY idx DESC, id DESC LIMIT ?")
-        .all(threadId, limit)
-        .map((row) => messageOf(row)!)
-        .reverse(),
+      (
+        prepare("SELECT input, output FROM runs_messages WHERE thread_id = ? ORDER BY idx DESC, id DESC LIMIT ?").all(
+          threadId,
+          limit,
+        ) as unknown as MessageTexts[]
+      ).reverse(),
   };
 }
