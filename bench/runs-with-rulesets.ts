@@ -55,8 +55,10 @@ interface Row {
 
 /**
  * Issue 33: runs/s at 10 clients of an assistant with 3 rulesets of 10 rules,
- * each run on its client's thread of (at first) 50 messages, against the same
- * process's runs of an assistant with no rulesets and no thread. One
+ * each run on its client's thread of 50 messages (the thread grows with its
+ * runs; THREAD_HISTORY_MAX_MESSAGES=50 keeps every run's history at 50
+ * messages), against the same process's runs of an assistant with no
+ * rulesets and no thread. One
  * all-in-one process, the two kinds alternating over `rounds` rounds (which
  * goes first alternates); each round gives the configured kind fresh threads.
  */
@@ -65,7 +67,8 @@ export async function benchRunsWithRulesets(options: { seconds: number; rounds: 
   const port = await freePort();
   const loom = await startProcess(
     "apps/loom/src/main.ts",
-    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv },
+    // The window holds what each run sees at the thread's 50 messages while its runs add theirs.
+    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...runEnv, THREAD_HISTORY_MAX_MESSAGES: String(threadMessages) },
     `http://127.0.0.1:${port}/healthz`,
   );
   try {
@@ -101,7 +104,7 @@ export async function benchRunsWithRulesets(options: { seconds: number; rounds: 
     const rows: Row[] = [
       { assistant: "no rulesets, no thread", clients, "runs/s": round1(mean(figures.none)), failed: 0, unfinished: 0 },
       {
-        assistant: `${rulesets} rulesets × ${rulesPerRuleset} rules, thread of ${threadMessages}+ messages`,
+        assistant: `${rulesets} rulesets × ${rulesPerRuleset} rules, ${threadMessages} messages of history`,
         clients,
         "runs/s": round1(mean(figures.configured)),
         failed,
