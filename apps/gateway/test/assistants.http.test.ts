@@ -6,6 +6,7 @@ import { signAccessToken } from "@loom/testing/tokens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assistantListSchema, assistantSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
+import { organizationClients } from "./organization-clients.ts";
 
 const uuid = () => crypto.randomUUID();
 
@@ -18,11 +19,7 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
 
   beforeAll(async () => {
     stack = await startStack(store);
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
-    const me = (await admin.get("/users")).body.users[0];
-    adminUserId = me.user_id;
-    orgId = me.organizations[0];
-    stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `assistant-stranger-${store}` }));
+    ({ admin, stranger, adminUserId, orgId } = await organizationClients(stack, `assistant-stranger-${store}`));
   });
   afterAll(() => stack?.close());
 

@@ -6,6 +6,7 @@ import { signAccessToken } from "@loom/testing/tokens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ruleListSchema, ruleSchema, rulesetListSchema, rulesetSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
+import { organizationClients } from "./organization-clients.ts";
 
 const uuid = () => crypto.randomUUID();
 
@@ -33,11 +34,7 @@ describe.each(storeKinds("rulesets over HTTP"))("rulesets and rules over HTTP (%
 
   beforeAll(async () => {
     stack = await startStack(store);
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
-    const me = (await admin.get("/users")).body.users[0];
-    adminUserId = me.user_id;
-    orgId = me.organizations[0];
-    stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `ruleset-stranger-${store}` }));
+    ({ admin, stranger, adminUserId, orgId } = await organizationClients(stack, `ruleset-stranger-${store}`));
   });
   afterAll(() => stack?.close());
 

@@ -8,6 +8,7 @@ import { signAccessToken } from "@loom/testing/tokens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { assetListSchema, assetSchema, assetUrlSchema, bucketListSchema, bucketSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
+import { organizationClients } from "./organization-clients.ts";
 
 /** The largest asset the test stacks store: just over include_contents' 1 MiB, so that limit can be reached. */
 const maxAssetBytes = 1024 * 1024 + 4096;
@@ -97,11 +98,7 @@ describe.each(storeKinds("storage over HTTP"))("storage over HTTP (%s store)", (
 
   beforeAll(async () => {
     stack = await startStack(store, { storage: { ASSET_MAX_BYTES: maxAssetBytes } });
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
-    const me = (await admin.get("/users")).body.users[0];
-    adminUserId = me.user_id;
-    orgId = me.organizations[0];
-    stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `storage-stranger-${store}` }));
+    ({ admin, stranger, adminUserId, orgId } = await organizationClients(stack, `storage-stranger-${store}`));
   });
   afterAll(() => stack?.close());
 

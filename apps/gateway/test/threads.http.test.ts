@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { maxMessagesPerBody } from "../src/routes/messages.ts";
 import { messageListSchema, messageSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
+import { organizationClients } from "./organization-clients.ts";
 
 const uuid = () => crypto.randomUUID();
 
@@ -54,11 +55,7 @@ describe.each(storeKinds("threads and messages over HTTP"))("threads and message
 
   beforeAll(async () => {
     stack = await startStack(store);
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
-    const me = (await admin.get("/users")).body.users[0];
-    adminUserId = me.user_id;
-    orgId = me.organizations[0];
-    stranger = apiClient(stack.gatewayUrl, await signAccessToken({ sub: `thread-stranger-${store}` }));
+    ({ admin, stranger, adminUserId, orgId } = await organizationClients(stack, `thread-stranger-${store}`));
   });
   afterAll(() => stack?.close());
 
