@@ -3,14 +3,12 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
 import { isUuid } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { spanBounds } from "@loom/contracts/spans";
 import { lengthProblem, nameProblem } from "@loom/contracts/text";
 import { type EventsService, type Span, SpanSchema } from "@loom/proto/events/v1/events_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { z } from "zod";
 import type { EventsStore, SpanRecord } from "./store/port.ts";
-
-/** Bounds of a structure run's spans (docs/behaviour.md §6); the gateway checks them first. */
-export const spanBounds = { maxBatch: 1000, maxIdLength: 100, maxNameLength: 200, maxEvents: 1000 } as const;
 
 export const spanStatuses = ["OK", "ERROR", "UNSET"] as const;
 

@@ -1,10 +1,11 @@
+import { maxMessagesPerBody } from "@loom/contracts/thread-messages";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { laterThan } from "@loom/testing/clock";
 import { type ApiClient, apiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { signAccessToken } from "@loom/testing/tokens";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { maxMessagesPerBody } from "../src/routes/messages.ts";
+
 import { messageListSchema, messageSchema, threadListSchema, threadSchema } from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
 import { organizationClients } from "./organization-clients.ts";

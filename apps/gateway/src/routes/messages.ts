@@ -1,3 +1,4 @@
+import { maxMessagesPerBody } from "@loom/contracts/thread-messages";
 import type { ThreadMessage } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
@@ -6,9 +7,6 @@ import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { messageListSchema, messageSchema } from "../schemas.ts";
 import { jsonObject, pageQuery, uuid } from "../validation.ts";
-
-/** Messages one CreateThread or UpdateThread body may carry (docs/api.md §8); the runs service checks it again. */
-export const maxMessagesPerBody = 1000;
 
 /**
  * A new message, as CreateMessage takes it and as the items of a thread's

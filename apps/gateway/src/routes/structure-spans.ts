@@ -1,3 +1,4 @@
+import { spanBounds } from "@loom/contracts/spans";
 import type { Span } from "@loom/proto/events/v1/events_pb";
 import { z } from "zod";
 import { bodyLimits } from "../body.ts";
@@ -6,9 +7,6 @@ import { pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { spanListSchema } from "../schemas.ts";
 import { boundedName, boundedText, jsonObject, pageQuery, uuid } from "../validation.ts";
-
-/** Bounds of docs/behaviour.md §6; the events service checks them again. */
-export const spanBounds = { maxBatch: 1000, maxIdLength: 100, maxNameLength: 200, maxEvents: 1000 } as const;
 
 /** RFC 3339 with an offset and any fraction of a second, as OpenTelemetry's exporters write it. */
 const dateTime = z.iso.datetime({ offset: true, error: "must be an RFC 3339 date-time" });

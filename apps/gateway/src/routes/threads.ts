@@ -1,3 +1,4 @@
+import { maxMessagesPerBody } from "@loom/contracts/thread-messages";
 import type { Thread } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
 import { bodyLimits } from "../body.ts";
@@ -7,7 +8,7 @@ import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { threadListSchema, threadSchema } from "../schemas.ts";
 import { boundedName, jsonObject, pageQuery, uuid } from "../validation.ts";
-import { maxMessagesPerBody, newMessage } from "./messages.ts";
+import { newMessage } from "./messages.ts";
 
 const threadName = boundedName(200);
 const messages = z.array(newMessage).max(maxMessagesPerBody, `must have at most ${maxMessagesPerBody} items`);

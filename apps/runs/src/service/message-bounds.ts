@@ -2,17 +2,12 @@ import type { JsonObject } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { charLength } from "@loom/contracts/text";
+import { maxMessagesPerBody, maxMessageTextLength } from "@loom/contracts/thread-messages";
 import type { Principal } from "@loom/server/principal";
 import type { MessageContent, NewMessage } from "../store/messages.ts";
 
-// The bounds of thread messages as the API takes them (docs/behaviour.md §5): a
-// griptape conversation memory's whole window fits (100 runs is the client's
-// default), and a bad body is refused whole, nothing stored.
-
-/** Messages one CreateThread or UpdateThread body may carry. */
-export const maxMessagesPerBody = 1000;
-/** Characters of one message's `input`, and of its `output` (1 Mi, the gateway's body limit in bytes). */
-export const maxMessageTextLength = 1024 * 1024;
+// The bounds of thread messages (@loom/contracts/thread-messages) checked as the
+// API takes them: a bad body is refused whole, nothing stored.
 
 type Violation = { path: string; message: string };
 

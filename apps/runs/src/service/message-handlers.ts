@@ -1,10 +1,11 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { maxMessagesPerBody } from "@loom/contracts/thread-messages";
 import type { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import type { MessageStore } from "../store/messages.ts";
-import { maxMessagesPerBody, newMessage, textViolations } from "./message-bounds.ts";
+import { newMessage, textViolations } from "./message-bounds.ts";
 import { messageMessage } from "./run-messages.ts";
 
 type MessageHandlers = Pick<
