@@ -48,6 +48,8 @@ interface Row {
   assistant: string;
   clients: number;
   "runs/s": number;
+  "p50 ms": number;
+  "p99 ms": number;
   failed: number;
   unfinished: number;
   "vs none"?: string;
@@ -77,6 +79,10 @@ export async function benchRunsWithRulesets(options: { seconds: number; rounds: 
     const configured = await configuredAssistant(api);
     await driveRuns(api, plain, clients, options.seconds); // warm-up, not counted
     const figures = { none: [] as number[], configured: [] as number[] };
+    const latency = {
+      none: { p50: [] as number[], p99: [] as number[] },
+      configured: { p50: [] as number[], p99: [] as number[] },
+    };
     let failed = 0;
     let unfinished = 0;
     for (let round = 0; round < options.rounds; round++) {
@@ -95,6 +101,8 @@ export async function benchRunsWithRulesets(options: { seconds: number; rounds: 
       for (const kind of round % 2 === 0 ? kinds : kinds.reverse()) {
         const r = await kind.run();
         figures[kind.name].push(r.runsPerSecond);
+        latency[kind.name].p50.push(r.p50);
+        latency[kind.name].p99.push(r.p99);
         failed += r.failed;
         unfinished += r.unfinished;
       }
@@ -102,11 +110,21 @@ export async function benchRunsWithRulesets(options: { seconds: number; rounds: 
     const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
     const perRound = figures.configured.map((x, i) => ((100 * x) / figures.none[i]!).toFixed(0)).join("/");
     const rows: Row[] = [
-      { assistant: "no rulesets, no thread", clients, "runs/s": round1(mean(figures.none)), failed: 0, unfinished: 0 },
+      {
+        assistant: "no rulesets, no thread",
+        clients,
+        "runs/s": round1(mean(figures.none)),
+        "p50 ms": Math.round(mean(latency.none.p50)),
+        "p99 ms": Math.round(mean(latency.none.p99)),
+        failed: 0,
+        unfinished: 0,
+      },
       {
         assistant: `${rulesets} rulesets × ${rulesPerRuleset} rules, ${threadMessages} messages of history`,
         clients,
         "runs/s": round1(mean(figures.configured)),
+        "p50 ms": Math.round(mean(latency.configured.p50)),
+        "p99 ms": Math.round(mean(latency.configured.p99)),
         failed,
         unfinished,
         "vs none": `${((100 * mean(figures.configured)) / mean(figures.none)).toFixed(1)}% (rounds ${perRound})`,

@@ -1,19 +1,23 @@
 import { create, fromJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
 import { timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Event, EventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
-import type { EventRecord, LogKind } from "./store/port.ts";
+import type { AppendedEvent, EventRecord, LogKind } from "./store/port.ts";
 
 export const kindEnums: Record<LogKind, RunKind> = {
   "assistant-run": RunKind.ASSISTANT_RUN,
   "structure-run": RunKind.STRUCTURE_RUN,
 };
 
+/** A stored event as reads and follows answer it: the payload a Value. */
+export function eventMessage(e: EventRecord): Event {
+  return appendedEventMessage(e, fromJson(ValueSchema, e.payload as ProtoJson));
+}
+
 /**
- * A stored event as every RPC answers it (lists, gets, follows) and as the bus
- * carries it. `payload`: the record's payload as a Value already (an append
- * has the writer's), so a large one is not converted back from JSON.
+ * An appended event as AppendEvents answers it, with the payload its writer
+ * sent: a Value, or JSON text (answered as `payload_json`, unconverted).
  */
-export function eventMessage(e: EventRecord, payload?: Value): Event {
+export function appendedEventMessage(e: AppendedEvent, payload: Value | string): Event {
   return create(EventSchema, {
     eventId: e.id,
     runKind: kindEnums[e.runKind],
@@ -21,9 +25,20 @@ export function eventMessage(e: EventRecord, payload?: Value): Event {
     offset: BigInt(e.offset),
     type: e.type,
     origin: e.origin,
-    payload: payload ?? fromJson(ValueSchema, e.payload as ProtoJson),
+    ...(typeof payload === "string" ? { payloadJson: payload } : { payload }),
     timestamp: e.timestamp,
     createdAt: timestampFromDate(e.createdAt),
     organizationId: e.organizationId,
   });
+}
+
+/**
+ * An event as the bus carries it: the payload always a Value, so that a
+ * follower of any version reads it (`payload_json` is an append's answer
+ * only). Converted when a message is made, which the in-process bus does only
+ * for a subscriber.
+ */
+export function busEvent(event: Event): Event {
+  if (!event.payloadJson) return event;
+  return { ...event, payload: fromJson(ValueSchema, JSON.parse(event.payloadJson) as ProtoJson), payloadJson: "" };
 }

@@ -1,4 +1,4 @@
-import { toBinary, toJson } from "@bufbuild/protobuf";
+import { fromJson, toBinary, toJson } from "@bufbuild/protobuf";
 import { durationMs, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
@@ -20,11 +20,18 @@ import { isDependencyDown } from "@loom/runtime/dependency-down";
 import { requirePrincipal } from "@loom/server/principal";
 import type { RpcService } from "@loom/server/rpc-service";
 import type { Logger } from "@loom/telemetry/logger";
-import { eventMessage } from "./event-message.ts";
+import { appendedEventMessage, busEvent, eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, type FollowTiming, follow } from "./follow.ts";
 import { eventsAppended } from "./metrics.ts";
 import { spanHandlers } from "./spans.ts";
-import type { EventRecord, EventsStore, JsonValue, LogKind, LogRef, NewEventRecord } from "./store/port.ts";
+import {
+  type AppendedEvent,
+  type EventsStore,
+  InvalidPayloadJson,
+  type LogKind,
+  type LogRef,
+  type NewEventRecord,
+} from "./store/port.ts";
 
 export { eventMessage };
 
@@ -95,23 +102,30 @@ function checkEvent(violations: Violation[], path: string, e: NewEvent, at: Date
   if (!(origins as readonly string[]).includes(e.origin))
     violations.push({ path: `${path}.origin`, message: `must be one of ${origins.join(", ")}` });
   if (!Number.isFinite(e.timestamp)) violations.push({ path: `${path}.timestamp`, message: "must be a finite number" });
-  const payload = payloadJson(e.payload);
+  if (e.payload && e.payloadJson)
+    violations.push({ path: `${path}.payload_json`, message: "give payload or payload_json, not both" });
+  // Text is stored as given: the store checks that it is JSON (InvalidPayloadJson).
+  const payload = e.payloadJson || valueText(e.payload);
   if (payload === invalid) violations.push({ path: `${path}.payload`, message: "must be a JSON value" });
   if (violations.length > before || payload === invalid) return undefined;
-  return { id: newId(), type: e.type, origin: e.origin, payload, timestamp: e.timestamp, createdAt: at };
+  return { id: newId(), type: e.type, origin: e.origin, payloadJson: payload, timestamp: e.timestamp, createdAt: at };
 }
 
 const invalid = Symbol("invalid");
 
-/** A Value as plain JSON; absent is JSON null. A Value that no JSON can express (no kind, NaN) is invalid. */
-function payloadJson(value: Value | undefined): JsonValue | typeof invalid {
-  if (!value) return null;
+/** A Value as JSON text; absent is JSON null. A Value that no JSON can express (no kind, NaN) is invalid. */
+function valueText(value: Value | undefined): string | typeof invalid {
+  if (!value) return "null";
   try {
-    return toJson(ValueSchema, value) as JsonValue;
+    return JSON.stringify(toJson(ValueSchema, value));
   } catch {
     return invalid;
   }
 }
+
+/** The payload an append answers an event with: the text or the Value its writer sent (absent: JSON null). */
+const sentPayload = (e: NewEvent): Value | string => e.payloadJson || (e.payload ?? nullValue);
+const nullValue = fromJson(ValueSchema, null);
 
 /** A follow's keep-alive interval in milliseconds, or a violation. */
 function checkKeepAlive(violations: Violation[], req: FollowEventsRequest): number {
@@ -163,7 +177,7 @@ export function createEventsService(deps: EventsDeps): RpcService {
     const subject = subjects.events(log.runKind, log.runId);
     const sent = stored.map((event) =>
       bus
-        .publish(subject, () => toBinary(EventSchema, event))
+        .publish(subject, () => toBinary(EventSchema, busEvent(event)))
         .catch((error: unknown) => {
           logger?.warn({ err: error, subject, offset: Number(event.offset) }, "could not publish a stored event");
         }),
@@ -191,18 +205,20 @@ export function createEventsService(deps: EventsDeps): RpcService {
         log.runKind === "assistant-run" &&
         batch.some((e) => e.origin === "SYSTEM" && terminalLifecycleEvents.has(e.type));
       const answerWhenWritten = log.runKind === "assistant-run" && deps.runLogsCoveredByRuns === true;
-      let stored: EventRecord[] | undefined;
+      let stored: AppendedEvent[] | undefined;
       try {
         stored = await store.append(log, organizationId, batch, closes);
       } catch (error) {
         // Failures too tell nothing a crash could take back (a closed log).
         if (!answerWhenWritten) await store.durable().catch(() => {});
+        if (error instanceof InvalidPayloadJson)
+          throw invalidArgument([{ path: `body.events[${error.index}].payload_json`, message: "must be JSON text" }]);
         throw error;
       }
       if (!answerWhenWritten) await store.durable();
       if (!stored) throw notFound(runNames[log.runKind]);
-      // In the order appended: each record with the writer's payload (a Value already).
-      const events = stored.map((record, i) => eventMessage(record, req.events[i]!.payload));
+      // In the order appended: each record with the payload its writer sent, unconverted.
+      const events = stored.map((record, i) => appendedEventMessage(record, sentPayload(req.events[i]!)));
       eventsAppended.inc(events.length);
       if (answerWhenWritten) {
         // Published once on disk, in the order appended (durable() resolves in the order of the writes).

@@ -49,7 +49,7 @@ const record = (type: string, origin = "USER"): NewEventRecord => ({
   id: newId(),
   type,
   origin,
-  payload: null,
+  payloadJson: "null",
   timestamp: 1767225600.5,
   createdAt: new Date(),
 });

@@ -1,4 +1,4 @@
-import { create, fromBinary, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, fromJson, type JsonValue, type MessageInitShape, toJson } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { type Client, Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createMemoryBus } from "@loom/bus/memory";
@@ -50,7 +50,9 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
   });
 
   const as = (principal: Principal) => ({ headers: headersFor(principal) });
-  const newEvent = (over: Partial<Omit<NewEvent, "payload">> & { payload?: JsonValue } = {}): NewEvent => {
+  const newEvent = (
+    over: Partial<Pick<NewEvent, "type" | "origin" | "timestamp" | "payloadJson">> & { payload?: JsonValue } = {},
+  ): NewEvent => {
     const { payload, ...rest } = over;
     return create(NewEventSchema, {
       type: "Thing",
@@ -160,6 +162,48 @@ describe.each(storeKinds("events service"))("events service (%s store)", (kind) 
       as(alice),
     );
     expect(thousand.events.at(-1)?.offset).toBe(999n);
+  });
+
+  it("stores a payload sent as JSON text, answers the append with that text, and reads and publishes it as a Value", async () => {
+    const run = { runKind: RunKind.ASSISTANT_RUN, runId: newId() };
+    const published: Event[] = [];
+    const sub = bus.subscribe(subjects.events("assistant-run", run.runId), (data) =>
+      published.push(fromBinary(EventSchema, data)),
+    );
+    const prompt = { type: "StartPromptEvent", prompt_stack: { messages: [{ role: "user", text: "hé \u2028" }] } };
+    const text = JSON.stringify(prompt);
+    const answer = await client.appendEvents(
+      { ...run, events: [newEvent({ type: "StartPromptEvent", origin: "ASSISTANT", payloadJson: text })] },
+      as(alice),
+    );
+    expect(answer.events[0]).toMatchObject({ type: "StartPromptEvent", offset: 0n, payloadJson: text });
+    expect(answer.events[0]!.payload).toBeUndefined();
+    const [read] = (await listAll(run)).events;
+    expect(read!.payloadJson).toBe("");
+    expect(toJson(ValueSchema, read!.payload!)).toEqual(prompt);
+    await expect.poll(() => published.length).toBe(1);
+    expect(published[0]).toEqual(read);
+    sub.unsubscribe();
+  });
+
+  it("refuses text that is not JSON, and a payload sent both ways, naming the event, and writes nothing", async () => {
+    const run = structureRun();
+    await client.appendEvents({ ...run, events: [newEvent()] }, as(alice));
+    const notJson = await failure(
+      client.appendEvents(
+        { ...run, events: [newEvent(), newEvent({ payloadJson: "{'single': 'quotes'}" })] },
+        as(alice),
+      ),
+    );
+    expect(notJson.code).toBe(Code.InvalidArgument);
+    expect(fieldViolationsOf(notJson)).toMatchObject([
+      { path: "body.events[1].payload_json", message: "must be JSON text" },
+    ]);
+    const both = await failure(
+      client.appendEvents({ ...run, events: [newEvent({ payload: 1, payloadJson: "1" })] }, as(alice)),
+    );
+    expect(fieldViolationsOf(both).map((v) => v.path)).toEqual(["body.events[0].payload_json"]);
+    expect((await listAll(run)).totalCount).toBe(1n);
   });
 
   it("publishes each stored event on the bus, in offset order, after storing it", async () => {

@@ -12,11 +12,11 @@ describe("events store on SQLite", () => {
   const dir = mkdtempSync(join(tmpdir(), "loom-events-"));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   const org = newId();
-  const event = (type: string, payload: NewEventRecord["payload"] = null): NewEventRecord => ({
+  const event = (type: string, payload: unknown = null): NewEventRecord => ({
     id: newId(),
     type,
     origin: "USER",
-    payload,
+    payloadJson: JSON.stringify(payload),
     timestamp: 1767225600.25,
     createdAt: new Date("2026-03-04T05:06:07.089Z"),
   });
@@ -31,10 +31,9 @@ describe("events store on SQLite", () => {
     const running = { runKind: "structure-run", runId: newId() } satisfies LogRef;
     const closed = { runKind: "assistant-run", runId: newId() } satisfies LogRef;
     const before = await open(file);
-    const stored = await before.append(running, org, [
-      event("a", { n: 1.5, list: [null, { deep: true }] }),
-      event("b"),
-    ]);
+    const payloads = [{ n: 1.5, list: [null, { deep: true }] }, null];
+    const appended = await before.append(running, org, [event("a", payloads[0]), event("b", payloads[1])]);
+    const stored = appended?.map((e, i) => ({ ...e, payload: payloads[i] }));
     await before.append(closed, org, [event("end")], true);
     await before.close();
 
@@ -55,7 +54,7 @@ describe("events store on SQLite", () => {
     await expect(
       store.append(log, org, [event("x"), event("y"), { ...event("z"), id: first!.id }], true),
     ).rejects.toThrow();
-    expect(await store.list(log, org, 0, 10)).toEqual({ items: [first], totalCount: 1 });
+    expect(await store.list(log, org, 0, 10)).toEqual({ items: [{ ...first, payload: null }], totalCount: 1 });
     expect((await store.append(log, org, [event("next")]))?.map((e) => e.offset)).toEqual([1]);
     await store.close();
   });

@@ -2,7 +2,15 @@ import { Code } from "@connectrpc/connect";
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord, SpanRecord } from "../src/store/port.ts";
+import {
+  type AppendedEvent,
+  type EventsStore,
+  InvalidPayloadJson,
+  type LogKind,
+  type LogRef,
+  type NewEventRecord,
+  type SpanRecord,
+} from "../src/store/port.ts";
 import { openEventsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("events store contract"))("events store contract (%s)", (kind) => {
@@ -30,13 +38,13 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
     id: newId(),
     type: "Thing",
     origin: "USER",
-    payload: null,
+    payloadJson: "null",
     timestamp: 1767225600.125,
     createdAt: new Date("2026-03-04T05:06:07.089Z"),
     ...over,
   });
   const batch = (n: number, type = "Thing") => Array.from({ length: n }, (_, i) => event({ type: `${type}-${i}` }));
-  const offsets = (events: EventRecord[] | undefined) => events?.map((e) => e.offset);
+  const offsets = (events: AppendedEvent[] | undefined) => events?.map((e) => e.offset);
 
   it("stores a batch at consecutive offsets after the ones before, and round-trips every field", async () => {
     const log = newLog("assistant-run");
@@ -47,18 +55,32 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
       $set: 1,
       "a.b": { "": "empty key" },
     };
+    const payloads = [payload, "just a string", 0];
     const first = [
-      event({ type: "StartPromptEvent", origin: "ASSISTANT", payload }),
-      event({ payload: "just a string" }),
-      event({ payload: 0 }),
+      event({ type: "StartPromptEvent", origin: "ASSISTANT", payloadJson: JSON.stringify(payload, null, 2) }),
+      event({ payloadJson: '"just a string"' }),
+      event({ payloadJson: " 0 " }),
     ];
     const stored = await store.append(log, org, first);
-    expect(stored).toEqual(first.map((e, i) => ({ ...e, ...log, organizationId: org, offset: i })));
+    const records = first.map(({ payloadJson: _, ...e }, i) => ({ ...e, ...log, organizationId: org, offset: i }));
+    expect(stored).toEqual(records);
     expect(offsets(await store.append(log, org, batch(2)))).toEqual([3, 4]);
     const window = await store.list(log, org, 0, 10);
     expect(window?.totalCount).toBe(5);
-    expect(window?.items.slice(0, 3)).toEqual(stored);
+    expect(window?.items.slice(0, 3)).toEqual(records.map((e, i) => ({ ...e, payload: payloads[i] })));
     expect(offsets(window?.items)).toEqual([0, 1, 2, 3, 4]);
+  });
+
+  it("refuses a batch with a payload that is not JSON text, naming the event, and writes none of it", async () => {
+    const log = newLog();
+    await store.append(log, org, batch(1, "open"));
+    for (const text of ["{", "", "{'a': 1}", "NaN", '{"a": 1} trailing']) {
+      const refused = await store.append(log, org, [event(), event({ payloadJson: text })]).catch((e: unknown) => e);
+      expect(refused, text).toBeInstanceOf(InvalidPayloadJson);
+      expect((refused as InvalidPayloadJson).index).toBe(1);
+    }
+    expect(offsets(await store.append(log, org, batch(1, "after")))).toEqual([1]);
+    expect((await store.list(log, org, 0, 10))?.items.map((e) => e.type)).toEqual(["open-0", "after-0"]);
   });
 
   it("gives concurrent appends to one log, from two replicas, offsets 0..N-1 with no gap and no duplicate, each batch in one run", async () => {
@@ -100,7 +122,7 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
       store.append(log, org, batch(2, name), name === "closing").catch((error: Error) => error),
     );
     const [a, b, closing, c, d] = await Promise.all(appends);
-    expect([a, b, closing].map((stored) => offsets(stored as EventRecord[]))).toEqual([
+    expect([a, b, closing].map((stored) => offsets(stored as AppendedEvent[]))).toEqual([
       [1, 2],
       [3, 4],
       [5, 6],
@@ -184,7 +206,7 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
   it("gets structure-run events of the organization only", async () => {
     const [structureEvent] = (await store.append(newLog("structure-run"), org, batch(1)))!;
     const [assistantEvent] = (await store.append(newLog("assistant-run"), org, batch(1)))!;
-    expect(await store.get(org, structureEvent!.id)).toEqual(structureEvent);
+    expect(await store.get(org, structureEvent!.id)).toEqual({ ...structureEvent, payload: null });
     expect(await store.get(otherOrg, structureEvent!.id)).toBeUndefined();
     expect(await store.get(org, assistantEvent!.id)).toBeUndefined();
     expect(await store.get(org, newId())).toBeUndefined();

@@ -1,5 +1,4 @@
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
-import { jsonToValue } from "@loom/contracts/json-value";
 import { lifecycleEventType } from "@loom/contracts/run-lifecycle";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { headersFor } from "@loom/server/principal";
@@ -27,7 +26,8 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
           events: items.map((item) => ({
             type: item.type,
             origin: item.origin,
-            payload: jsonToValue(item.payload),
+            // As text: a StartPromptEvent holds the whole prompt, and a Value of it cost more than the rest of the run.
+            payloadJson: JSON.stringify(item.payload),
             timestamp,
           })),
         },

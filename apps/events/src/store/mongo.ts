@@ -4,7 +4,16 @@ import { newId } from "@loom/contracts/ids";
 import { type Doc, fromDoc, isDuplicateKey, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
 import { logClosed } from "../log-closed.ts";
-import type { EventRecord, EventsStore, LogKind, LogRef, NewEventRecord, SpanRecord } from "./port.ts";
+import {
+  type AppendedEvent,
+  type EventRecord,
+  type EventsStore,
+  InvalidPayloadJson,
+  type LogKind,
+  type LogRef,
+  type NewEventRecord,
+  type SpanRecord,
+} from "./port.ts";
 
 /**
  * An event as stored. The payload is kept as JSON text: it is never queried,
@@ -72,7 +81,7 @@ interface WaitingAppend {
   organizationId: string;
   batch: NewEventRecord[];
   closes: boolean;
-  resolve: (stored: EventRecord[] | undefined) => void;
+  resolve: (stored: AppendedEvent[] | undefined) => void;
   reject: (error: unknown) => void;
 }
 
@@ -111,7 +120,10 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
   const spans: Collection<SpanDoc> = db.collection("spans");
   let lastStoredAt = 0;
 
-  const toEventDoc = (e: EventRecord): EventDoc => ({ ...toDoc(e), payload: JSON.stringify(e.payload) });
+  const toEventDoc = ({ payloadJson, ...e }: AppendedEvent & Pick<NewEventRecord, "payloadJson">): EventDoc => ({
+    ...toDoc(e),
+    payload: payloadJson,
+  });
   const fromEventDoc = (d: EventDoc): EventRecord => ({
     ...fromDoc<Omit<EventRecord, "payload"> & { payload: string }>(d)!,
     payload: JSON.parse(d.payload),
@@ -205,9 +217,7 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
         return;
       }
       let offset = first;
-      const stored = group.map((a) =>
-        a.batch.map((e): EventRecord => ({ ...e, ...ref, organizationId, offset: offset++ })),
-      );
+      const stored = group.map((a) => a.batch.map((e) => ({ ...e, ...ref, organizationId, offset: offset++ })));
       const all = stored.flat();
       try {
         await events.insertMany(all.map(toEventDoc), { ordered: true });
@@ -219,7 +229,7 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
         void events.deleteMany({ _id: { $in: all.map((e) => e.id) } }).catch(() => {});
         throw error;
       }
-      group.forEach((a, i) => a.resolve(stored[i]));
+      group.forEach((a, i) => a.resolve(stored[i]!.map(({ payloadJson: _, ...e }) => e)));
     } catch (error) {
       group.forEach((a) => a.reject(error));
     }
@@ -237,6 +247,9 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
 
     append(ref, organizationId, batch, closes = false) {
       if (batch.length === 0) return Promise.reject(new Error("an append needs at least one event"));
+      // Checked before the append joins a group: a bad one fails alone, and writes nothing.
+      const invalid = batch.findIndex((e) => !isJsonText(e.payloadJson));
+      if (invalid !== -1) return Promise.reject(new InvalidPayloadJson(invalid));
       return new Promise((resolve, reject) => {
         const key = `${ref.runKind}:${ref.runId}`;
         const append = { organizationId, batch, closes, resolve, reject };
@@ -317,5 +330,14 @@ export function createMongoEventsStore(db: Db, ping: () => Promise<boolean>, clo
       if (!isDuplicateKey(error)) throw error;
       return (await spanLists.findOne({ _id: runId }))?.organizationId;
     }
+  }
+}
+
+function isJsonText(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
   }
 }

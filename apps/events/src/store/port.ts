@@ -30,8 +30,27 @@ export interface EventRecord {
   createdAt: Date;
 }
 
-/** What an append brings; the store adds the log, the organization and the offset. */
-export type NewEventRecord = Pick<EventRecord, "id" | "type" | "origin" | "payload" | "timestamp" | "createdAt">;
+/**
+ * What an append brings; the store adds the log, the organization and the
+ * offset. The payload comes as JSON text and is stored as given: a run's
+ * prompt arrives as text and is never converted (docs/decisions.md, "Event
+ * payloads travel as JSON text").
+ */
+export type NewEventRecord = Pick<EventRecord, "id" | "type" | "origin" | "timestamp" | "createdAt"> & {
+  payloadJson: string;
+};
+
+/** An event as an append stored it: its payload is the one the append brought. */
+export type AppendedEvent = Omit<EventRecord, "payload">;
+
+/** An append whose event `index` (in its batch) has a `payloadJson` that is not JSON text: nothing of it was written. */
+export class InvalidPayloadJson extends Error {
+  readonly index: number;
+  constructor(index: number) {
+    super(`event ${index}'s payload is not JSON text`);
+    this.index = index;
+  }
+}
 
 /** A window of one log and the log's length. */
 export interface LogWindow {
@@ -87,14 +106,15 @@ export interface EventsStore extends StoreLifecycle {
    * to `organizationId`, on its first append. `undefined`: the log belongs to
    * another organization, and nothing was written. A batch with `closes` is
    * the log's last: every later append is refused with FAILED_PRECONDITION
-   * (an assistant run's log ends with its terminal lifecycle event).
+   * (an assistant run's log ends with its terminal lifecycle event). A
+   * payload that is not JSON text refuses the batch with InvalidPayloadJson.
    */
   append(
     log: LogRef,
     organizationId: string,
     events: NewEventRecord[],
     closes?: boolean,
-  ): Promise<EventRecord[] | undefined>;
+  ): Promise<AppendedEvent[] | undefined>;
   /**
    * The events with offsets in [offset, offset + limit), in offset order. A
    * log never appended to is empty (totalCount 0); `undefined`: the log
