@@ -1,7 +1,7 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { inSpan, SpanKind } from "@loom/telemetry/tracing";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
-import { type HistoryWindow, historyTurns } from "./history.ts";
+import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
 import { countTransition } from "./metrics.ts";
 import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
@@ -44,14 +44,14 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   const input = textArtifact(run.message);
   let begun = false;
   try {
-    const turns = [...instructionTurns(run), ...(await conversation(run, deps))];
+    const turns: HistoryTurn[] = [...instructionTurns(run), ...(await conversation(run, deps))];
     // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
     begun = true;
     await log.start(run, running, [
       griptapeEvents.startStructureRun(input, now()),
       griptapeEvents.startPrompt(
         model.id,
-        turns.map((t) => message(t.role, t.content)),
+        turns.map((t) => message(t.role, t.content, undefined, t.artifact)),
         now(),
       ),
     ]);
@@ -62,7 +62,7 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
       undefined,
       async (span) => {
         const answer = await model.generate({
-          messages: turns,
+          messages: turns.map(({ role, content }) => ({ role, content })),
           signal,
           ...(run.outputSchema ? { outputSchema: run.outputSchema } : {}),
           onChunk: run.stream
@@ -164,7 +164,7 @@ function instructionTurns(run: RunRecord): ChatTurn[] {
 }
 
 /** The thread's messages as earlier turns (within the window), then this run's message. */
-async function conversation(run: RunRecord, deps: ExecuteDeps): Promise<ChatTurn[]> {
+async function conversation(run: RunRecord, deps: ExecuteDeps): Promise<HistoryTurn[]> {
   const history = run.threadId
     ? historyTurns(await deps.store.latestMessages(run.threadId, deps.historyWindow.maxMessages), deps.historyWindow)
     : [];

@@ -22,16 +22,28 @@ export interface TextArtifact {
   value: string;
 }
 
-export function textArtifact(value: string): TextArtifact {
-  const id = griptapeId();
-  return { type: "TextArtifact", id, reference: null, meta: {}, name: id, value };
+/** A TextArtifact; its `id` fresh and its `name` the id (as griptape names one) unless given. */
+export function textArtifact(value: string, id = griptapeId(), name = id): TextArtifact {
+  return { type: "TextArtifact", id, reference: null, meta: {}, name, value };
 }
 
-export function message(role: "user" | "assistant" | "system", text: string, usage = { input: 0, output: 0 }) {
+/** Who a stored artifact is: a thread's turn keeps its artifact's id and name in a prompt stack, as griptape's memory does. */
+export interface ArtifactIdentity {
+  id: string;
+  name: string;
+}
+
+/** A prompt-stack message of one text, its artifact new or `stored`. */
+export function message(
+  role: "user" | "assistant" | "system",
+  text: string,
+  usage = { input: 0, output: 0 },
+  stored?: ArtifactIdentity,
+) {
   return {
     type: "Message",
     role,
-    content: [{ type: "TextMessageContent", artifact: textArtifact(text) }],
+    content: [{ type: "TextMessageContent", artifact: textArtifact(text, stored?.id, stored?.name) }],
     usage: { type: "Message.Usage", input_tokens: usage.input, output_tokens: usage.output },
   };
 }

@@ -1,3 +1,4 @@
+import type { ArtifactIdentity } from "./griptape.ts";
 import type { ChatTurn } from "./models/port.ts";
 import type { MessageTexts } from "./store/messages.ts";
 
@@ -23,16 +24,32 @@ const artifactLike = /^\s*\{/;
  * else the string itself. Never the artifact's JSON.
  */
 export function textOf(stored: string): string {
+  return storedTurn(stored).text;
+}
+
+/** A stored input or output as a turn: its text (`textOf`), and the id and name of the TextArtifact it is, if it is one. */
+function storedTurn(stored: string): { text: string; artifact?: ArtifactIdentity } {
   // Only an object can be an artifact: other strings skip the parse (and the cost of its exception).
-  if (!artifactLike.test(stored)) return stored;
+  if (!artifactLike.test(stored)) return { text: stored };
   let parsed: unknown;
   try {
     parsed = JSON.parse(stored);
   } catch {
-    return stored;
+    return { text: stored };
   }
-  return artifactText(parsed) ?? stored;
+  const text = artifactText(parsed) ?? stored;
+  const { type, id, name } = parsed as { type?: unknown; id?: unknown; name?: unknown };
+  return type === "TextArtifact" && typeof id === "string" && typeof name === "string"
+    ? { text, artifact: { id, name } }
+    : { text };
 }
+
+/**
+ * A turn of the prompt. `artifact`: the stored TextArtifact's id and name,
+ * which the run's StartPromptEvent shows as griptape's own memory does (it
+ * puts the stored artifacts themselves in the prompt stack).
+ */
+export type HistoryTurn = ChatTurn & { artifact?: ArtifactIdentity };
 
 function artifactText(value: unknown): string | undefined {
   if (typeof value !== "object" || value === null || Array.isArray(value)) return undefined;
@@ -48,18 +65,20 @@ function artifactText(value: unknown): string | undefined {
  * an assistant turn, within the window. A message that does not fit the
  * token budget ends the history there (older ones are dropped with it).
  */
-export function historyTurns(messages: MessageTexts[], window: HistoryWindow): ChatTurn[] {
+export function historyTurns(messages: MessageTexts[], window: HistoryWindow): HistoryTurn[] {
   let budget = window.maxTokens * charactersPerToken;
-  const kept: ChatTurn[][] = [];
+  const kept: HistoryTurn[][] = [];
   for (let i = messages.length - 1; i >= 0 && kept.length < window.maxMessages; i--) {
-    const user = textOf(messages[i]!.input);
-    const assistant = textOf(messages[i]!.output);
-    budget -= user.length + assistant.length;
+    const user = storedTurn(messages[i]!.input);
+    const assistant = storedTurn(messages[i]!.output);
+    budget -= user.text.length + assistant.text.length;
     if (budget < 0) break;
-    kept.push([
-      { role: "user", content: user },
-      { role: "assistant", content: assistant },
-    ]);
+    kept.push([turn("user", user), turn("assistant", assistant)]);
   }
   return kept.reverse().flat();
 }
+
+const turn = (
+  role: "user" | "assistant",
+  { text, artifact }: { text: string; artifact?: ArtifactIdentity },
+): HistoryTurn => (artifact === undefined ? { role, content: text } : { role, content: text, artifact });

@@ -384,6 +384,24 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
         { role: "assistant", content: output.value },
         { role: "user", content: "second" },
       ]);
+      // Its StartPromptEvent shows the stored TextArtifacts as they are (id and name), as griptape's memory
+      // puts them in a prompt stack; a turn stored as anything else gets an artifact of its own.
+      const prompt = (
+        await events().listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: second, offset: 0n, limit: 100 }, call)
+      ).events.find((e) => e.type === "StartPromptEvent")!;
+      const artifacts = (
+        valueToJson(prompt.payload) as { prompt_stack: { messages: Array<{ content: Array<{ artifact: object }> }> } }
+      ).prompt_stack.messages.map((m) => m.content[0]!.artifact);
+      const stored = (await messagesOf(r, threadId)).slice(0, 4);
+      expect(artifacts[0]).toEqual(JSON.parse(stored[0]!.input));
+      expect(artifacts[1]).toEqual(JSON.parse(stored[0]!.output));
+      expect(artifacts[2]).toMatchObject({
+        type: "TextArtifact",
+        value: "plain text",
+        id: expect.stringMatching(/^[0-9a-f]{32}$/),
+      });
+      expect(artifacts.slice(6, 8)).toEqual([input, output]);
+      expect(artifacts[8]).toMatchObject({ value: "second", id: expect.not.stringMatching(input.id) });
       expect((await messagesOf(r, threadId)).map((m) => m.metadata)).toEqual([
         {},
         {},

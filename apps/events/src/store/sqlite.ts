@@ -121,19 +121,28 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
           ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
         if (log.organization_id !== organizationId) return undefined;
         if (log.closed) throw logClosed();
+        // Stored only if SQLite's own check finds the payload JSON: the text is bound once, and no objects are built for it.
         const insert = prepare(
-          "INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+          `INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at)
+           SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE json_valid(?6)`,
         );
         const byId =
           ref.runKind === "structure-run"
             ? prepare("INSERT INTO events_by_id (id, log_id, log_offset) VALUES (?, ?, ?)")
             : undefined;
-        // SQLite's own JSON check: a fifth of a JSON.parse of the same text, which it would build objects for.
-        const validJson = prepare("SELECT json_valid(?) AS valid");
         const stored = batch.map((e, i): AppendedEvent => {
-          if (validJson.get(e.payloadJson)?.valid !== 1) throw new InvalidPayloadJson(i);
           const offset = log.length + i;
-          insert.run(log.id, offset, e.id, e.type, e.origin, e.payloadJson, e.timestamp, e.createdAt.getTime());
+          const { changes } = insert.run(
+            log.id,
+            offset,
+            e.id,
+            e.type,
+            e.origin,
+            e.payloadJson,
+            e.timestamp,
+            e.createdAt.getTime(),
+          );
+          if (changes === 0) throw new InvalidPayloadJson(i);
           byId?.run(e.id, log.id, offset);
           return {
             id: e.id,
