@@ -61,11 +61,14 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
             done: () => void agent.close(),
           })
         : (void agent.close(), null);
-    return new Response(body, {
+    const limited = new Response(body, {
       status: response.status,
       statusText: response.statusText,
       headers: response.headers as unknown as Headers,
     });
+    // A constructed Response has no URL; readers resolve a relative `Location` or an SSE endpoint against it.
+    Object.defineProperty(limited, "url", { value: response.url });
+    return limited;
   };
 }
 

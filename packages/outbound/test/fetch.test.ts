@@ -21,15 +21,27 @@ const resolve: Resolve = async (name) => {
 
 let server: Server;
 let base: string;
-const seen: { host: string | undefined; path: string | undefined; authorization: string | undefined }[] = [];
+const seen: {
+  method: string | undefined;
+  host: string | undefined;
+  path: string | undefined;
+  authorization: string | undefined;
+}[] = [];
 
 beforeAll(async () => {
   server = createServer((request: IncomingMessage, response) => {
-    seen.push({ host: request.headers.host, path: request.url, authorization: request.headers.authorization });
+    seen.push({
+      method: request.method,
+      host: request.headers.host,
+      path: request.url,
+      authorization: request.headers.authorization,
+    });
     const url = new URL(request.url ?? "/", "http://x");
     if (url.pathname === "/hello") response.end("hello from the tool");
     else if (url.pathname === "/redirect") {
-      response.writeHead(302, { location: url.searchParams.get("to") ?? "/hello" });
+      response.writeHead(Number(url.searchParams.get("status") ?? 302), {
+        location: url.searchParams.get("to") ?? "/hello",
+      });
       response.end();
     } else if (url.pathname === "/huge") {
       response.writeHead(200, { "content-type": "application/octet-stream" });
@@ -72,6 +84,7 @@ describe("outbound fetch", () => {
   it("connects to the checked address, keeping the name as the Host", async () => {
     const response = await fetchWith()(`${base}/hello`);
     expect(response.status).toBe(200);
+    expect(response.url).toBe(`${base}/hello`);
     expect(await response.text()).toBe("hello from the tool");
     expect(seen.at(-1)?.host).toBe(`${toolHost}:${new URL(base).port}`);
   });
@@ -115,6 +128,14 @@ describe("outbound fetch", () => {
     );
     expect(error).toBeInstanceOf(OutboundRefused);
     expect((error as OutboundRefused).reason).toBe(reason);
+  });
+
+  it("changes a POST to a GET on a 303, and keeps it on a 307", async () => {
+    const post = { method: "POST", body: "{}", headers: { "content-type": "application/json" } };
+    await (await fetchFollowingRedirects(fetchWith(), `${base}/redirect?status=303&to=/hello`, post)).text();
+    expect(seen.at(-1)).toMatchObject({ method: "GET", path: "/hello" });
+    await (await fetchFollowingRedirects(fetchWith(), `${base}/redirect?status=307&to=/hello`, post)).text();
+    expect(seen.at(-1)).toMatchObject({ method: "POST", path: "/hello" });
   });
 
   it("stops after the most redirects allowed", async () => {
