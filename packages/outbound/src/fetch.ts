@@ -47,20 +47,20 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
       void agent.close();
       throw timeout.aborted ? timedOut() : error;
     }
-    const body =
-      response.body && !bodiless.has(response.status)
-        ? limitBody(response.body, {
-            maxBytes: options.maxResponseBytes,
-            tooLarge: () =>
-              new OutboundLimitExceeded(
-                "size",
-                `the answer from ${checked.host} is larger than ${options.maxResponseBytes} bytes`,
-              ),
-            timeout,
-            timedOut,
-            done: () => void agent.close(),
-          })
-        : (void agent.close(), null);
+    let body: ReadableStream<Uint8Array> | null = null;
+    if (response.body && !bodiless.has(response.status)) {
+      body = limitBody(response.body, {
+        maxBytes: options.maxResponseBytes,
+        tooLarge: () =>
+          new OutboundLimitExceeded(
+            "size",
+            `the answer from ${checked.host} is larger than ${options.maxResponseBytes} bytes`,
+          ),
+        timeout,
+        timedOut,
+        done: () => void agent.close(),
+      });
+    } else void agent.close();
     const limited = new Response(body, {
       status: response.status,
       statusText: response.statusText,
