@@ -12,7 +12,7 @@ import type {
 /** One problem with a request field, by its public path (`body.server.url`). */
 export type Violation = { path: string; message: string };
 
-/** Bounds of a tool's fields (docs/api.md, Tools; why: docs/decisions.md). */
+/** Bounds of a tool's fields (docs/api.md §8; why: docs/decisions.md, "Tools"). */
 export const toolBounds = {
   envVars: 100,
   headers: 50,
