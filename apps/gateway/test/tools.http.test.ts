@@ -108,6 +108,17 @@ describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (stor
       ["body.env_vars[0].source", { code: null, env_vars: [{ name: "A", value: "1", source: "vault" }] }],
       ["body.env_vars[0].name", { env_vars: [{ name: "", value: "1" }] }],
       ["body.description", { description: "x".repeat(201) }],
+      ["body.tool_config_file", { tool_config_file: "" }],
+      ["body.env_vars", { env_vars: Array.from({ length: 101 }, (_, i) => ({ name: `V${i}`, value: "" })) }],
+      [
+        "body.server.headers",
+        {
+          server: {
+            ...server,
+            headers: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`X-H${i}`, { value: "v" }])),
+          },
+        },
+      ],
     ])("400 naming %s (case %#), and nothing is written", async (path, fields) => {
       const before = await countTools();
       const body = expectError(await admin.post("/tools", { name: "Bad", ...fields }), 400, "ValidationError");
