@@ -1,5 +1,5 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset and rule operation and GetUser answer with the status code the
+message, ruleset, rule and tool operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
@@ -9,6 +9,7 @@ from griptape_cloud_client import AuthenticatedClient
 from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
 from griptape_cloud_client.api.rules import create_rule, delete_rule, get_rule, list_rules, update_rule
 from griptape_cloud_client.api.rulesets import create_ruleset, delete_ruleset, get_ruleset, list_rulesets, update_ruleset
+from griptape_cloud_client.api.tools import create_tool, delete_tool, get_tool, list_tools, update_tool
 from griptape_cloud_client.api.threads import create_thread, delete_thread, get_thread, list_threads, update_thread
 from griptape_cloud_client.api.users import get_user
 from griptape_cloud_client.models import (
@@ -16,12 +17,16 @@ from griptape_cloud_client.models import (
     CreateRuleRequestContent,
     CreateRulesetRequestContent,
     CreateThreadRequestContent,
+    CreateToolRequestContent,
+    EnvVar,
+    EnvVarSource,
     MessageInput,
     Metadata,
     UpdateMessageRequestContent,
     UpdateRuleRequestContent,
     UpdateRulesetRequestContent,
     UpdateThreadRequestContent,
+    UpdateToolRequestContent,
 )
 
 from checks import Checks
@@ -125,5 +130,22 @@ if rule and ruleset:
     check("deleted ruleset is gone", get_ruleset.sync_detailed(client=client, ruleset_id=sid).status_code, 404)
     call(delete_rule, 204, rule_id=rid)
     check("deleted rule is gone", get_rule.sync_detailed(client=client, rule_id=rid).status_code, 404)
+
+# Tools: the client knows nothing of Loom's `server`, sent as an additional property and read back from one
+body = CreateToolRequestContent(name="compat tool", env_vars=[EnvVar(name="MODE", value="fast", source=EnvVarSource.MANUAL)])
+body.additional_properties["server"] = {"url": "http://127.0.0.1:9/mcp", "transport": "mcp", "headers": {}}
+tool = call(create_tool, 201, body=body)
+if tool:
+    toolid = tool.tool_id
+    check("created tool's code", tool.code.to_dict(), {"default": {}})
+    check("created tool's server", tool.additional_properties.get("server", {}).get("url"), "http://127.0.0.1:9/mcp")
+    got = call(get_tool, 200, tool_id=toolid)
+    check("got tool's env_vars", got and [(e.name, e.value, e.source.value) for e in got.env_vars], [("MODE", "fast", "manual")])
+    listed = call(list_tools, 200, page_size=100)
+    check("tool listed", listed and toolid in [t.tool_id for t in listed.tools], True)
+    updated = call(update_tool, 200, tool_id=toolid, body=UpdateToolRequestContent(description="for CI"))
+    check("updated tool's description", updated and updated.description, "for CI")
+    call(delete_tool, 204, tool_id=toolid)
+    check("deleted tool is gone", get_tool.sync_detailed(client=client, tool_id=toolid).status_code, 404)
 
 checks.report(f"{len(set(called))} operations ({', '.join(sorted(set(called)))})")

@@ -255,3 +255,53 @@ export const assetUrlSchema = z.strictObject({
 export const checkoutSessionSchema = z.strictObject({ redirect_url: z.string().min(1) });
 
 export const billingManagementUrlSchema = z.strictObject({ billing_management_url: z.string().min(1) });
+
+/** A tool's `code`: one single-key wrapper of the kinds Griptape Cloud's clients know (docs/api.md, Tools). */
+export const toolCodeSchema = z.union([
+  z.strictObject({
+    github: z.strictObject({
+      owner: z.string(),
+      name: z.string(),
+      push: z.strictObject({ branch: z.string(), tag: z.string().optional() }),
+    }),
+  }),
+  z.strictObject({ data_lake: z.strictObject({ bucket_id: z.string(), asset_path: z.string() }) }),
+  z.strictObject({ default: z.strictObject({}) }),
+]);
+
+export const envVarSchema = z.strictObject({
+  name: z.string(),
+  value: z.string(),
+  source: z.enum(["manual", "secret_ref"]).optional(),
+});
+
+/** A header Loom sends to the tool server: a value as is, or a secret's id. */
+export const toolHeaderSchema = z.union([
+  z.strictObject({ value: z.string() }),
+  z.strictObject({ secret_ref: z.string() }),
+]);
+
+/** Loom's extension of ToolDetail: the tool server Loom calls. */
+export const toolServerSchema = z.strictObject({
+  url: z.string(),
+  transport: z.enum(["mcp", "griptape"]),
+  headers: z.record(z.string(), toolHeaderSchema),
+});
+
+export const toolSchema = z.strictObject({
+  tool_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  description: z.string(),
+  code: toolCodeSchema,
+  env_vars: z.array(envVarSchema),
+  // Required by the clients' ToolDetail; Loom deploys no tool code, so there is never one (docs/decisions.md).
+  latest_deployment_id: z.null(),
+  tool_config_file: z.string().optional(),
+  server: toolServerSchema.optional(),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const toolListSchema = z.strictObject({ tools: z.array(toolSchema), pagination: paginationSchema });

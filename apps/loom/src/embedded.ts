@@ -17,6 +17,7 @@ import { type ServiceName, serviceNames } from "@loom/services/registry";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { sharedSqlite } from "@loom/store/sqlite";
 import type { Logger } from "@loom/telemetry/logger";
+import { openToolsStore, wireTools } from "@loom/tools/wiring";
 import type { LoomConfig } from "./config.ts";
 import { type DataDir, openDataDir } from "./data-dir.ts";
 
@@ -100,6 +101,7 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
+  const tools = await wireTools(await openToolsStore(store("tools")));
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,
@@ -107,6 +109,7 @@ async function startServices(
     runs: runs.service,
     events,
     storage: storage.service,
+    tools,
   };
   const services = serviceNames.map((name) => wired[name]);
 

@@ -20,6 +20,7 @@ async function readBack(admin: ApiClient, made: Made) {
     bucket: (await admin.get(`/buckets/${made.bucketId}`)).body,
     asset: (await admin.get(`/buckets/${made.bucketId}/assets/notes.txt`)).body,
     bytes: await (await fetch(made.downloadUrl)).text(),
+    tool: (await admin.get(`/tools/${made.toolId}`)).body,
   };
 }
 
@@ -31,9 +32,10 @@ interface Made {
   structureRunId: string;
   bucketId: string;
   downloadUrl: string;
+  toolId: string;
 }
 
-/** A user key, an assistant, a finished run with its events, a structure-run log and an asset. */
+/** A user key, an assistant, a finished run with its events, a structure-run log, an asset and a tool. */
 async function makeEverything(admin: ApiClient): Promise<Made> {
   const me = (await admin.get("/users")).body.users[0];
   const userKey = (await admin.post(`/users/${me.user_id}/api-keys`, { name: "script" })).body;
@@ -62,6 +64,11 @@ async function makeEverything(admin: ApiClient): Promise<Made> {
       .status,
   ).toBe(200);
   const downloadUrl = (await admin.post(`/buckets/${bucketId}/asset-urls/notes.txt`, { operation: "GET" })).body.url;
+  const tool = await admin.post("/tools", {
+    name: "calculator",
+    server: { url: "http://127.0.0.1:9/mcp", transport: "mcp", headers: { "X-Team": { value: "blue" } } },
+  });
+  expect(tool.status).toBe(201);
   return {
     userKeyId: userKey.api_key_id,
     userKey: userKey.value,
@@ -70,6 +77,7 @@ async function makeEverything(admin: ApiClient): Promise<Made> {
     structureRunId,
     bucketId,
     downloadUrl,
+    toolId: tool.body.tool_id,
   };
 }
 
@@ -93,6 +101,7 @@ describe.each(["SIGKILL", "SIGTERM"] as const)(
       expect(before.runEvents.events.at(-1).type).toBe("AssistantRunSucceeded");
       expect(before.structureEvents.events).toHaveLength(2);
       expect(before.bytes).toBe("kept across restarts");
+      expect(before.tool.server.headers).toEqual({ "X-Team": { value: "blue" } });
 
       const code = await loom.stop(signal);
       expect(code).toBe(signal === "SIGTERM" ? 0 : null);

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 
 const uploaded = "bytes counted by the storage service\n";
 
-/** Does what the series count: a streamed run read over SSE, an upload and a download, a stream past the cap, an unknown path. */
+/** Does what the series count: a streamed run read over SSE, an upload and a download, a stream past the cap, a tool, an unknown path. */
 async function exercise(api: ApiClient, baseUrl: string, key: string, whileStreamHeld: () => Promise<void>) {
   const auth = { authorization: `Bearer ${key}` };
   const assistantId = (await api.post("/assistants", { name: "metrics", input: "Say {{ args[0] }}" })).body
@@ -49,6 +49,8 @@ async function exercise(api: ApiClient, baseUrl: string, key: string, whileStrea
   await held.ended;
   expect(held.events).toHaveLength(2);
 
+  expect((await api.post("/tools", { name: "metrics" })).status).toBe(201);
+
   expect((await api.get("/no-such-thing")).status).toBe(404);
   expect((await api.as(undefined).get("/assistants")).status).toBe(401);
   return { runEvents: runStream.events.length };
@@ -80,6 +82,7 @@ describe.skipIf(
         events: { MONGODB_DB: `${db}_events` },
         runs: { MONGODB_DB: `${db}_runs` },
         storage: { MONGODB_DB: `${db}_storage` },
+        tools: { MONGODB_DB: `${db}_tools` },
         gateway: { STREAMS_PER_CREDENTIAL: "1" },
       },
     );
@@ -148,6 +151,9 @@ describe.skipIf(
         code: "ok",
       }),
     ).toBe(2);
+    expect(
+      growth(before.tools, after.tools, rpc, { method: "loom.tools.v1.ToolsService/CreateTool", code: "ok" }),
+    ).toBe(1);
 
     // Runs: every transition of the run, its wait in the queue, and nothing left executing or queued.
     const runs = (labels: Record<string, string>) =>

@@ -7,6 +7,7 @@ import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 
 /**
  * One service of Loom: a process of its own in the split deployment
@@ -83,6 +84,14 @@ export const services = {
     keeps: "buckets and assets",
     calls: [],
     servesBlobs: true,
+  },
+  tools: {
+    rpc: { tools: ToolsService },
+    urlVariable: "TOOLS_URL",
+    port: 8086,
+    database: "loom_tools",
+    keeps: "tools",
+    calls: [],
   },
 } as const satisfies Record<string, ServiceEntry>;
 

@@ -1,0 +1,120 @@
+import { isUuid } from "@loom/contracts/ids";
+import { lengthProblem, nameProblem } from "@loom/contracts/text";
+import type { EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
+import type {
+  EnvVarRecord,
+  EnvVarSource,
+  HeaderValue,
+  ToolCode as StoredCode,
+  ToolServerRecord,
+} from "./store/port.ts";
+
+/** One problem with a request field, by its public path (`body.server.url`). */
+export type Violation = { path: string; message: string };
+
+/** Bounds of a tool's fields (docs/api.md §8; why: docs/decisions.md, "Tools"). */
+export const toolBounds = {
+  envVars: 100,
+  headers: 50,
+  url: 2048,
+  headerValue: 8192,
+  envValue: 10_000,
+  configFile: 1000,
+};
+
+const transports = new Set(["mcp", "griptape"]);
+const envVarSources = new Set(["manual", "secret_ref"]);
+/** RFC 9110 §5.6.2: a header name is a token. */
+const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** A header value may not end the header early or carry a NUL (RFC 9110 §5.5). */
+const headerBreak = /[\r\n\0]/;
+
+/** A text field's bound (min..max characters), when the field is present. */
+export function checkText(
+  violations: Violation[],
+  path: string,
+  value: string | undefined,
+  max: number,
+  problemOf = lengthProblem,
+  min = 1,
+): void {
+  const problem = value === undefined ? undefined : problemOf(value, min, max);
+  if (problem) violations.push({ path, message: problem });
+}
+
+/** The code as stored (its wire form); undefined when absent, or when it names no kind (a violation). */
+export function checkCode(violations: Violation[], path: string, code: ToolCode | undefined): StoredCode | undefined {
+  const kind = code?.kind;
+  switch (kind?.case) {
+    case undefined:
+      if (code) violations.push({ path, message: "must be one of github, data_lake or default" });
+      return undefined;
+    case "github": {
+      const { owner, name, branch, tag } = kind.value;
+      return { github: { owner, name, push: { branch, ...(tag === undefined ? {} : { tag }) } } };
+    }
+    case "dataLake":
+      return { data_lake: { bucket_id: kind.value.bucketId, asset_path: kind.value.assetPath } };
+    case "default":
+      return { default: {} };
+  }
+}
+
+export function checkEnvVars(violations: Violation[], path: string, envVars: EnvVar[]): EnvVarRecord[] {
+  if (envVars.length > toolBounds.envVars)
+    violations.push({ path, message: `must hold at most ${toolBounds.envVars} env vars` });
+  return envVars.map(({ name, value, source }, i) => {
+    checkText(violations, `${path}[${i}].name`, name, 200, nameProblem);
+    checkText(violations, `${path}[${i}].value`, value, toolBounds.envValue, lengthProblem, 0);
+    if (source !== undefined && !envVarSources.has(source))
+      violations.push({ path: `${path}[${i}].source`, message: "must be manual or secret_ref" });
+    return { name, value, ...(source === undefined ? {} : { source: source as EnvVarSource }) };
+  });
+}
+
+/**
+ * The tool server's shape: an absolute http(s) URL without credentials (they
+ * belong in a header, which may name a secret), a known transport, headers
+ * that are well-formed. Whether Loom may reach the address is the outbound
+ * network policy's to say, when a call is made.
+ */
+export function checkServer(
+  violations: Violation[],
+  path: string,
+  server: ToolServer | undefined,
+): ToolServerRecord | undefined {
+  if (!server) return undefined;
+  const urlProblem = problemOfUrl(server.url);
+  if (urlProblem) violations.push({ path: `${path}.url`, message: urlProblem });
+  if (!transports.has(server.transport))
+    violations.push({ path: `${path}.transport`, message: "must be mcp or griptape" });
+  const entries = Object.entries(server.headers);
+  if (entries.length > toolBounds.headers)
+    violations.push({ path: `${path}.headers`, message: `must hold at most ${toolBounds.headers} headers` });
+  const headers: Record<string, HeaderValue> = {};
+  for (const [name, { value }] of entries) {
+    const at = `${path}.headers.${name}`;
+    if (!headerName.test(name)) violations.push({ path: at, message: "the name must be an HTTP header name" });
+    if (value.case === "plain") {
+      if (headerBreak.test(value.value) || value.value.length > toolBounds.headerValue)
+        violations.push({
+          path: `${at}.value`,
+          message: `must be at most ${toolBounds.headerValue} characters without CR, LF or NUL`,
+        });
+      headers[name] = { value: value.value };
+    } else if (value.case === "secretRef") {
+      if (!isUuid(value.value)) violations.push({ path: `${at}.secret_ref`, message: "must be a uuid" });
+      headers[name] = { secretRef: value.value.toLowerCase() };
+    } else violations.push({ path: at, message: "must hold a value or a secret_ref" });
+  }
+  return { url: server.url, transport: server.transport as ToolServerRecord["transport"], headers };
+}
+
+function problemOfUrl(url: string): string | undefined {
+  if (url.length > toolBounds.url) return `must be at most ${toolBounds.url} characters`;
+  const parsed = URL.parse(url);
+  if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
+    return "must be an absolute http or https URL";
+  if (parsed.username || parsed.password) return "must not hold credentials: send them in a header";
+  return undefined;
+}

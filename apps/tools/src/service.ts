@@ -1,0 +1,136 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { ServiceImpl } from "@connectrpc/connect";
+import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { nameProblem } from "@loom/contracts/text";
+import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
+import { requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import { checkCode, checkEnvVars, checkServer, checkText, toolBounds, type Violation } from "./field-checks.ts";
+import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
+
+export function createToolsService(deps: { store: ToolsStore; now?: () => Date }): RpcService {
+  const { store } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  const impl: ServiceImpl<typeof ToolsService> = {
+    async createTool(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200, nameProblem);
+      checkText(violations, "body.description", req.description, 200);
+      checkText(violations, "body.tool_config_file", req.toolConfigFile, toolBounds.configFile);
+      const code = checkCode(violations, "body.code", req.code);
+      const envVars = checkEnvVars(violations, "body.env_vars", req.envVars);
+      const server = checkServer(violations, "body.server", req.server);
+      if (violations.length > 0) throw invalidArgument(violations);
+      const at = now();
+      const tool: ToolRecord = {
+        id: newId(),
+        organizationId: principal.organizationId,
+        name: req.name,
+        description: req.description ?? "",
+        code: code ?? { default: {} },
+        envVars,
+        ...(req.toolConfigFile === undefined ? {} : { toolConfigFile: req.toolConfigFile }),
+        ...(server ? { server } : {}),
+        createdBy: principal.userId,
+        createdAt: at,
+        updatedAt: at,
+      };
+      await store.insert(tool);
+      return { tool: toolMessage(tool) };
+    },
+
+    async getTool(req, ctx) {
+      const found = await store.get(requirePrincipal(ctx).organizationId, req.toolId);
+      if (!found) throw notFound("tool");
+      return { tool: toolMessage(found) };
+    },
+
+    async updateTool(req, ctx) {
+      const { organizationId } = requirePrincipal(ctx);
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200, nameProblem);
+      checkText(violations, "body.description", req.description, 200);
+      checkText(violations, "body.tool_config_file", req.toolConfigFile, toolBounds.configFile);
+      const patch: ToolPatch = {
+        name: req.name,
+        description: req.description,
+        code: checkCode(violations, "body.code", req.code),
+        envVars: req.envVars && checkEnvVars(violations, "body.env_vars", req.envVars.values),
+        toolConfigFile: req.toolConfigFile,
+        server: checkServer(violations, "body.server", req.server),
+      };
+      if (violations.length > 0) throw invalidArgument(violations);
+      const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as ToolPatch;
+      const updated =
+        Object.keys(given).length === 0
+          ? await store.get(organizationId, req.toolId)
+          : await store.update(organizationId, req.toolId, given, now());
+      if (!updated) throw notFound("tool");
+      return { tool: toolMessage(updated) };
+    },
+
+    async deleteTool(req, ctx) {
+      if (!(await store.delete(requirePrincipal(ctx).organizationId, req.toolId))) throw notFound("tool");
+      return {};
+    },
+
+    async listTools(req, ctx) {
+      const window = pageWindow(req.page);
+      const { items, totalCount } = await store.list(
+        requirePrincipal(ctx).organizationId,
+        window.skip,
+        window.pageSize,
+      );
+      return { tools: items.map(toolMessage), page: pageInfo(window, totalCount) };
+    },
+  };
+
+  return storeBackedService("tools", (router) => router.service(ToolsService, impl), store);
+}
+
+function codeMessage(code: ToolCode): MessageInitShape<typeof ToolCodeSchema> {
+  if ("github" in code) {
+    const { owner, name, push } = code.github;
+    return { kind: { case: "github" as const, value: { owner, name, branch: push.branch, tag: push.tag } } };
+  }
+  if ("data_lake" in code) {
+    const { bucket_id, asset_path } = code.data_lake;
+    return { kind: { case: "dataLake" as const, value: { bucketId: bucket_id, assetPath: asset_path } } };
+  }
+  return { kind: { case: "default" as const, value: {} } };
+}
+
+function toolMessage(t: ToolRecord): MessageInitShape<typeof ToolSchema> {
+  return {
+    toolId: t.id,
+    organizationId: t.organizationId,
+    name: t.name,
+    description: t.description,
+    code: codeMessage(t.code),
+    envVars: t.envVars,
+    toolConfigFile: t.toolConfigFile,
+    server: t.server && {
+      url: t.server.url,
+      transport: t.server.transport,
+      headers: Object.fromEntries(
+        Object.entries(t.server.headers).map(([name, header]) => [
+          name,
+          {
+            value:
+              "secretRef" in header
+                ? { case: "secretRef" as const, value: header.secretRef }
+                : { case: "plain" as const, value: header.value },
+          },
+        ]),
+      ),
+    },
+    createdBy: t.createdBy,
+    createdAt: timestampFromDate(t.createdAt),
+    updatedAt: timestampFromDate(t.updatedAt),
+  };
+}

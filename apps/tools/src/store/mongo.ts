@@ -1,0 +1,62 @@
+import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
+import type { Collection, Db } from "mongodb";
+import type { HeaderValue, ToolPatch, ToolRecord, ToolServerRecord, ToolsStore } from "./port.ts";
+
+/**
+ * A server as stored: its headers as a list of entries, since a header name
+ * may hold `.` or `$`, which MongoDB does not take in a field name.
+ */
+type StoredServer = Omit<ToolServerRecord, "headers"> & { headers: ({ name: string } & HeaderValue)[] };
+type StoredTool = Omit<Doc<ToolRecord>, "server"> & { server?: StoredServer };
+
+const storedServer = (server: ToolServerRecord | undefined): StoredServer | undefined =>
+  server && { ...server, headers: Object.entries(server.headers).map(([name, value]) => ({ name, ...value })) };
+
+const serverOf = (stored: StoredServer): ToolServerRecord => ({
+  ...stored,
+  headers: Object.fromEntries(stored.headers.map(({ name, ...value }) => [name, value as HeaderValue])),
+});
+
+function toolOf(doc: StoredTool | null): ToolRecord | undefined {
+  if (!doc) return undefined;
+  const { server, ...rest } = doc;
+  const tool = fromDoc<ToolRecord>(rest as Doc<ToolRecord>)!;
+  return server ? { ...tool, server: serverOf(server) } : tool;
+}
+
+const storedPatch = ({ server, ...rest }: ToolPatch) => ({
+  ...rest,
+  ...(server ? { server: storedServer(server) } : {}),
+});
+
+/** MongoDB adapter: a collection of tools, scoped by organizationId in every query. */
+export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): ToolsStore {
+  const tools: Collection<StoredTool> = db.collection("tools");
+  return {
+    async init() {
+      await tools.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+    },
+    ready: ping,
+    close,
+    async insert({ server, ...tool }) {
+      await tools.insertOne({ ...toDoc(tool), server: storedServer(server) });
+    },
+    get: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    update: async (organizationId, id, patch, at) =>
+      toolOf(
+        await tools.findOneAndUpdate(
+          { _id: id, organizationId },
+          { $set: { ...storedPatch(patch), updatedAt: at } },
+          { returnDocument: "after" },
+        ),
+      ),
+    delete: async (organizationId, id) => (await tools.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    async list(organizationId, skip, limit) {
+      const [docs, totalCount] = await Promise.all([
+        tools.find({ organizationId }).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        tools.countDocuments({ organizationId }),
+      ]);
+      return { items: docs.map((d) => toolOf(d)!), totalCount };
+    },
+  };
+}

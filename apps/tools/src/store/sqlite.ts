@@ -1,0 +1,91 @@
+import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
+import type { ToolRecord, ToolsStore } from "./port.ts";
+
+/** Schema versions of the tools tables (kit `migrate`): append, never edit. */
+const migrations = [
+  `CREATE TABLE tools_tools (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL,
+     code TEXT NOT NULL, env_vars TEXT NOT NULL, tool_config_file TEXT, server TEXT,
+     created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
+   CREATE INDEX tools_tools_by_organization ON tools_tools (organization_id, created_at DESC, id DESC);`,
+];
+
+const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
+const parsed = <T>(text: unknown): T | undefined => (text === null ? undefined : (JSON.parse(text as string) as T));
+
+const toolOf = (row: Row | undefined): ToolRecord | undefined => {
+  if (!row) return undefined;
+  const toolConfigFile = optional<string>(row.tool_config_file);
+  const server = parsed<ToolRecord["server"]>(row.server);
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    name: row.name as string,
+    description: row.description as string,
+    code: parsed<ToolRecord["code"]>(row.code)!,
+    envVars: parsed<ToolRecord["envVars"]>(row.env_vars)!,
+    ...(toolConfigFile === undefined ? {} : { toolConfigFile }),
+    ...(server === undefined ? {} : { server }),
+    createdBy: row.created_by as string,
+    createdAt: dateOf(row.created_at)!,
+    updatedAt: dateOf(row.updated_at)!,
+  };
+};
+
+/** SQLite adapter (the embedded store): one row per tool, its code, env vars and server as JSON text, times as epoch milliseconds. */
+export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
+  const { prepare } = handle;
+  return {
+    ...sqliteLifecycle(handle, "tools", migrations),
+
+    async insert(t) {
+      prepare(
+        `INSERT INTO tools_tools (id, organization_id, name, description, code, env_vars, tool_config_file, server, created_by, created_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        t.id,
+        t.organizationId,
+        t.name,
+        t.description,
+        json(t.code),
+        json(t.envVars),
+        t.toolConfigFile ?? null,
+        json(t.server),
+        t.createdBy,
+        t.createdAt.getTime(),
+        t.updatedAt.getTime(),
+      );
+    },
+    get: async (organizationId, id) =>
+      toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
+    update: async (organizationId, id, patch, at) =>
+      toolOf(
+        prepare(
+          `UPDATE tools_tools SET name = coalesce(?, name), description = coalesce(?, description), code = coalesce(?, code),
+             env_vars = coalesce(?, env_vars), tool_config_file = coalesce(?, tool_config_file), server = coalesce(?, server), updated_at = ?
+           WHERE id = ? AND organization_id = ? RETURNING *`,
+        ).get(
+          patch.name ?? null,
+          patch.description ?? null,
+          json(patch.code),
+          json(patch.envVars),
+          patch.toolConfigFile ?? null,
+          json(patch.server),
+          at.getTime(),
+          id,
+          organizationId,
+        ),
+      ),
+    delete: async (organizationId, id) =>
+      prepare("DELETE FROM tools_tools WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
+    async list(organizationId, skip, limit) {
+      const totalCount = Number(
+        prepare("SELECT count(*) AS n FROM tools_tools WHERE organization_id = ?").get(organizationId)!.n,
+      );
+      const items = prepare(
+        `SELECT * FROM tools_tools WHERE organization_id = ? ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
+      ).all(organizationId, limit, skip);
+      return { items: items.map((row) => toolOf(row)!), totalCount };
+    },
+  };
+}

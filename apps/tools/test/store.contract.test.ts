@@ -1,0 +1,104 @@
+import { newId } from "@loom/contracts/ids";
+import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { ToolRecord, ToolsStore } from "../src/store/port.ts";
+import { openToolsStore } from "../src/wiring.ts";
+
+describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (kind) => {
+  let store: ToolsStore;
+  const db = freshDatabaseName();
+  const org = newId();
+  const otherOrg = newId();
+
+  beforeAll(async () => {
+    store = await openToolsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    await store.init();
+    await store.init();
+  });
+  afterAll(async () => {
+    await store.close();
+    if (kind === "mongo") await dropDatabase(testServers.mongoUrl!, db);
+  });
+
+  const tool = (over: Partial<ToolRecord> = {}): ToolRecord => {
+    const at = new Date("2026-03-04T05:06:07.089Z");
+    return {
+      id: newId(),
+      organizationId: org,
+      name: "t",
+      description: "",
+      code: { default: {} },
+      envVars: [],
+      createdBy: "u",
+      createdAt: at,
+      updatedAt: at,
+      ...over,
+    };
+  };
+
+  // Header names MongoDB cannot take as field names, kept all the same.
+  const server = {
+    url: "https://tools.example.com/mcp",
+    transport: "mcp",
+    headers: { Authorization: { secretRef: newId() }, "x.api$key": { value: "v" } },
+  } as const;
+
+  it("round-trips a tool, with and without its optional fields, only within its organization", async () => {
+    const full = tool({
+      code: { github: { owner: "o", name: "repo", push: { branch: "main", tag: "v1" } } },
+      envVars: [
+        { name: "A", value: "1", source: "manual" },
+        { name: "B", value: newId(), source: "secret_ref" },
+        { name: "C", value: "x" },
+      ],
+      toolConfigFile: "tool.yaml",
+      server,
+    });
+    const bare = tool();
+    await store.insert(full);
+    await store.insert(bare);
+    expect(await store.get(org, full.id)).toEqual(full);
+    expect(await store.get(org, bare.id)).toEqual(bare);
+    expect(await store.get(otherOrg, full.id)).toBeUndefined();
+  });
+
+  it("updates only the given fields, only within its organization", async () => {
+    const t = tool({ name: "before", toolConfigFile: "kept", envVars: [{ name: "A", value: "1" }] });
+    await store.insert(t);
+    const at = new Date(t.createdAt.getTime() + 5000);
+    expect(await store.update(otherOrg, t.id, { name: "hijacked" }, at)).toBeUndefined();
+    const code = { data_lake: { bucket_id: newId(), asset_path: "tools/x" } };
+    const updated = await store.update(org, t.id, { name: "after", envVars: [], code, server }, at);
+    expect(updated).toEqual({ ...t, name: "after", envVars: [], code, server, updatedAt: at });
+    expect(await store.get(org, t.id)).toEqual(updated);
+    const newServer = { url: "http://127.0.0.1:9000/", transport: "griptape" as const, headers: {} };
+    expect(await store.update(org, t.id, { server: newServer }, at)).toEqual({ ...updated, server: newServer });
+    expect(await store.update(org, newId(), { name: "x" }, at)).toBeUndefined();
+  });
+
+  it("deletes only within its organization", async () => {
+    const t = tool();
+    await store.insert(t);
+    expect(await store.delete(otherOrg, t.id)).toBe(false);
+    expect(await store.delete(org, t.id)).toBe(true);
+    expect(await store.delete(org, t.id)).toBe(false);
+    expect(await store.get(org, t.id)).toBeUndefined();
+  });
+
+  it("lists an organization's tools newest first, ties by id, with a total", async () => {
+    const listOrg = newId();
+    const same = new Date("2026-06-01T00:00:01.000Z");
+    const made = [
+      tool({ organizationId: listOrg, createdAt: new Date("2026-06-01T00:00:00.000Z") }),
+      tool({ organizationId: listOrg, createdAt: same, server }),
+      tool({ organizationId: listOrg, createdAt: same }),
+    ];
+    for (const t of made) await store.insert(t);
+    const expected = [made[1]!, made[2]!].sort((a, b) => (a.id < b.id ? 1 : -1)).concat(made[0]!);
+    const first = await store.list(listOrg, 0, 2);
+    const second = await store.list(listOrg, 2, 2);
+    expect(first.totalCount).toBe(3);
+    expect([...first.items, ...second.items]).toEqual(expected);
+    expect((await store.list(newId(), 0, 10)).totalCount).toBe(0);
+  });
+});
