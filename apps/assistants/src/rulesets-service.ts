@@ -1,15 +1,15 @@
 import type { JsonObject, JsonValue } from "@bufbuild/protobuf";
 import { timestampFromDate, type Value } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { failedPrecondition, invalidArgument, notFound } from "@loom/contracts/errors";
+import { failedPrecondition, invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
 import { jsonToValue, valueToJson } from "@loom/contracts/json-value";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { maxRuleLength } from "@loom/contracts/rules";
-import { lengthProblem, nameProblem } from "@loom/contracts/text";
+import { checkText, lengthProblem, nameProblem } from "@loom/contracts/text";
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { requirePrincipal } from "@loom/server/principal";
-import { checkIds, checkKnown, checkText, type Violation } from "./field-checks.ts";
+import { checkIds, checkKnown } from "./field-checks.ts";
 import type { AssistantsStore } from "./store/port.ts";
 import type { RulePatch, RuleRecord, RulesetPatch, RulesetRecord } from "./store/rulesets.ts";
 

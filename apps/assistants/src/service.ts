@@ -1,15 +1,15 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { nameProblem } from "@loom/contracts/text";
+import { checkText, nameProblem } from "@loom/contracts/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
-import { checkIds, checkKnown, checkText, type Violation } from "./field-checks.ts";
+import { checkIds, checkKnown } from "./field-checks.ts";
 import { createRulesetsHandlers } from "./rulesets-service.ts";
 import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/port.ts";
 

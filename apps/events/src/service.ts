@@ -3,7 +3,7 @@ import { durationMs, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
 import { createMemoryBus } from "@loom/bus/memory";
-import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { subjects } from "@loom/contracts/subjects";
@@ -66,8 +66,6 @@ export interface EventsDeps {
    */
   runLogsCoveredByRuns?: boolean;
 }
-
-type Violation = { path: string; message: string };
 
 const kinds: Partial<Record<RunKind, LogKind>> = {
   [RunKind.ASSISTANT_RUN]: "assistant-run",

@@ -1,6 +1,6 @@
 import { create } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { isUuid } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { spanBounds } from "@loom/contracts/spans";
@@ -11,8 +11,6 @@ import { z } from "zod";
 import type { EventsStore, SpanRecord } from "./store/port.ts";
 
 export const spanStatuses = ["OK", "ERROR", "UNSET"] as const;
-
-type Violation = { path: string; message: string };
 
 /** RFC 3339 with an offset and any fraction of a second, as OpenTelemetry's exporters write it. */
 const dateTime = z.iso.datetime({ offset: true });

@@ -1,5 +1,6 @@
+import type { Violation } from "@loom/contracts/errors";
 import { isUuid } from "@loom/contracts/ids";
-import { lengthProblem, nameProblem } from "@loom/contracts/text";
+import { checkText, lengthProblem, nameProblem } from "@loom/contracts/text";
 import type { EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
 import type {
   EnvVarRecord,
@@ -8,9 +9,6 @@ import type {
   ToolCode as StoredCode,
   ToolServerRecord,
 } from "./store/port.ts";
-
-/** One problem with a request field, by its public path (`body.server.url`). */
-export type Violation = { path: string; message: string };
 
 /** Bounds of a tool's fields (docs/api.md §8; why: docs/decisions.md, "Tools"). */
 export const toolBounds = {
@@ -28,19 +26,6 @@ const envVarSources = new Set(["manual", "secret_ref"]);
 const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** A header value may not end the header early or carry a NUL (RFC 9110 §5.5). */
 const headerBreak = /[\r\n\0]/;
-
-/** A text field's bound (min..max characters), when the field is present. */
-export function checkText(
-  violations: Violation[],
-  path: string,
-  value: string | undefined,
-  max: number,
-  problemOf = lengthProblem,
-  min = 1,
-): void {
-  const problem = value === undefined ? undefined : problemOf(value, min, max);
-  if (problem) violations.push({ path, message: problem });
-}
 
 /** The code as stored (its wire form); undefined when absent, or when it names no kind (a violation). */
 export function checkCode(violations: Violation[], path: string, code: ToolCode | undefined): StoredCode | undefined {

@@ -1,14 +1,14 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
-import { invalidArgument, notFound } from "@loom/contracts/errors";
+import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { nameProblem } from "@loom/contracts/text";
+import { checkText, nameProblem } from "@loom/contracts/text";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
-import { checkCode, checkEnvVars, checkServer, checkText, toolBounds, type Violation } from "./field-checks.ts";
+import { checkCode, checkEnvVars, checkServer, toolBounds } from "./field-checks.ts";
 import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
 
 export function createToolsService(deps: { store: ToolsStore; now?: () => Date }): RpcService {

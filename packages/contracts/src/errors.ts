@@ -2,8 +2,11 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { type FieldViolation, FieldViolationsSchema } from "@loom/proto/common/v1/common_pb";
 
+/** One problem with a request field, by its public path (`body.rule_ids[2]`, `body.server.url`). */
+export type Violation = Pick<FieldViolation, "path" | "message">;
+
 /** INVALID_ARGUMENT with one detail entry per problem, as the gateway reports them. */
-export function invalidArgument(violations: Array<Pick<FieldViolation, "path" | "message">>): ConnectError {
+export function invalidArgument(violations: Violation[]): ConnectError {
   const summary = violations.map((v) => `${v.path}: ${v.message}`).join("; ");
   return new ConnectError(summary || "invalid argument", Code.InvalidArgument, undefined, [
     { desc: FieldViolationsSchema, value: create(FieldViolationsSchema, { violations }) },

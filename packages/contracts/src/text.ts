@@ -1,3 +1,4 @@
+import type { Violation } from "./errors.ts";
 /**
  * Length in characters (Unicode code points), as the public API counts name
  * bounds (docs/behaviour.md §9), not UTF-16 code units as String#length does.
@@ -45,3 +46,16 @@ const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.${segmentStart}$
  * (asset-names.ts), and a gateway test holds this pattern to that check.
  */
 export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment})*$`;
+
+/** A text field's bound (min..max characters) as a violation at `path`, when the field is present. */
+export function checkText(
+  violations: Violation[],
+  path: string,
+  value: string | undefined,
+  max: number,
+  problemOf = lengthProblem,
+  min = 1,
+): void {
+  const problem = value === undefined ? undefined : problemOf(value, min, max);
+  if (problem) violations.push({ path, message: problem });
+}

@@ -1,5 +1,5 @@
 import type { JsonObject } from "@bufbuild/protobuf";
-import { invalidArgument } from "@loom/contracts/errors";
+import { invalidArgument, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { charLength } from "@loom/contracts/text";
 import { maxMessagesPerBody, maxMessageTextLength } from "@loom/contracts/thread-messages";
@@ -8,8 +8,6 @@ import type { MessageContent, NewMessage } from "../store/messages.ts";
 
 // The bounds of thread messages (@loom/contracts/thread-messages) checked as the
 // API takes them: a bad body is refused whole, nothing stored.
-
-type Violation = { path: string; message: string };
 
 /** Problems of one message's texts, with their public paths under `at` (`body`, `body.messages[2]`). */
 export function textViolations(message: { input?: string; output?: string }, at: string): Violation[] {
