@@ -97,11 +97,16 @@ export const maxIdsPerArray = 100;
 /** An array of uuids, as every `*_ids` field of the API. */
 export const idArray = z.array(uuid).max(maxIdsPerArray, `must hold at most ${maxIdsPerArray} ids`);
 
-/** An integer query parameter, sent as a string; documented as the integer it must be. */
+/**
+ * An integer query parameter, sent as a string; documented as the integer it
+ * must be. A zero fraction is the same integer: the generated
+ * griptape-cloud-client types `page` and `page_size` as floats, and Python
+ * sends 2.0 as `2.0`.
+ */
 export function integerParam(min: number, max: number, fallback: number) {
   return z
     .string()
-    .regex(/^-?\d+$/, "must be an integer")
+    .regex(/^-?\d+(?:\.0+)?$/, "must be an integer")
     .transform(Number)
     .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
     .meta({ type: "integer", minimum: min, maximum: max, default: fallback })

@@ -242,8 +242,18 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
       expect((await lister.get("/assistants?page=3&page_size=2")).body.assistants).toEqual([]);
     });
 
-    it.each(["page_size=0", "page_size=101", "page=0", "page=x"])("400 for %s", async (query) => {
-      expectError(await lister.get(`/assistants?${query}`), 400, "ValidationError");
+    it.each(["page_size=0", "page_size=101", "page=0", "page=x", "page=1.5", "page=2.", "page_size=1e2"])(
+      "400 for %s",
+      async (query) => {
+        expectError(await lister.get(`/assistants?${query}`), 400, "ValidationError");
+      },
+    );
+
+    it("reads a page number written with a zero fraction, as the generated client sends a float (2.0)", async () => {
+      const whole = await lister.get("/assistants?page=2&page_size=2");
+      const fractional = await lister.get("/assistants?page=2.0&page_size=2.00");
+      expect(fractional.status).toBe(200);
+      expect(fractional.body).toEqual(whole.body);
     });
   });
 });
