@@ -1,5 +1,6 @@
 import { producedUuidPatternSource } from "@loom/contracts/ids";
 import { runStatuses } from "@loom/contracts/run-lifecycle";
+import { headerNamePatternSource, headerValuePatternSource } from "@loom/contracts/text";
 import { z } from "zod";
 
 /**
@@ -277,15 +278,18 @@ export const envVarSchema = z.strictObject({
 
 /** A header Loom sends to the tool server: a value as is, or a secret's id. */
 export const toolHeaderSchema = z.union([
-  z.strictObject({ value: z.string() }),
-  z.strictObject({ secret_ref: z.string() }),
+  z.strictObject({ value: z.string().regex(new RegExp(headerValuePatternSource), "must not hold CR, LF or NUL") }),
+  z.strictObject({ secret_ref: z.string().meta({ format: "uuid" }) }),
 ]);
 
 /** Loom's extension of ToolDetail: the tool server Loom calls. */
 export const toolServerSchema = z.strictObject({
   url: z.string(),
   transport: z.enum(["mcp", "griptape"]),
-  headers: z.record(z.string(), toolHeaderSchema),
+  headers: z.record(
+    z.string().regex(new RegExp(headerNamePatternSource), "must be an HTTP header name"),
+    toolHeaderSchema,
+  ),
 });
 
 export const toolSchema = z.strictObject({

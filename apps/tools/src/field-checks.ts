@@ -1,6 +1,12 @@
 import type { Violation } from "@loom/contracts/errors";
 import { isUuid } from "@loom/contracts/ids";
-import { checkText, lengthProblem, nameProblem } from "@loom/contracts/text";
+import {
+  checkText,
+  headerNamePatternSource,
+  headerValuePatternSource,
+  lengthProblem,
+  nameProblem,
+} from "@loom/contracts/text";
 import type { EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
 import type {
   EnvVarRecord,
@@ -22,10 +28,8 @@ export const toolBounds = {
 
 const transports = new Set(["mcp", "griptape"]);
 const envVarSources = new Set(["manual", "secret_ref"]);
-/** RFC 9110 §5.6.2: a header name is a token. */
-const headerName = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** A header value may not end the header early or carry a NUL (RFC 9110 §5.5). */
-const headerBreak = /[\r\n\0]/;
+const headerName = new RegExp(headerNamePatternSource);
+const headerValue = new RegExp(headerValuePatternSource);
 
 /** The code as stored (its wire form); undefined when absent, or when it names no kind (a violation). */
 export function checkCode(violations: Violation[], path: string, code: ToolCode | undefined): StoredCode | undefined {
@@ -81,7 +85,7 @@ export function checkServer(
     const at = `${path}.headers.${name}`;
     if (!headerName.test(name)) violations.push({ path: at, message: "the name must be an HTTP header name" });
     if (value.case === "plain") {
-      if (headerBreak.test(value.value) || value.value.length > toolBounds.headerValue)
+      if (!headerValue.test(value.value) || value.value.length > toolBounds.headerValue)
         violations.push({
           path: `${at}.value`,
           message: `must be at most ${toolBounds.headerValue} characters without CR, LF or NUL`,

@@ -30,7 +30,8 @@ describe("streamed bytes", () => {
     expect(received).toBe(256 * mib);
     // V8 alone lets 64 MB and more of them pile up (its trigger for memory outside the heap; 88 MB measured)
     // before it collects. With a collection every 16 MiB: ~32 MiB, as the chunks a collection frees are
-    // released on a background thread while the next 16 MiB come.
-    expect(peak - before).toBeLessThan(2 * streamedBytesPerCollection + 8 * mib);
+    // released on a background thread while the next 16 MiB come; on a loaded machine (CI runs suites side by
+    // side) that thread lags by up to one more collection's worth (41.2 MiB seen), still well under V8's own.
+    expect(peak - before).toBeLessThan(3 * streamedBytesPerCollection);
   });
 });

@@ -47,6 +47,15 @@ const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.${segmentStart}$
  */
 export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment})*$`;
 
+/**
+ * A header name Loom sends a tool's server: an RFC 9110 §5.6.2 token. The
+ * tools service checks it; the gateway's /openapi.json says it.
+ */
+export const headerNamePatternSource = "^[!#$%&'*+\\-.^_`|~0-9A-Za-z]+$";
+
+/** A header value that cannot end the header early or carry a NUL (RFC 9110 §5.5). */
+export const headerValuePatternSource = "^[^\\r\\n\\u0000]*$";
+
 /** A text field's bound (min..max characters) as a violation at `path`, when the field is present. */
 export function checkText(
   violations: Violation[],
