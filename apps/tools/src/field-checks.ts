@@ -31,6 +31,16 @@ const envVarSources = new Set(["manual", "secret_ref"]);
 const headerName = new RegExp(headerNamePatternSource);
 const headerValue = new RegExp(headerValuePatternSource);
 
+/** A create's or an update's text fields, each when present: name, description, tool_config_file. */
+export function checkToolTexts(
+  violations: Violation[],
+  fields: { name?: string | undefined; description?: string | undefined; toolConfigFile?: string | undefined },
+): void {
+  checkText(violations, "body.name", fields.name, 200, nameProblem);
+  checkText(violations, "body.description", fields.description, 200);
+  checkText(violations, "body.tool_config_file", fields.toolConfigFile, toolBounds.configFile);
+}
+
 /** The code as stored (its wire form); undefined when absent, or when it names no kind (a violation). */
 export function checkCode(violations: Violation[], path: string, code: ToolCode | undefined): StoredCode | undefined {
   const kind = code?.kind;

@@ -4,11 +4,10 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
-import { checkText, nameProblem } from "@loom/contracts/text";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
-import { checkCode, checkEnvVars, checkServer, toolBounds } from "./field-checks.ts";
+import { checkCode, checkEnvVars, checkServer, checkToolTexts } from "./field-checks.ts";
 import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
 
 export function createToolsService(deps: { store: ToolsStore; now?: () => Date }): RpcService {
@@ -19,9 +18,7 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
     async createTool(req, ctx) {
       const principal = requirePrincipal(ctx);
       const violations: Violation[] = [];
-      checkText(violations, "body.name", req.name, 200, nameProblem);
-      checkText(violations, "body.description", req.description, 200);
-      checkText(violations, "body.tool_config_file", req.toolConfigFile, toolBounds.configFile);
+      checkToolTexts(violations, req);
       const code = checkCode(violations, "body.code", req.code);
       const envVars = checkEnvVars(violations, "body.env_vars", req.envVars);
       const server = checkServer(violations, "body.server", req.server);
@@ -53,9 +50,7 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
     async updateTool(req, ctx) {
       const { organizationId } = requirePrincipal(ctx);
       const violations: Violation[] = [];
-      checkText(violations, "body.name", req.name, 200, nameProblem);
-      checkText(violations, "body.description", req.description, 200);
-      checkText(violations, "body.tool_config_file", req.toolConfigFile, toolBounds.configFile);
+      checkToolTexts(violations, req);
       const patch: ToolPatch = {
         name: req.name,
         description: req.description,
