@@ -77,11 +77,13 @@ async function startServices(
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
     runLogsCoveredByRuns: true,
   });
-  // The runs service calls assistants and events, in process like everything else.
-  const peers = inProcessTransport([assistants, events], serviceToken, logger);
+  const tools = await wireTools(await openToolsStore(store("tools")));
+  // The runs service calls assistants, events and tools, in process like everything else.
+  const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {
     assistants: peers,
     events: peers,
+    tools: peers,
     bus,
     logger: logger.child({ service: "runs" }),
   });
@@ -101,7 +103,6 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
-  const tools = await wireTools(await openToolsStore(store("tools")));
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,
