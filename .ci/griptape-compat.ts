@@ -7,6 +7,7 @@ import { apiClient } from "@loom/testing/http";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
+import { assistantWithTools } from "./griptape-assistant-tools.ts";
 
 /**
  * The published griptape clients (PyPI) against the all-in-one process, on
@@ -18,7 +19,9 @@ import { testServers } from "@loom/testing/servers";
  * agent with its conversation-memory driver runs twice on one thread and a
  * fresh driver loads both runs; its observability driver exports an agent's
  * spans to a structure run; and the generated griptape-cloud-client parses
- * every thread, message, ruleset and rule operation and GetUser.
+ * every thread, message, ruleset and rule operation and GetUser. Then (once)
+ * its assistant driver runs an assistant whose tool is an MCP server
+ * (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
 const python = process.argv[2]!;
@@ -68,4 +71,5 @@ for (const store of stores) {
     await cleanup();
   }
 }
+if (!(await assistantWithTools(python))) failed = true;
 process.exit(failed ? 1 : 0);
