@@ -58,11 +58,8 @@ export async function runAgentLoop(
   signal: AbortSignal,
   deps: AgentLoopDeps,
 ): Promise<GenerateResult> {
-  const { model, log, now } = deps;
-  // Appends stop once the run is stopped, so nothing lands after its terminal event.
-  const append = async (payloads: Array<{ type: string; meta?: object }>) => {
-    if (!signal.aborted) await log.assistant(run, payloads);
-  };
+  const { model, now } = deps;
+  const append = appendWhileActive(run, deps.log, signal);
   const settings = tools.modelTools.length > 0 ? deps.tools : undefined;
   const turns = [...conversation.turns];
   const promptStack = [...conversation.promptStack];
@@ -137,10 +134,8 @@ function modelCall(
   signal: AbortSignal,
   deps: AgentLoopDeps,
 ): Promise<GenerateResult> {
-  const { model, log, now } = deps;
-  const append = async (payloads: Array<{ type: string; meta?: object }>) => {
-    if (!signal.aborted) await log.assistant(run, payloads);
-  };
+  const { model, now } = deps;
+  const append = appendWhileActive(run, deps.log, signal);
   return inSpan(
     `model ${model.id}`,
     { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } },
@@ -174,6 +169,12 @@ function modelCall(
     },
   );
 }
+
+/** Appends griptape events until the run is stopped, so that nothing lands after its terminal event. */
+const appendWhileActive =
+  (run: RunRecord, log: RunLog, signal: AbortSignal) => async (payloads: Array<{ type: string; meta?: object }>) => {
+    if (!signal.aborted) await log.assistant(run, payloads);
+  };
 
 /** A model tool's griptape names: the tool (`name`) and the activity (`path`); an unknown one is its model name alone. */
 function actionName(modelName: string, tools: RunTools): { name: string; path?: string } {

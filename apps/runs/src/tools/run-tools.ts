@@ -66,10 +66,12 @@ export async function loadRunTools(
     }),
   );
   const name = createModelToolNames();
-  const tools: RunTools = { modelTools: [], byName: new Map(), unavailable: [] };
+  const modelTools: ModelTool[] = [];
+  const byName = new Map<string, RunActivity>();
+  const unavailable: UnavailableTool[] = [];
   for (const { toolId, answer, failure } of listed) {
     if (!answer || answer.error !== undefined) {
-      tools.unavailable.push({
+      unavailable.push({
         toolId,
         error: failure ?? answer?.error ?? "",
         ...(answer?.toolRunId ? { toolRunId: answer.toolRunId } : {}),
@@ -78,19 +80,15 @@ export async function loadRunTools(
     }
     for (const activity of answer.activities) {
       const modelName = name({ id: toolId, name: answer.toolName }, activity.name);
-      tools.modelTools.push({
+      modelTools.push({
         name: modelName,
         description: activity.description,
         inputSchema: inputSchema(activity.inputSchemaJson),
       });
-      (tools.byName as Map<string, RunActivity>).set(modelName, {
-        toolId,
-        toolName: answer.toolName,
-        activity: activity.name,
-      });
+      byName.set(modelName, { toolId, toolName: answer.toolName, activity: activity.name });
     }
   }
-  return tools;
+  return { modelTools, byName, unavailable };
 }
 
 /** An activity's input schema; one the model could not use (not an object) is an object of any properties. */
