@@ -10,6 +10,7 @@ import {
   griptapeId,
   listArtifact,
   type ToolAction,
+  textArtifact,
 } from "./griptape.ts";
 import {
   type GenerateResult,
@@ -88,6 +89,7 @@ export async function runAgentLoop(
       id: griptapeId(),
       parentTaskId: promptTaskId,
       thought: answer.text,
+      input: textArtifact(answer.text),
       actions: calls.map((call) => actionOf(call, tools)),
     };
     await append([finishPrompt, griptapeActionEvents.startActionsSubtask(subtask, now())]);

@@ -169,6 +169,8 @@ export interface ActionsSubtask {
   id: string;
   parentTaskId: string;
   thought: string;
+  /** Its input, the same artifact in its start and finish events: a TextArtifact of `thought`. */
+  input: TextArtifact;
   actions: ToolAction[];
 }
 
@@ -182,7 +184,7 @@ const actionsSubtaskEvent = (
   task_id: subtask.id,
   task_parent_ids: [subtask.parentTaskId],
   task_child_ids: [],
-  task_input: textArtifact(subtask.thought),
+  task_input: subtask.input,
   task_output: output,
   subtask_parent_task_id: subtask.parentTaskId,
   subtask_thought: subtask.thought === "" ? null : subtask.thought,
