@@ -17,7 +17,7 @@ import { type ServiceName, serviceNames } from "@loom/services/registry";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { sharedSqlite } from "@loom/store/sqlite";
 import type { Logger } from "@loom/telemetry/logger";
-import { openToolsStore, wireTools } from "@loom/tools/wiring";
+import { callLimits, openToolsStore, wireTools } from "@loom/tools/wiring";
 import type { LoomConfig } from "./config.ts";
 import { type DataDir, openDataDir } from "./data-dir.ts";
 
@@ -101,7 +101,8 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
-  const tools = await wireTools(await openToolsStore(store("tools")));
+  // The all-in-one allows loopback: a tool server on the same machine is its common case.
+  const tools = await wireTools(await openToolsStore(store("tools")), callLimits(config, { allowLoopback: true }));
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,
