@@ -38,6 +38,7 @@ import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
 import { structureSpanOperations } from "./routes/structure-spans.ts";
 import { threadOperations } from "./routes/threads.ts";
+import { toolActivityOperations } from "./routes/tool-activities.ts";
 import { toolOperations } from "./routes/tools.ts";
 import { userOperations } from "./routes/users.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
@@ -92,6 +93,7 @@ export function publicOperations(
     ...chatOperations(clients, standing),
     ...billingOperations(clients),
     ...toolOperations(clients),
+    ...toolActivityOperations(clients),
   ];
 }
 

@@ -17,7 +17,7 @@ import { type ServiceName, serviceNames } from "@loom/services/registry";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { sharedSqlite } from "@loom/store/sqlite";
 import type { Logger } from "@loom/telemetry/logger";
-import { openToolsStore, wireTools } from "@loom/tools/wiring";
+import { callLimits, openToolsStore, wireTools } from "@loom/tools/wiring";
 import type { LoomConfig } from "./config.ts";
 import { type DataDir, openDataDir } from "./data-dir.ts";
 
@@ -77,7 +77,8 @@ async function startServices(
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
     runLogsCoveredByRuns: true,
   });
-  const tools = await wireTools(await openToolsStore(store("tools")));
+  // The all-in-one allows loopback: a tool server on the same machine is its common case.
+  const tools = await wireTools(await openToolsStore(store("tools")), callLimits(config, { allowLoopback: true }));
   // The runs service calls assistants, events and tools, in process like everything else.
   const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {

@@ -4,13 +4,16 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import { type ActivitiesDeps, createActivitiesHandlers } from "./activities-service.ts";
 import { checkCode, checkEnvVars, checkServer, checkToolTexts } from "./field-checks.ts";
-import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
+import type { ToolCode, ToolPatch, ToolRecord } from "./store/port.ts";
 
-export function createToolsService(deps: { store: ToolsStore; now?: () => Date }): RpcService {
+/** The tools service: tools (ToolsService) and calling their servers (ActivitiesService), one store. */
+export function createToolsService(deps: ActivitiesDeps): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
 
@@ -85,7 +88,15 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
     },
   };
 
-  return storeBackedService("tools", (router) => router.service(ToolsService, impl), store);
+  const activities = createActivitiesHandlers(deps);
+  return storeBackedService(
+    "tools",
+    (router) => {
+      router.service(ToolsService, impl);
+      router.service(ActivitiesService, activities);
+    },
+    store,
+  );
 }
 
 function codeMessage(code: ToolCode): MessageInitShape<typeof ToolCodeSchema> {

@@ -7,6 +7,7 @@ import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 
 /**
@@ -87,11 +88,12 @@ export const services = {
     servesBlobs: true,
   },
   tools: {
-    rpc: { tools: ToolsService },
+    // Calling a tool's server lives beside the tools that name it. One service, two contracts.
+    rpc: { tools: ToolsService, activities: ActivitiesService },
     urlVariable: "TOOLS_URL",
     port: 8086,
     database: "loom_tools",
-    keeps: "tools",
+    keeps: "tools and tool runs",
     calls: [],
   },
 } as const satisfies Record<string, ServiceEntry>;
