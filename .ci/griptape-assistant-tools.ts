@@ -1,8 +1,6 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { once } from "node:events";
 import { answer, callTools, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { startMcpServer } from "@loom/testing/mcp-server";
@@ -20,7 +18,6 @@ export async function assistantWithTools(python: string): Promise<boolean> {
   const mcp = await startMcpServer();
   const model = await startFakeOpenAI();
   model.reply(callAddThenAnswer);
-  const dir = await mkdtemp(join(tmpdir(), "loom-compat-tools-"));
   const key = `loom_compat-${randomBytes(24).toString("base64url")}`;
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
@@ -30,7 +27,6 @@ export async function assistantWithTools(python: string): Promise<boolean> {
     {
       PORT: String(port),
       BOOTSTRAP_API_KEY: key,
-      LOOM_DATA_DIR: dir,
       DEFAULT_MODEL: "openai-compatible:scripted",
       OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
     },
@@ -40,15 +36,16 @@ export async function assistantWithTools(python: string): Promise<boolean> {
     const api = apiClient(url, key);
     const tool = (await api.post("/tools", { name: "Calculator", server: { url: mcp.url, transport: "mcp" } })).body;
     const assistant = (await api.post("/assistants", { name: "calculating", tool_ids: [tool.tool_id] })).body;
-    const run = spawnSync(python, [".ci/compat/assistant_driver_tools.py"], {
+    // Not spawnSync: the scripted model and the MCP server answer from this process's event loop.
+    const run = spawn(python, [".ci/compat/assistant_driver_tools.py"], {
       env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_ASSISTANT: assistant.assistant_id },
       stdio: "inherit",
     });
-    return run.status === 0;
+    const [code] = (await once(run, "exit")) as [number | null];
+    return code === 0;
   } finally {
     await stopProcess(loom);
     await Promise.all([mcp.close(), model.close()]);
-    await rm(dir, { recursive: true, force: true });
   }
 }
 
