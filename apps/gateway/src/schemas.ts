@@ -309,3 +309,16 @@ export const toolSchema = z.strictObject({
 });
 
 export const toolListSchema = z.strictObject({ tools: z.array(toolSchema), pagination: paginationSchema });
+
+/** A secret in Griptape Cloud's SecretDetail shape: never its value (docs/api.md, Secrets). */
+export const secretSchema = z.strictObject({
+  secret_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  // Required by the clients; `created_at` until a tool call first reads the value.
+  last_used: timestamp,
+});
+
+export const secretListSchema = z.strictObject({ secrets: z.array(secretSchema), pagination: paginationSchema });

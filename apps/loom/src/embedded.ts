@@ -101,7 +101,11 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
-  const tools = await wireTools(await openToolsStore(store("tools")));
+  const tools = await wireTools(
+    await openToolsStore(store("tools")),
+    { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+    logger.child({ service: "tools" }),
+  );
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,

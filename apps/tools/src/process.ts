@@ -8,5 +8,6 @@ export const serviceProcess: ServiceProcess<typeof toolsConfigSchema> = {
   name: "tools",
   schema: toolsConfigSchema,
   notes: services.tools,
-  wire: async (config) => wireTools(await openToolsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB })),
+  wire: async (config, { logger }) =>
+    wireTools(await openToolsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), config, logger),
 };

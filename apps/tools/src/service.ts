@@ -4,13 +4,17 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkCode, checkEnvVars, checkServer, checkToolTexts } from "./field-checks.ts";
+import type { SecretKeyring } from "./secret-keys.ts";
+import { checkSecretRefs } from "./secret-refs.ts";
+import { createSecretsHandlers } from "./secrets-service.ts";
 import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
 
-export function createToolsService(deps: { store: ToolsStore; now?: () => Date }): RpcService {
+export function createToolsService(deps: { store: ToolsStore; keyring: SecretKeyring; now?: () => Date }): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
 
@@ -22,6 +26,7 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
       const code = checkCode(violations, "body.code", req.code);
       const envVars = checkEnvVars(violations, "body.env_vars", req.envVars);
       const server = checkServer(violations, "body.server", req.server);
+      await checkSecretRefs(violations, store, principal.organizationId, envVars, server);
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const tool: ToolRecord = {
@@ -59,6 +64,7 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
         toolConfigFile: req.toolConfigFile,
         server: checkServer(violations, "body.server", req.server),
       };
+      await checkSecretRefs(violations, store, organizationId, patch.envVars, patch.server);
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as ToolPatch;
       const updated =
@@ -85,7 +91,16 @@ export function createToolsService(deps: { store: ToolsStore; now?: () => Date }
     },
   };
 
-  return storeBackedService("tools", (router) => router.service(ToolsService, impl), store);
+  // Secrets are the tools service's too: they live beside the tools that name them.
+  const secrets = createSecretsHandlers({ store, keyring: deps.keyring, now });
+  return storeBackedService(
+    "tools",
+    (router) => {
+      router.service(ToolsService, impl);
+      router.service(SecretsService, secrets);
+    },
+    store,
+  );
 }
 
 function codeMessage(code: ToolCode): MessageInitShape<typeof ToolCodeSchema> {

@@ -1,6 +1,7 @@
 import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
 import type { HeaderValue, ToolPatch, ToolRecord, ToolServerRecord, ToolsStore } from "./port.ts";
+import { createMongoSecretStore } from "./secrets-mongo.ts";
 
 /**
  * A server as stored: its headers as a list of entries, since a header name
@@ -29,12 +30,15 @@ const storedPatch = ({ server, ...rest }: ToolPatch) => ({
   ...(server ? { server: storedServer(server) } : {}),
 });
 
-/** MongoDB adapter: a collection of tools, scoped by organizationId in every query. */
+/** MongoDB adapter: a collection of tools (and the secrets part's), scoped by organizationId in every query. */
 export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): ToolsStore {
   const tools: Collection<StoredTool> = db.collection("tools");
+  const secretStore = createMongoSecretStore(db);
   return {
+    ...secretStore,
     async init() {
       await tools.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await secretStore.init();
     },
     ready: ping,
     close,

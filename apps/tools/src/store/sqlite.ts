@@ -1,5 +1,6 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { ToolRecord, ToolsStore } from "./port.ts";
+import { createSqliteSecretStore, secretsMigration } from "./secrets-sqlite.ts";
 
 /** Schema versions of the tools tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -7,6 +8,7 @@ const migrations = [
      code TEXT NOT NULL, env_vars TEXT NOT NULL, tool_config_file TEXT, server TEXT,
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX tools_tools_by_organization ON tools_tools (organization_id, created_at DESC, id DESC);`,
+  secretsMigration,
 ];
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
@@ -31,11 +33,12 @@ const toolOf = (row: Row | undefined): ToolRecord | undefined => {
   };
 };
 
-/** SQLite adapter (the embedded store): one row per tool, its code, env vars and server as JSON text, times as epoch milliseconds. */
+/** SQLite adapter (the embedded store), with the secrets part: one row per tool, its code, env vars and server as JSON text, times as epoch milliseconds. */
 export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
   const { prepare } = handle;
   return {
     ...sqliteLifecycle(handle, "tools", migrations),
+    ...createSqliteSecretStore(handle),
 
     async insert(t) {
       prepare(
