@@ -25,13 +25,12 @@ const aValue = () => {
 
 /** A client that keeps the text of every answer it gets. */
 function recording(client: ApiClient, answers: string[]): ApiClient {
-  const keep =
-    <A extends unknown[]>(call: (...args: A) => ReturnType<ApiClient["get"]>) =>
-    async (...args: A) => {
+  const keep = <F extends (...args: any[]) => Promise<{ body: unknown }>>(call: F): F =>
+    (async (...args: Parameters<F>) => {
       const res = await call(...args);
       answers.push(JSON.stringify(res.body ?? null));
       return res;
-    };
+    }) as F;
   return {
     ...client,
     get: keep(client.get),
