@@ -24,12 +24,13 @@ export const secretKeyOf = (bytes: Buffer): SecretKey => ({ id: keyIdOf(bytes), 
 
 /** 32 bytes in base64 (or base64url): 43 characters and an optional `=`. */
 const base64Key = /^[A-Za-z0-9+/_-]{43}=?$/;
-const keyProblem = "must be 32 random bytes in base64 (make one with `openssl rand -base64 32`)";
+const keyShape = "32 random bytes in base64 (make one with `openssl rand -base64 32`)";
+const keyProblem = `must be ${keyShape}`;
 
 /** A SECRETS_KEY setting: the key's bytes. */
 export const secretKeySetting = () =>
   z
-    .string({ error: `is required: ${keyProblem}` })
+    .string({ error: `is required: ${keyShape}` })
     .regex(base64Key, keyProblem)
     .transform((text) => Buffer.from(text, "base64"));
 
