@@ -34,7 +34,7 @@ export class SecretUnreadable extends Error {
   constructor(secretId: string, keyId: string, reason: "unknown key" | "does not authenticate") {
     super(
       reason === "unknown key"
-        ? `the secret ${secretId} was sealed with the key ${keyId}, which neither SECRETS_KEY nor SECRETS_PREVIOUS_KEYS holds`
+        ? `the secret ${secretId} was sealed with the key ${keyId}, which this process does not hold (SECRETS_KEY, SECRETS_PREVIOUS_KEYS)`
         : `the secret ${secretId} does not decrypt with the key ${keyId}: the stored row was altered or belongs to another secret`,
     );
   }
