@@ -6,14 +6,17 @@ import { newId } from "@loom/contracts/ids";
 import { SecretSchema, SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { headersFor, type Principal } from "@loom/server/principal";
 import { type RunningServer, startRpcServer } from "@loom/server/rpc-server";
+import { storeBackedService } from "@loom/server/rpc-service";
 import { httpTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SecretUnreadable } from "../src/secret-cipher.ts";
 import { keyIdOf, secretKeyring } from "../src/secret-keys.ts";
+import { resealWithCurrentKey } from "../src/secret-rotation.ts";
+import { createSecretsHandlers } from "../src/secrets-service.ts";
 import type { ToolsStore } from "../src/store/port.ts";
-import { openToolsStore, secretValuesOf, wireTools } from "../src/wiring.ts";
+import { openToolsStore, secretValuesOf } from "../src/wiring.ts";
 
 const serviceToken = "tools-test-token-0123456789";
 
@@ -38,8 +41,11 @@ describe.each(storeKinds("secrets at rest"))("secrets at rest (%s store)", (kind
 
   beforeAll(async () => {
     store = await openToolsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db });
+    await store.init();
+    // The SecretsService alone, on the tools store: what the tools service serves beside ToolsService.
+    const handlers = createSecretsHandlers({ store, keyring: secretKeyring(keyA) });
     server = await startRpcServer({
-      services: [await wireTools(store, { SECRETS_KEY: keyA }, log.logger)],
+      services: [storeBackedService("tools", (router) => router.service(SecretsService, handlers), store)],
       serviceToken,
       logger: log.logger,
     });
@@ -127,11 +133,14 @@ describe.each(storeKinds("secrets at rest"))("secrets at rest (%s store)", (kind
     await store.deleteSecret(mallory.organizationId, inMallorys.id);
   });
 
+  // What wireTools runs at start (the all-in-one's start does it too: apps/loom/test/secrets-key.test.ts).
   it("rotates: a start with a new key reseals every row of the previous one, after which the previous key can go", async () => {
     const made = [await create("one"), await create("two", mallory)];
     const keyB = randomBytes(32);
     const rotation = capturedLogger();
-    await wireTools(store, { SECRETS_KEY: keyB, SECRETS_PREVIOUS_KEYS: [keyA] }, rotation.logger);
+    expect(
+      await resealWithCurrentKey({ store, keyring: secretKeyring(keyB, [keyA]), logger: rotation.logger }),
+    ).toBeGreaterThanOrEqual(2);
     for (const s of made) {
       const row = await store.getSecret(s.organizationId, s.secretId);
       expect(row!.sealed.keyId).toBe(keyIdOf(keyB));
@@ -153,7 +162,7 @@ describe.each(storeKinds("secrets at rest"))("secrets at rest (%s store)", (kind
     // A start without the key some rows need says so, and drops nothing.
     const keyC = randomBytes(32);
     const lost = capturedLogger();
-    await wireTools(store, { SECRETS_KEY: keyC }, lost.logger);
+    expect(await resealWithCurrentKey({ store, keyring: secretKeyring(keyC), logger: lost.logger })).toBe(0);
     expect(lost.lines()).toMatch(/secrets cannot be decrypted with SECRETS_KEY or SECRETS_PREVIOUS_KEYS/);
     expect(await store.countSecretsSealedWithout([keyIdOf(keyB)])).toBe(0);
   });
