@@ -26,7 +26,7 @@ tool_id = res.json()["tool_id"]
 tool = GriptapeCloudToolTool(tool_id=tool_id, base_url=url, api_key=key)
 check("tool name from info.title", tool.name, "TestTools")
 names = [tool.activity_name(a) for a in tool.activities()]
-check("activities from /openapi", sorted(names), sorted(["add", "json", "image", "fail", "hang", "huge"]))
+check("activities from /openapi", sorted(names), sorted(["add", "json", "image", "fail", "hang", "several", "say_hello", "huge"]))
 add = tool.find_activity("add")
 check("description, Jinja-safe", tool.activity_description(add), "Adds two numbers: { a } plus { b }.")
 # What a prompt driver builds for native tool calling: a name griptape accepts and the input's JSON schema.

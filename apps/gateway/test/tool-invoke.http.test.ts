@@ -101,7 +101,7 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const doc = toolOpenApiSchema.parse(res.body);
       expect(doc.info.title).toBe("TestTools");
       expect(Object.keys(doc.paths)).toEqual(
-        ["add", "json", "image", "fail", "hang", "huge"].map((name) => `/activities/${name}`),
+        ["add", "json", "image", "fail", "hang", "several", "say_hello", "huge"].map((name) => `/activities/${name}`),
       );
       const add = doc.paths["/activities/add"]!.post;
       expect(add.operationId).toBe("add");
@@ -207,6 +207,25 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
         height: mcpImage.height,
       });
       expect(art.name).toMatch(/^image_artifact_\d{12}_[0-9a-f]{4}\.png$/);
+    });
+
+    it("answers several content items as a ListArtifact of their artifacts", async () => {
+      const art = artifactOf(await invoke(mcpToolId, "several"), "ListArtifact", [
+        "item_separator",
+        "validate_uniform_types",
+      ]);
+      expect(art).toMatchObject({ item_separator: "\n\n", validate_uniform_types: false });
+      const [text, image] = art.value as any[];
+      expect(Object.keys(text)).toEqual(artifactKeys);
+      expect(text).toMatchObject({ type: "TextArtifact", value: "a text" });
+      expect(image).toMatchObject({ type: "ImageArtifact", format: "png", width: 3, height: 2 });
+    });
+
+    it("calls a tool whose name griptape cannot take by the activity name Loom gave it", async () => {
+      expect(artifactOf(await invoke(mcpToolId, "say_hello", { name: "Ada" }), "TextArtifact").value).toBe(
+        "Hello, Ada!",
+      );
+      expect(mcp.calls.at(-1)).toMatchObject({ tool: "say-hello", arguments: { name: "Ada" } });
     });
 
     it("answers a tool's error as an ErrorArtifact and a FAILED tool run", async () => {
