@@ -39,6 +39,7 @@ import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
 import { structureSpanOperations } from "./routes/structure-spans.ts";
 import { threadOperations } from "./routes/threads.ts";
+import { toolActivityOperations } from "./routes/tool-activities.ts";
 import { toolOperations } from "./routes/tools.ts";
 import { userOperations } from "./routes/users.ts";
 import { stripeWebhook } from "./stripe-webhook.ts";
@@ -94,6 +95,7 @@ export function publicOperations(
     ...billingOperations(clients),
     ...toolOperations(clients),
     ...secretOperations(clients),
+    ...toolActivityOperations(clients),
   ];
 }
 

@@ -322,3 +322,66 @@ export const secretSchema = z.strictObject({
 });
 
 export const secretListSchema = z.strictObject({ secrets: z.array(secretSchema), pagination: paginationSchema });
+/**
+ * A griptape artifact as griptape serializes it (docs/behaviour.md, Tool runs): the keys every artifact has, and an
+ * ImageArtifact's format, width and height or a ListArtifact's item_separator and validate_uniform_types.
+ */
+export const artifactSchema = z.strictObject({
+  type: z.string(),
+  id: z.string(),
+  reference: z.null(),
+  meta: z.record(z.string(), z.unknown()),
+  name: z.string(),
+  value: z.unknown(),
+  format: z.string().optional(),
+  width: z.number().int().optional(),
+  height: z.number().int().optional(),
+  item_separator: z.string().optional(),
+  validate_uniform_types: z.boolean().optional(),
+});
+
+/** A tool's activities as an OpenAPI document, the shape griptape's GriptapeCloudToolTool reads. */
+export const toolOpenApiSchema = z.strictObject({
+  openapi: z.string(),
+  info: z.strictObject({ title: z.string(), version: z.string(), description: z.string().optional() }),
+  paths: z.record(
+    z.string(),
+    z.strictObject({
+      post: z.strictObject({
+        operationId: z.string(),
+        description: z.string(),
+        requestBody: z.strictObject({
+          required: z.boolean(),
+          content: z.strictObject({
+            "application/json": z.strictObject({ schema: z.record(z.string(), z.unknown()) }),
+          }),
+        }),
+        responses: z.record(z.string(), z.strictObject({ description: z.string() })),
+      }),
+    }),
+  ),
+});
+
+/** A listing that failed: what went wrong, and the tool run that records it (Griptape Cloud's shape). */
+export const toolOpenApiErrorSchema = z.strictObject({ error: z.string(), tool_run_id: uuidString });
+
+/** Griptape Cloud's ToolRunDetail, plus Loom's `assistant_run_id` when an assistant run made the call. */
+export const toolRunSchema = z.strictObject({
+  tool_run_id: uuidString,
+  tool_id: uuidString,
+  status: runStatusSchema,
+  runtime_path: z.string(),
+  input: z.unknown(),
+  output: artifactSchema.optional(),
+  status_detail: z.string().optional(),
+  assistant_run_id: z.string().optional(),
+  created_at: timestamp,
+  created_by: z.string(),
+  started_at: timestamp.nullable(),
+  completed_at: timestamp.nullable(),
+  updated_at: timestamp,
+});
+
+export const toolRunListSchema = z.strictObject({ tool_runs: z.array(toolRunSchema), pagination: paginationSchema });
+
+export const toolRunLogsSchema = z.strictObject({ logs: z.array(z.string()) });

@@ -2,6 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import { invalidArgument } from "@loom/contracts/errors";
 import { isUuid, uuidPatternSource } from "@loom/contracts/ids";
 import { pageBounds } from "@loom/contracts/paging";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { lengthProblem, namePatternSource, nameProblem } from "@loom/contracts/text";
 import { z } from "zod";
 
@@ -129,3 +130,29 @@ export function booleanParam(fallback: boolean) {
     .optional()
     .transform((v) => v ?? fallback);
 }
+
+/**
+ * `status=A,B` and `status=A&status=B` alike (docs/behaviour.md §4), for a run's
+ * or a tool run's status (the same values); documented as the repeated form. Given, it must name at least one status (`status=`
+ * alone is a mistake, not "every status").
+ */
+export const statusQuery = z
+  .union([z.string(), z.array(z.string())])
+  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatuses] }, minItems: 1 })
+  .optional()
+  .transform((v) =>
+    v === undefined
+      ? undefined
+      : [v]
+          .flat()
+          .flatMap((s) => s.split(","))
+          .map((s) => s.trim())
+          .filter(Boolean),
+  )
+  .pipe(
+    z
+      .array(z.enum(runStatuses, { message: `must be one of ${runStatuses.join(", ")}` }))
+      .min(1, "must name at least one status")
+      .optional()
+      .transform((v) => v ?? []),
+  );

@@ -136,8 +136,9 @@ describe("/openapi.json", () => {
   const v4 = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-4[0-9a-fA-F]{3}-[89abAB][0-9a-fA-F]{3}-[0-9a-fA-F]{12}$";
 
   it("gives every id in a path and in a body the v4 uuid pattern the server checks", () => {
-    // Asset names are the one path parameter that is not an id.
-    const pathIds = ops.flatMap((o) => o.parameters.filter((p: any) => p.in === "path" && p.name !== "name"));
+    // Asset names and activity names are the path parameters that are not ids.
+    const notIds = new Set(["name", "activity"]);
+    const pathIds = ops.flatMap((o) => o.parameters.filter((p: any) => p.in === "path" && !notIds.has(p.name)));
     expect(pathIds.length).toBeGreaterThan(20);
     for (const p of pathIds) expect(p.schema, p.name).toMatchObject({ type: "string", pattern: v4 });
     const run = op("/assistants/{assistant_id}/runs", "post").requestBody.content["application/json"].schema.anyOf[0]; // the body is optional: [object, null]

@@ -3,7 +3,7 @@ import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/i
 import { runSettings } from "@loom/runs/config";
 import { env, httpSettings } from "@loom/runtime/config";
 import { storageSettings } from "@loom/storage/config";
-import { secretsSettings } from "@loom/tools/config";
+import { secretsSettings, toolCallSettings } from "@loom/tools/config";
 import { z } from "zod";
 
 /** Where the records are: read by the process and by its operator commands (`pnpm loom`). */
@@ -29,6 +29,7 @@ export const loomConfigSchema = z
     ...secretsSettings,
     /** Unset: the key made once and kept in LOOM_DATA_DIR/secrets-key. */
     SECRETS_KEY: secretsSettings.SECRETS_KEY.optional(),
+    ...toolCallSettings,
     PORT: env.port(8080),
     // Loopback by default: a laptop's first start prints an admin key.
     HOST: z.string().default("127.0.0.1"),

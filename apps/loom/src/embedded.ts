@@ -17,7 +17,7 @@ import { type ServiceName, serviceNames } from "@loom/services/registry";
 import { openBlobStore, openStorageStore, wireStorage } from "@loom/storage/wiring";
 import { sharedSqlite } from "@loom/store/sqlite";
 import type { Logger } from "@loom/telemetry/logger";
-import { openToolsStore, wireTools } from "@loom/tools/wiring";
+import { callLimits, openToolsStore, wireTools } from "@loom/tools/wiring";
 import type { LoomConfig } from "./config.ts";
 import { type DataDir, openDataDir } from "./data-dir.ts";
 
@@ -103,7 +103,11 @@ async function startServices(
   );
   const tools = await wireTools(
     await openToolsStore(store("tools")),
-    { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+    {
+      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+      // The all-in-one allows loopback: a tool server on the same machine is its common case.
+      limits: callLimits(config, { allowLoopback: true }),
+    },
     logger.child({ service: "tools" }),
   );
   // Every service of the registry, wired: one missing here fails the typecheck.

@@ -4,17 +4,23 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import { type ActivitiesDeps, createActivitiesHandlers } from "./activities-service.ts";
 import { checkCode, checkEnvVars, checkServer, checkToolTexts } from "./field-checks.ts";
 import type { SecretKeyring } from "./secret-keys.ts";
 import { checkSecretRefs } from "./secret-refs.ts";
 import { createSecretsHandlers } from "./secrets-service.ts";
-import type { ToolCode, ToolPatch, ToolRecord, ToolsStore } from "./store/port.ts";
+import type { ToolCode, ToolPatch, ToolRecord } from "./store/port.ts";
 
-export function createToolsService(deps: { store: ToolsStore; keyring: SecretKeyring; now?: () => Date }): RpcService {
+/**
+ * The tools service: tools (ToolsService), the secrets they name
+ * (SecretsService) and calling their servers (ActivitiesService), one store.
+ */
+export function createToolsService(deps: ActivitiesDeps & { keyring: SecretKeyring }): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
 
@@ -93,11 +99,13 @@ export function createToolsService(deps: { store: ToolsStore; keyring: SecretKey
 
   // Secrets are the tools service's too: they live beside the tools that name them.
   const secrets = createSecretsHandlers({ store, keyring: deps.keyring, now });
+  const activities = createActivitiesHandlers(deps);
   return storeBackedService(
     "tools",
     (router) => {
       router.service(ToolsService, impl);
       router.service(SecretsService, secrets);
+      router.service(ActivitiesService, activities);
     },
     store,
   );

@@ -1,7 +1,9 @@
+import { outboundPolicy } from "@loom/outbound/policy";
 import type { RpcService } from "@loom/server/rpc-service";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import type { Logger } from "@loom/telemetry/logger";
-import type { SecretsSettings } from "./config.ts";
+import type { CallLimits } from "./calls/call-scope.ts";
+import type { SecretsSettings, ToolCallSettings } from "./config.ts";
 import { type SecretKeyring, secretKeyring } from "./secret-keys.ts";
 import { resealWithCurrentKey } from "./secret-rotation.ts";
 import type { SecretValues } from "./secret-values.ts";
@@ -27,13 +29,27 @@ export const secretValuesOf = (store: ToolsStore, keyring: SecretKeyring): Secre
   createSecretValues({ store, keyring });
 
 /**
+ * The bounds of every call of a tool's server, from the settings and the deployment: loopback is allowed in the
+ * all-in-one and refused in the split deployment (docs/decisions.md, "Outbound requests on a user's behalf").
+ */
+export const callLimits = (settings: ToolCallSettings, deployment: { allowLoopback: boolean }): CallLimits => ({
+  policy: outboundPolicy({ allowedHosts: settings.TOOL_ALLOWED_HOSTS, allowLoopback: deployment.allowLoopback }),
+  timeoutMs: settings.TOOL_CALL_TIMEOUT_MS,
+  maxResponseBytes: settings.TOOL_MAX_RESPONSE_BYTES,
+});
+
+/**
  * Store → service: shared by main.ts, the all-in-one process and the tests.
  * Values sealed with a previous key are resealed with the current one before
  * the service answers (a rotation's second half).
  */
-export async function wireTools(store: ToolsStore, settings: SecretsSettings, logger: Logger): Promise<RpcService> {
+export async function wireTools(
+  store: ToolsStore,
+  settings: { secrets: SecretsSettings; limits: CallLimits },
+  logger: Logger,
+): Promise<RpcService> {
   await store.init();
-  const keyring = keyringOf(settings);
+  const keyring = keyringOf(settings.secrets);
   await resealWithCurrentKey({ store, keyring, logger });
-  return createToolsService({ store, keyring });
+  return createToolsService({ store, keyring, limits: settings.limits, secrets: secretValuesOf(store, keyring) });
 }

@@ -1,7 +1,7 @@
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { ToolRecord, ToolsStore } from "../src/store/port.ts";
+import type { ToolRecord, ToolRunRecord, ToolsStore } from "../src/store/port.ts";
 import { openToolsStore } from "../src/wiring.ts";
 
 describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (kind) => {
@@ -100,5 +100,90 @@ describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (
     expect(first.totalCount).toBe(3);
     expect([...first.items, ...second.items]).toEqual(expected);
     expect((await store.list(newId(), 0, 10)).totalCount).toBe(0);
+  });
+
+  const run = (over: Partial<ToolRunRecord> = {}): ToolRunRecord => {
+    const at = new Date("2026-03-04T05:06:07.089Z");
+    return {
+      id: newId(),
+      organizationId: org,
+      toolId: newId(),
+      status: "RUNNING",
+      runtimePath: "/activities/add",
+      input: { a: 1, b: [2, { c: null }] },
+      logs: ["called add on http://127.0.0.1:1/mcp"],
+      createdBy: "u",
+      createdAt: at,
+      startedAt: at,
+      updatedAt: at,
+      ...over,
+    };
+  };
+
+  it("round-trips a tool run, with and without its optional fields, only within its organization", async () => {
+    const bare = run({ status: "QUEUED", startedAt: undefined });
+    delete bare.startedAt;
+    const full = run({
+      status: "SUCCEEDED",
+      output: { type: "TextArtifact", id: "a", reference: null, meta: {}, name: "a", value: "3" },
+      statusDetail: "done",
+      assistantRunId: newId(),
+      completedAt: new Date("2026-03-04T05:06:08.000Z"),
+    });
+    await store.insertRun(bare);
+    await store.insertRun(full);
+    expect(await store.getRun(org, bare.id)).toEqual(bare);
+    expect(await store.getRun(org, full.id)).toEqual(full);
+    expect(await store.getRun(otherOrg, full.id)).toBeUndefined();
+  });
+
+  it("ends a run once, appending its log lines, only within its organization", async () => {
+    const r = run();
+    await store.insertRun(r);
+    const at = new Date(r.createdAt.getTime() + 12);
+    const end = { status: "FAILED" as const, statusDetail: "boom", output: { x: 1 }, logs: ["a", "b"], at };
+    expect(await store.endRun(otherOrg, r.id, end)).toBeUndefined();
+    const ended = await store.endRun(org, r.id, end);
+    const expected = {
+      ...r,
+      status: "FAILED",
+      statusDetail: "boom",
+      output: { x: 1 },
+      logs: [...r.logs, "a", "b"],
+      completedAt: at,
+      updatedAt: at,
+    };
+    expect(ended).toEqual(expected);
+    expect(await store.endRun(org, r.id, { ...end, status: "SUCCEEDED" })).toBeUndefined();
+    expect(await store.getRun(org, r.id)).toEqual(expected);
+    const plain = run();
+    await store.insertRun(plain);
+    expect(await store.endRun(org, plain.id, { status: "CANCELLED", logs: [], at })).toEqual({
+      ...plain,
+      status: "CANCELLED",
+      completedAt: at,
+      updatedAt: at,
+    });
+  });
+
+  it("lists a tool's runs newest first, ties by id, filtered by status, with a total", async () => {
+    const toolId = newId();
+    const same = new Date("2026-06-01T00:00:01.000Z");
+    const made = [
+      run({ toolId, status: "SUCCEEDED", createdAt: new Date("2026-06-01T00:00:00.000Z") }),
+      run({ toolId, status: "FAILED", createdAt: same }),
+      run({ toolId, status: "SUCCEEDED", createdAt: same }),
+      run({ toolId: newId(), status: "SUCCEEDED" }),
+      run({ toolId, organizationId: otherOrg, status: "SUCCEEDED" }),
+    ];
+    for (const r of made) await store.insertRun(r);
+    const expected = [made[1]!, made[2]!].sort((a, b) => (a.id < b.id ? 1 : -1)).concat(made[0]!);
+    const first = await store.listRuns(org, toolId, [], 0, 2);
+    const second = await store.listRuns(org, toolId, [], 2, 2);
+    expect(first.totalCount).toBe(3);
+    expect([...first.items, ...second.items]).toEqual(expected);
+    const succeeded = await store.listRuns(org, toolId, ["SUCCEEDED", "CANCELLED"], 0, 10);
+    expect(succeeded).toEqual({ items: [made[2]!, made[0]!], totalCount: 2 });
+    expect((await store.listRuns(org, newId(), [], 0, 10)).totalCount).toBe(0);
   });
 });

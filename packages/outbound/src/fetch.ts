@@ -128,6 +128,8 @@ async function raceAbort<T>(
   timeout: AbortSignal,
   timedOut: () => Error,
 ): Promise<T> {
+  // The work goes on after a lost race; its failure then has no one to tell.
+  work.catch(() => {});
   signal.throwIfAborted();
   const { promise, reject } = Promise.withResolvers<never>();
   const onAbort = () => reject(timeout.aborted ? timedOut() : signal.reason);

@@ -7,6 +7,7 @@ import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 
@@ -87,12 +88,12 @@ export const services = {
     servesBlobs: true,
   },
   tools: {
-    // Secrets live beside the tools that name them. One service, two contracts.
-    rpc: { tools: ToolsService, secrets: SecretsService },
+    // Secrets and calling a tool's server live beside the tools that name them. One service, three contracts.
+    rpc: { tools: ToolsService, secrets: SecretsService, activities: ActivitiesService },
     urlVariable: "TOOLS_URL",
     port: 8086,
     database: "loom_tools",
-    keeps: "tools and secrets",
+    keeps: "tools, their secrets and tool runs",
     calls: [],
   },
 } as const satisfies Record<string, ServiceEntry>;

@@ -2,7 +2,6 @@ import { createHash } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/contracts/errors";
 import { valueToJson } from "@loom/contracts/json-value";
-import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { type AssistantRun, RunStatus } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
 import type { BillingStanding } from "../billing-standing.ts";
@@ -10,7 +9,7 @@ import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
-import { idArray, pageQuery, uuid } from "../validation.ts";
+import { idArray, pageQuery, statusQuery, uuid } from "../validation.ts";
 
 const createBody = z.object({
   input: z.string().optional(),
@@ -29,32 +28,6 @@ const createBody = z.object({
   additional_structure_ids: idArray.optional(),
   additional_tool_ids: idArray.optional(),
 });
-
-/**
- * `status=A,B` and `status=A&status=B` alike (docs/behaviour.md §4); documented
- * as the repeated form. Given, it must name at least one status (`status=`
- * alone is a mistake, not "every status").
- */
-const statusQuery = z
-  .union([z.string(), z.array(z.string())])
-  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatuses] }, minItems: 1 })
-  .optional()
-  .transform((v) =>
-    v === undefined
-      ? undefined
-      : [v]
-          .flat()
-          .flatMap((s) => s.split(","))
-          .map((s) => s.trim())
-          .filter(Boolean),
-  )
-  .pipe(
-    z
-      .array(z.enum(runStatuses, { message: `must be one of ${runStatuses.join(", ")}` }))
-      .min(1, "must name at least one status")
-      .optional()
-      .transform((v) => v ?? []),
-  );
 
 const idempotencyKey = z.string().min(1).max(255).optional();
 

@@ -1,6 +1,6 @@
 import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
-import type { Collection, Db } from "mongodb";
-import type { HeaderValue, ToolPatch, ToolRecord, ToolServerRecord, ToolsStore } from "./port.ts";
+import type { Collection, Db, Filter } from "mongodb";
+import type { HeaderValue, ToolPatch, ToolRecord, ToolRunRecord, ToolServerRecord, ToolsStore } from "./port.ts";
 import { createMongoSecretStore } from "./secrets-mongo.ts";
 
 /**
@@ -30,15 +30,20 @@ const storedPatch = ({ server, ...rest }: ToolPatch) => ({
   ...(server ? { server: storedServer(server) } : {}),
 });
 
-/** MongoDB adapter: a collection of tools (and the secrets part's), scoped by organizationId in every query. */
+/** A run as stored: absent optional fields are absent, never null, so a read gives the record back as written. */
+const runOf = (doc: Doc<ToolRunRecord> | null) => fromDoc<ToolRunRecord>(doc);
+
+/** MongoDB adapter: a collection of tools, one of tool runs (and the secrets part's), scoped by organizationId in every query. */
 export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): ToolsStore {
   const tools: Collection<StoredTool> = db.collection("tools");
   const secretStore = createMongoSecretStore(db);
+  const runs: Collection<Doc<ToolRunRecord>> = db.collection("tool_runs");
   return {
     ...secretStore,
     async init() {
       await tools.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await secretStore.init();
+      await runs.createIndex({ organizationId: 1, toolId: 1, createdAt: -1, _id: -1 });
     },
     ready: ping,
     close,
@@ -61,6 +66,36 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
         tools.countDocuments({ organizationId }),
       ]);
       return { items: docs.map((d) => toolOf(d)!), totalCount };
+    },
+
+    async insertRun(run) {
+      await runs.insertOne(toDoc(run));
+    },
+    async endRun(organizationId, id, { status, output, statusDetail, logs, at }) {
+      const set = { status, completedAt: at, updatedAt: at, ...(output === undefined ? {} : { output }) };
+      return runOf(
+        await runs.findOneAndUpdate(
+          { _id: id, organizationId, completedAt: { $exists: false } },
+          {
+            $set: statusDetail === undefined ? set : { ...set, statusDetail },
+            $push: { logs: { $each: logs } },
+          },
+          { returnDocument: "after" },
+        ),
+      );
+    },
+    getRun: async (organizationId, id) => runOf(await runs.findOne({ _id: id, organizationId })),
+    async listRuns(organizationId, toolId, statuses, skip, limit) {
+      const query: Filter<Doc<ToolRunRecord>> = {
+        organizationId,
+        toolId,
+        ...(statuses.length ? { status: { $in: [...statuses] } } : {}),
+      };
+      const [docs, totalCount] = await Promise.all([
+        runs.find(query).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        runs.countDocuments(query),
+      ]);
+      return { items: docs.map((d) => runOf(d)!), totalCount };
     },
   };
 }

@@ -49,14 +49,65 @@ export type ToolPatch = Partial<
 
 /**
  * The tools service's whole store: its tools and, in the same database, the
- * secrets they name (the `SecretStore` part). Every read and write is scoped
- * to one organization: another's tools do not exist.
+ * secrets they name (the `SecretStore` part) and the runs of their servers'
+ * activities (the `ToolRunsStore` part). Every read and write is scoped to
+ * one organization: another's tools do not exist.
  */
-export interface ToolsStore extends StoreLifecycle, SecretStore {
+export interface ToolsStore extends StoreLifecycle, SecretStore, ToolRunsStore {
   insert(tool: ToolRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<ToolRecord | undefined>;
   update(organizationId: string, id: string, patch: ToolPatch, at: Date): Promise<ToolRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id. */
   list(organizationId: string, skip: number, limit: number): Promise<Page<ToolRecord>>;
+}
+
+/** Griptape Cloud's `ToolRunStatus` values. */
+export type ToolRunStatus = "QUEUED" | "STARTING" | "RUNNING" | "SUCCEEDED" | "FAILED" | "ERROR" | "CANCELLED";
+
+/** One call of a tool's server (docs/behaviour.md, Tool runs). */
+export interface ToolRunRecord {
+  id: string;
+  organizationId: string;
+  toolId: string;
+  status: ToolRunStatus;
+  /** `/activities/<name>`, or `/openapi` for a listing that failed. */
+  runtimePath: string;
+  input: unknown;
+  /** The result artifact, once the run ended. */
+  output?: unknown;
+  statusDetail?: string;
+  assistantRunId?: string;
+  /** What happened, oldest first: never a header or a secret value. */
+  logs: string[];
+  createdBy: string;
+  createdAt: Date;
+  startedAt?: Date;
+  completedAt?: Date;
+  updatedAt: Date;
+}
+
+/** How a run ends: its final status, its result, and the log lines to append. */
+export interface ToolRunEnd {
+  status: ToolRunStatus;
+  output?: unknown;
+  statusDetail?: string;
+  logs: string[];
+  at: Date;
+}
+
+/** Tool runs, in the tools store: every read and write scoped to one organization, like tools. */
+export interface ToolRunsStore {
+  insertRun(run: ToolRunRecord): Promise<void>;
+  /** Ends a run still in progress; undefined when there is none with this id. */
+  endRun(organizationId: string, id: string, end: ToolRunEnd): Promise<ToolRunRecord | undefined>;
+  getRun(organizationId: string, id: string): Promise<ToolRunRecord | undefined>;
+  /** A tool's runs, newest first by created_at, ties by id; only those in `statuses` unless it is empty. */
+  listRuns(
+    organizationId: string,
+    toolId: string,
+    statuses: readonly ToolRunStatus[],
+    skip: number,
+    limit: number,
+  ): Promise<Page<ToolRunRecord>>;
 }

@@ -1,5 +1,5 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
-import type { ToolRecord, ToolsStore } from "./port.ts";
+import type { ToolRecord, ToolRunRecord, ToolRunStatus, ToolsStore } from "./port.ts";
 import { createSqliteSecretStore, secretsMigration } from "./secrets-sqlite.ts";
 
 /** Schema versions of the tools tables (kit `migrate`): append, never edit. */
@@ -9,6 +9,10 @@ const migrations = [
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX tools_tools_by_organization ON tools_tools (organization_id, created_at DESC, id DESC);`,
   secretsMigration,
+  `CREATE TABLE tools_runs (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, tool_id TEXT NOT NULL, status TEXT NOT NULL,
+     runtime_path TEXT NOT NULL, input TEXT NOT NULL, output TEXT, status_detail TEXT, assistant_run_id TEXT, logs TEXT NOT NULL,
+     created_by TEXT NOT NULL, created_at INTEGER NOT NULL, started_at INTEGER, completed_at INTEGER, updated_at INTEGER NOT NULL);
+   CREATE INDEX tools_runs_by_tool ON tools_runs (organization_id, tool_id, created_at DESC, id DESC);`,
 ];
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
@@ -33,7 +37,34 @@ const toolOf = (row: Row | undefined): ToolRecord | undefined => {
   };
 };
 
-/** SQLite adapter (the embedded store), with the secrets part: one row per tool, its code, env vars and server as JSON text, times as epoch milliseconds. */
+const runOf = (row: Row | undefined): ToolRunRecord | undefined => {
+  if (!row) return undefined;
+  const fields = {
+    output: parsed<unknown>(row.output),
+    statusDetail: optional<string>(row.status_detail),
+    assistantRunId: optional<string>(row.assistant_run_id),
+    startedAt: dateOf(row.started_at),
+    completedAt: dateOf(row.completed_at),
+  };
+  return {
+    id: row.id as string,
+    organizationId: row.organization_id as string,
+    toolId: row.tool_id as string,
+    status: row.status as ToolRunStatus,
+    runtimePath: row.runtime_path as string,
+    input: parsed<unknown>(row.input),
+    ...Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)),
+    logs: parsed<string[]>(row.logs)!,
+    createdBy: row.created_by as string,
+    createdAt: dateOf(row.created_at)!,
+    updatedAt: dateOf(row.updated_at)!,
+  };
+};
+
+/**
+ * SQLite adapter (the embedded store), with the secrets part: one row per tool, its code, env vars and server as JSON text; one row per tool
+ * run, its input, output and logs as JSON text; times as epoch milliseconds.
+ */
 export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
   const { prepare } = handle;
   return {
@@ -89,6 +120,64 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
         `SELECT * FROM tools_tools WHERE organization_id = ? ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
       ).all(organizationId, limit, skip);
       return { items: items.map((row) => toolOf(row)!), totalCount };
+    },
+
+    async insertRun(r) {
+      prepare(
+        `INSERT INTO tools_runs (id, organization_id, tool_id, status, runtime_path, input, output, status_detail, assistant_run_id,
+           logs, created_by, created_at, started_at, completed_at, updated_at)
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      ).run(
+        r.id,
+        r.organizationId,
+        r.toolId,
+        r.status,
+        r.runtimePath,
+        JSON.stringify(r.input ?? null),
+        json(r.output),
+        r.statusDetail ?? null,
+        r.assistantRunId ?? null,
+        JSON.stringify(r.logs),
+        r.createdBy,
+        r.createdAt.getTime(),
+        r.startedAt?.getTime() ?? null,
+        r.completedAt?.getTime() ?? null,
+        r.updatedAt.getTime(),
+      );
+    },
+    // Appends the log lines in the statement (json_each keeps their order), so no line written before is lost.
+    endRun: async (organizationId, id, end) =>
+      runOf(
+        prepare(
+          `UPDATE tools_runs SET status = ?, output = ?, status_detail = ?, completed_at = ?, updated_at = ?,
+             logs = (SELECT json_group_array(value) FROM (SELECT value FROM json_each(tools_runs.logs)
+                     UNION ALL SELECT value FROM json_each(?)))
+           WHERE id = ? AND organization_id = ? AND completed_at IS NULL RETURNING *`,
+        ).get(
+          end.status,
+          json(end.output),
+          end.statusDetail ?? null,
+          end.at.getTime(),
+          end.at.getTime(),
+          JSON.stringify(end.logs),
+          id,
+          organizationId,
+        ),
+      ),
+    getRun: async (organizationId, id) =>
+      runOf(prepare("SELECT * FROM tools_runs WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    async listRuns(organizationId, toolId, statuses, skip, limit) {
+      const where = statuses.length
+        ? "organization_id = ? AND tool_id = ? AND status IN (SELECT value FROM json_each(?))"
+        : "organization_id = ? AND tool_id = ?";
+      const params = statuses.length ? [organizationId, toolId, JSON.stringify(statuses)] : [organizationId, toolId];
+      const totalCount = Number(prepare(`SELECT count(*) AS n FROM tools_runs WHERE ${where}`).get(...params)!.n);
+      const rows = prepare(`SELECT * FROM tools_runs WHERE ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(
+        ...params,
+        limit,
+        skip,
+      );
+      return { items: rows.map((row) => runOf(row)!), totalCount };
     },
   };
 }
