@@ -20,7 +20,7 @@ function checkValue(violations: Violation[], value: string | undefined): void {
     violations.push({ path: "body.value", message: `must be 1 to ${maxSecretValueBytes} bytes long in UTF-8` });
 }
 
-/** The SecretsService handlers (docs/behaviour.md, Secrets), on the tools store's secrets part. */
+/** The SecretsService handlers (docs/behaviour.md §10), on the tools store's secrets part. */
 export function createSecretsHandlers(deps: {
   store: ToolsStore;
   keyring: SecretKeyring;

@@ -20,7 +20,7 @@ const secretValue = z
 const createBody = z.object({ name: boundedName(200), value: secretValue });
 const updateBody = createBody.partial();
 
-/** A secret in Griptape Cloud's SecretDetail shape: no value, ever (docs/api.md, Secrets). */
+/** A secret in Griptape Cloud's SecretDetail shape: no value, ever (docs/api.md §2, Secret). */
 export function secretJson(s: Secret | undefined) {
   if (!s) throw new Error("the tools service answered without a secret");
   return {
