@@ -1,9 +1,10 @@
-import { spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { apiClient } from "@loom/testing/http";
+import { startMcpServer } from "@loom/testing/mcp-server";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
@@ -18,9 +19,11 @@ import { assistantWithTools } from "./griptape-assistant-tools.ts";
  * client; its ruleset driver loads string and JSON-schema rules by alias; an
  * agent with its conversation-memory driver runs twice on one thread and a
  * fresh driver loads both runs; its observability driver exports an agent's
- * spans to a structure run; and the generated griptape-cloud-client parses
- * every thread, message, ruleset and rule operation and GetUser. Then (once)
- * its assistant driver runs an assistant whose tool is an MCP server
+ * spans to a structure run; its GriptapeCloudToolTool builds its activities
+ * from a Loom tool backed by a real MCP server (the repo's test server) and
+ * calls them; and the generated griptape-cloud-client parses every thread,
+ * message, ruleset and rule operation and GetUser. Then (once) its
+ * assistant driver runs an assistant whose tool is an MCP server
  * (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
@@ -43,7 +46,17 @@ const storeIndependent = [
   ".ci/compat/conversation_memory.py",
   ".ci/compat/cloud_client.py",
   ".ci/compat/observability.py",
+  ".ci/compat/cloud_tool.py",
 ];
+
+// The MCP server the cloud tool check's Loom tool points at: on loopback, which the all-in-one allows by default.
+// It answers from this process, so the scripts run without blocking it (no spawnSync).
+const mcp = await startMcpServer();
+
+const runPython = (script: string, env: Record<string, string>) =>
+  new Promise<number | null>((resolve) =>
+    spawn(python, [script], { env, stdio: "inherit" }).once("exit", (code) => resolve(code)),
+  );
 
 let failed = false;
 for (const store of stores) {
@@ -60,16 +73,21 @@ for (const store of stores) {
     const bucket = (await apiClient(url, key).post("/buckets", { name: "griptape" })).body.bucket_id as string;
     const scripts = [".ci/compat/file_manager.py", ...(store === stores[0] ? storeIndependent : [])];
     for (const script of scripts) {
-      const run = spawnSync(python, [script], {
-        env: { PATH: process.env.PATH, LOOM_URL: url, LOOM_KEY: key, LOOM_BUCKET: bucket, LOOM_STORE: store.name },
-        stdio: "inherit",
+      const status = await runPython(script, {
+        PATH: process.env.PATH ?? "",
+        LOOM_URL: url,
+        LOOM_KEY: key,
+        LOOM_BUCKET: bucket,
+        LOOM_STORE: store.name,
+        MCP_URL: mcp.url,
       });
-      if (run.status !== 0) failed = true;
+      if (status !== 0) failed = true;
     }
   } finally {
     await stopProcess(loom);
     await cleanup();
   }
 }
+await mcp.close();
 if (!(await assistantWithTools(python))) failed = true;
 process.exit(failed ? 1 : 0);

@@ -101,7 +101,7 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const doc = toolOpenApiSchema.parse(res.body);
       expect(doc.info.title).toBe("TestTools");
       expect(Object.keys(doc.paths)).toEqual(
-        ["add", "json", "image", "fail", "hang", "huge"].map((name) => `/activities/${name}`),
+        ["add", "json", "image", "fail", "hang", "several", "say_hello", "huge"].map((name) => `/activities/${name}`),
       );
       const add = doc.paths["/activities/add"]!.post;
       expect(add.operationId).toBe("add");
@@ -209,6 +209,25 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(art.name).toMatch(/^image_artifact_\d{12}_[0-9a-f]{4}\.png$/);
     });
 
+    it("answers several content items as a ListArtifact of their artifacts", async () => {
+      const art = artifactOf(await invoke(mcpToolId, "several"), "ListArtifact", [
+        "item_separator",
+        "validate_uniform_types",
+      ]);
+      expect(art).toMatchObject({ item_separator: "\n\n", validate_uniform_types: false });
+      const [text, image] = art.value as any[];
+      expect(Object.keys(text)).toEqual(artifactKeys);
+      expect(text).toMatchObject({ type: "TextArtifact", value: "a text" });
+      expect(image).toMatchObject({ type: "ImageArtifact", format: "png", width: 3, height: 2 });
+    });
+
+    it("calls a tool whose name griptape cannot take by the activity name Loom gave it", async () => {
+      expect(artifactOf(await invoke(mcpToolId, "say_hello", { name: "Ada" }), "TextArtifact").value).toBe(
+        "Hello, Ada!",
+      );
+      expect(mcp.calls.at(-1)).toMatchObject({ tool: "say-hello", arguments: { name: "Ada" } });
+    });
+
     it("answers a tool's error as an ErrorArtifact and a FAILED tool run", async () => {
       const art = artifactOf(await invoke(mcpToolId, "fail"), "ErrorArtifact");
       expect(art.value).toBe("boom: the tool failed");
@@ -275,9 +294,20 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED" });
     });
 
-    it("fails a call whose header names a missing secret, naming the secret, sending nothing", async () => {
-      const secretId = uuid();
+    it("sends a secret's value in its header, never in the tool run; once the secret is deleted, fails naming it, sending nothing", async () => {
+      const value = `sk-${uuid()}`;
+      const secret = await admin.post("/api/secrets", { name: "mcp-token", value });
+      expect(secret.status).toBe(201);
+      const secretId = secret.body.secret_id as string;
       const toolId = await createTool(mcp.url, "mcp", { headers: { Authorization: { secret_ref: secretId } } });
+      artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "TextArtifact");
+      expect(mcp.calls.at(-1)!.headers.authorization).toBe(value);
+      const run = await latestRun(toolId);
+      const logs = await admin.get(`/api/tool-runs/${run.tool_run_id}/logs`);
+      expect(JSON.stringify([run, logs.body])).not.toContain(value);
+      expect((await admin.get(`/api/secrets/${secretId}`)).body.last_used).not.toBe(secret.body.last_used);
+
+      expect((await admin.delete(`/api/secrets/${secretId}`)).status).toBe(204);
       const requests = mcp.requests.length;
       const art = artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "ErrorArtifact");
       expect(art.value).toBe(`the tool's header Authorization names the secret ${secretId}, which does not exist`);

@@ -77,8 +77,15 @@ async function startServices(
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
     runLogsCoveredByRuns: true,
   });
-  // The all-in-one allows loopback: a tool server on the same machine is its common case.
-  const tools = await wireTools(await openToolsStore(store("tools")), callLimits(config, { allowLoopback: true }));
+  const tools = await wireTools(
+    await openToolsStore(store("tools")),
+    {
+      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+      // The all-in-one allows loopback: a tool server on the same machine is its common case.
+      limits: callLimits(config, { allowLoopback: true }),
+    },
+    logger.child({ service: "tools" }),
+  );
   // The runs service calls assistants, events and tools, in process like everything else.
   const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {

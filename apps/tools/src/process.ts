@@ -13,9 +13,13 @@ export const serviceProcess: ServiceProcess<typeof toolsConfigSchema, { resolve?
   schema: toolsConfigSchema,
   notes: services.tools,
   // The split deployment: loopback is a service's own pod or host, never a user's tool server.
-  wire: async (config, { resolve }) =>
-    wireTools(await openToolsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), {
-      ...callLimits(config, { allowLoopback: false }),
-      ...(resolve ? { resolve } : {}),
-    }),
+  wire: async (config, { logger, resolve }) =>
+    wireTools(
+      await openToolsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }),
+      {
+        secrets: config,
+        limits: { ...callLimits(config, { allowLoopback: false }), ...(resolve ? { resolve } : {}) },
+      },
+      logger,
+    ),
 };

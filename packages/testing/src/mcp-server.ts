@@ -42,8 +42,9 @@ export const mcpImage = { width: 3, height: 2, png: png(3, 2) };
 /**
  * A real MCP server (the official TypeScript SDK) on port 0, for tests of Loom's MCP client. Its tools:
  * `add` (numbers a, b → their sum as text), `json` (structuredContent and its JSON as text), `image` (a small PNG),
- * `fail` (an isError result), `hang` (answers only when aborted; `aborted` resolves when it saw the abort) and
- * `huge` (a text of `bytes` characters). `calls` and `requests` hold what it received.
+ * `fail` (an isError result), `hang` (answers only when aborted; `hangAborted` resolves when it saw the abort),
+ * `several` (a text and an image), `say-hello` (a name griptape cannot take: name → a greeting) and `huge` (a text
+ * of `bytes` characters). `calls` and `requests` hold what it received.
  */
 export async function startMcpServer(options: McpTestServerOptions = {}) {
   const path = options.path ?? "/mcp";
@@ -104,6 +105,24 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
         }),
       );
     });
+    server.registerTool("several", { description: "Returns a text and an image." }, async () => {
+      record("several", {});
+      return {
+        content: [
+          { type: "text", text: "a text" },
+          { type: "image", data: mcpImage.png.toString("base64"), mimeType: "image/png" },
+        ],
+      };
+    });
+    // A name griptape cannot take as an activity name: Loom offers it as `say_hello`.
+    server.registerTool(
+      "say-hello",
+      { description: "Greets someone.", inputSchema: { name: z.string() } },
+      async ({ name }) => {
+        record("say-hello", { name });
+        return { content: [{ type: "text", text: `Hello, ${name}!` }] };
+      },
+    );
     server.registerTool(
       "huge",
       { description: "Returns a text of the given size.", inputSchema: { bytes: z.number().int().min(0) } },
