@@ -8,6 +8,7 @@ import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
+import { benchToolCalls } from "./tool-calls.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -35,7 +36,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tool-calls": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -72,6 +73,7 @@ if (!only || only === "storage") {
     connections,
   });
 }
+if (!only || only === "tool-calls") await benchToolCalls({ runs: Number(process.env.BENCH_TOOL_RUNS ?? 200) });
 if (!only || only === "streaming") await benchStreaming({ requests: Number(process.env.BENCH_STREAM_REQUESTS ?? 30) });
 if (!only || only === "tracing") {
   await benchTracing({
