@@ -273,6 +273,24 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(artifactOf(await invoke(mcpToolId, "huge", { bytes: 1000 }), "TextArtifact").value).toHaveLength(1000);
     });
 
+    it("keeps a stateless server's handshake for the next calls, and shakes hands again when the server changed", async () => {
+      const first = await startMcpServer();
+      const toolId = await createTool(first.url, "mcp");
+      artifactOf(await invoke(toolId, "add", { a: 1, b: 2 }), "TextArtifact");
+      const before = first.requests.length;
+      artifactOf(await invoke(toolId, "add", { a: 2, b: 2 }), "TextArtifact");
+      // No discovery, initialize or initialized: the listing and the call (and the GET stream the server refuses).
+      expect(first.requests.slice(before).map((r) => r.method)).toEqual(["GET", "POST", "POST"]);
+      await first.close();
+      // Another server, of the older transport, at the same URL.
+      const second = await startMcpServer({ transport: "legacy", port: first.port });
+      try {
+        expect(artifactOf(await invoke(toolId, "add", { a: 3, b: 4 }), "TextArtifact").value).toBe("7");
+      } finally {
+        await second.close();
+      }
+    });
+
     it("calls through the older HTTP+SSE transport", async () => {
       const toolId = await createTool(legacy.url, "mcp");
       expect(artifactOf(await invoke(toolId, "add", { a: 40, b: 2 }), "TextArtifact").value).toBe("42");

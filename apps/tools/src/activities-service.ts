@@ -5,6 +5,7 @@ import { failedPrecondition, invalidArgument, notFound, permissionDenied } from 
 import { newId } from "@loom/contracts/ids";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { ActivitiesService, type ToolRunSchema } from "@loom/proto/tools/v1/activities_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { errorArtifact } from "./calls/artifacts.ts";
@@ -23,7 +24,8 @@ export interface ActivitiesDeps {
   now?: () => Date;
 }
 
-const statuses = new Set<string>(["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+/** A tool run's statuses are an assistant run's (Griptape Cloud's `ToolRunStatus` has the same values). */
+const statuses = new Set<string>(runStatuses);
 const activityPattern = /^[A-Za-z0-9_]{1,200}$/;
 
 /** How a call that did not answer ends: its run's status, the message its run and ErrorArtifact give, the RPC error. */
@@ -52,7 +54,12 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
     return { tool, server: tool.server };
   };
 
-  const client = async (tool: ToolRecord, server: ToolServerRecord, scope: CallScope): Promise<ToolServerClient> => {
+  /** A client of the tool's server for one call, its headers' secrets read. */
+  const serverClient = async (
+    tool: ToolRecord,
+    server: ToolServerRecord,
+    scope: CallScope,
+  ): Promise<ToolServerClient> => {
     const headers = await serverHeaders(server.headers, secrets, tool.organizationId, now());
     const target = { url: server.url, headers };
     return server.transport === "griptape" ? griptapeClient(target, scope) : mcpClient(target, scope);
@@ -74,7 +81,7 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
       const scope = callScope(limits, ctx.signal);
       const started = performance.now();
       try {
-        const activities = await (await client(tool, server, scope)).listActivities();
+        const activities = await (await serverClient(tool, server, scope)).listActivities();
         return {
           toolName: toolNameOf(tool.name),
           activities: activities.map(({ name, description, inputSchema }) => ({
@@ -138,7 +145,7 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
       const scope = callScope(limits, ctx.signal);
       const started = performance.now();
       try {
-        const { artifact, isError } = await (await client(tool, server, scope)).invoke(req.activity, input);
+        const { artifact, isError } = await (await serverClient(tool, server, scope)).invoke(req.activity, input);
         const answered = `answered in ${since(started)} ms`;
         if (isError)
           await ended(run, "FAILED", [answered, "the tool reported an error"], artifact, "the tool reported an error");
