@@ -29,6 +29,10 @@ const maxResponseBytes = 64 * 1024;
 /** A name the injected resolver maps to a private address, as a DNS answer aimed at the internal network would. */
 const privateName = "tools.attacker.example";
 
+/** The one secret the injected SecretValues knows, in every organization. */
+const secretId = crypto.randomUUID();
+const secretValue = "Bearer s3cr3t-token-value";
+
 describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s store)", (store) => {
   let stack: TestStack;
   let admin: ApiClient;
@@ -54,6 +58,10 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
         tools: {
           resolve: async (name: string) =>
             name === privateName ? [{ address: "10.1.2.3", family: 4 }] : [{ address: "127.0.0.1", family: 4 }],
+          secrets: {
+            reveal: async (_organizationId: string, ids: readonly string[]) =>
+              new Map(ids.filter((id) => id === secretId).map((id) => [id, secretValue])),
+          },
         },
       },
     });
@@ -312,12 +320,31 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED" });
     });
 
+    it("sends a header's secret to the server only: never in an answer, a tool run or its logs", async () => {
+      const headers = { Authorization: { secret_ref: secretId } };
+      const toolId = await createTool(mcp.url, "mcp", { headers });
+      artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "TextArtifact");
+      expect(mcp.calls.at(-1)!.headers.authorization).toBe(secretValue);
+      const run = await latestRun(toolId);
+      const logs = (await admin.get(`/api/tool-runs/${run.tool_run_id}/logs`)).body;
+      expect(JSON.stringify({ run, logs })).not.toContain("s3cr3t");
+
+      // A server whose error echoes the header it was sent.
+      const echoing = await createTool(griptape.url, "griptape", { headers });
+      const failed = artifactOf(await invoke(echoing, "fail"), "ErrorArtifact");
+      expect(griptape.requests.at(-1)!.headers.authorization).toBe(secretValue);
+      expect(failed.value).toContain('"authorization":"[secret]"');
+      const failedRun = await latestRun(echoing);
+      const failedLogs = (await admin.get(`/api/tool-runs/${failedRun.tool_run_id}/logs`)).body;
+      expect(JSON.stringify({ failed, failedRun, failedLogs })).not.toContain("s3cr3t");
+    });
+
     it("fails a call whose header names a missing secret, naming the secret, sending nothing", async () => {
-      const secretId = uuid();
-      const toolId = await createTool(mcp.url, "mcp", { headers: { Authorization: { secret_ref: secretId } } });
+      const missingId = uuid();
+      const toolId = await createTool(mcp.url, "mcp", { headers: { Authorization: { secret_ref: missingId } } });
       const requests = mcp.requests.length;
       const art = artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "ErrorArtifact");
-      expect(art.value).toBe(`the tool's header Authorization names the secret ${secretId}, which does not exist`);
+      expect(art.value).toBe(`the tool's header Authorization names the secret ${missingId}, which does not exist`);
       expect(mcp.requests.length).toBe(requests);
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED", status_detail: art.value });
     });
