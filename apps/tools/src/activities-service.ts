@@ -98,7 +98,7 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
         };
       } catch (error) {
         const failure = failureOf(error, scope, server.url, secretValues);
-        if (failure.status === "CANCELLED") throw failure.rpcError;
+        if (failure.status === "CANCELLED" && failure.rpcError) throw failure.rpcError;
         // A listing that fails is recorded, so the answer can name the run (griptape's `{error, tool_run_id}`).
         const at = now();
         const run: ToolRunRecord = {
