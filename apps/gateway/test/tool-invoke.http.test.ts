@@ -318,6 +318,8 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const failed = artifactOf(await invoke(toolId, "fail"), "ErrorArtifact");
       expect(failed.value).toMatch(/^the tool server answered HTTP 500: .*the activity broke/);
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED" });
+      // The server has no such activity (its 404).
+      expectError(await invoke(toolId, "nope"), 404, "NotFound");
     });
 
     it("sends a header's secret to the server only: never in an answer, a tool run or its logs", async () => {
@@ -376,6 +378,15 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const page = (await admin.get(`/api/tools/${toolId}/runs?page=2.0&page_size=2.0`)).body;
       expect(page.tool_runs).toEqual([all.tool_runs[2]]);
       expectError(await admin.get(`/api/tools/${toolId}/runs?status=DONE`), 400, "ValidationError");
+    });
+
+    it("keeps a deleted tool's runs readable by their id; the tool's list is 404 like the tool", async () => {
+      const toolId = await createTool(mcp.url, "mcp");
+      await invoke(toolId, "add", { a: 1, b: 2 });
+      const run = await latestRun(toolId);
+      expect((await admin.delete(`/api/tools/${toolId}`)).status).toBe(204);
+      expect((await admin.get(`/api/tool-runs/${run.tool_run_id}`)).body).toEqual(run);
+      expectError(await admin.get(`/api/tools/${toolId}/runs`), 404, "NotFound");
     });
 
     it("is 404 for an unknown or another organization's tool run, its logs and its tool's runs", async () => {
