@@ -1,5 +1,5 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset, rule and tool operation and GetUser answer with the status code the
+message, ruleset, rule, tool and secret operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
@@ -9,6 +9,7 @@ from griptape_cloud_client import AuthenticatedClient
 from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
 from griptape_cloud_client.api.rules import create_rule, delete_rule, get_rule, list_rules, update_rule
 from griptape_cloud_client.api.rulesets import create_ruleset, delete_ruleset, get_ruleset, list_rulesets, update_ruleset
+from griptape_cloud_client.api.secrets import create_secret, delete_secret, get_secret, list_secrets, update_secret
 from griptape_cloud_client.api.tools import create_tool, delete_tool, get_tool, list_tools, update_tool
 from griptape_cloud_client.api.threads import create_thread, delete_thread, get_thread, list_threads, update_thread
 from griptape_cloud_client.api.users import get_user
@@ -16,6 +17,7 @@ from griptape_cloud_client.models import (
     CreateMessageRequestContent,
     CreateRuleRequestContent,
     CreateRulesetRequestContent,
+    CreateSecretRequestContent,
     CreateThreadRequestContent,
     CreateToolRequestContent,
     EnvVar,
@@ -25,6 +27,7 @@ from griptape_cloud_client.models import (
     UpdateMessageRequestContent,
     UpdateRuleRequestContent,
     UpdateRulesetRequestContent,
+    UpdateSecretRequestContent,
     UpdateThreadRequestContent,
     UpdateToolRequestContent,
 )
@@ -147,5 +150,36 @@ if tool:
     check("updated tool's description", updated and updated.description, "for CI")
     call(delete_tool, 204, tool_id=toolid)
     check("deleted tool is gone", get_tool.sync_detailed(client=client, tool_id=toolid).status_code, 404)
+
+# Secrets: the value goes in and never comes back, in any answer the client parses
+secret_value = f"compat-secret-{uuid.uuid4()}"
+
+
+def without_value(what, detail):
+    check(f"{what} has no value", detail is not None and "value" not in detail.to_dict() and secret_value not in repr(detail.to_dict()), True)
+
+
+secret = call(create_secret, 201, body=CreateSecretRequestContent(name="compat secret", value=secret_value))
+if secret:
+    secretid = secret.secret_id
+    without_value("created secret", secret)
+    check("created secret's last_used", secret.last_used, secret.created_at)
+    got = call(get_secret, 200, secret_id=secretid)
+    without_value("got secret", got)
+    listed = call(list_secrets, 200, page_size=100)
+    check("secret listed", listed and secretid in [s.secret_id for s in listed.secrets], True)
+    for listed_secret in listed.secrets if listed else []:
+        without_value("listed secret", listed_secret)
+    updated = call(update_secret, 200, secret_id=secretid, body=UpdateSecretRequestContent(name="renamed", value=f"{secret_value}-2"))
+    check("updated secret's name", updated and updated.name, "renamed")
+    without_value("updated secret", updated)
+    # A tool's env var names the secret by its id.
+    ref = EnvVar(name="TOKEN", value=secretid, source=EnvVarSource.SECRET_REF)
+    tool = call(create_tool, 201, body=CreateToolRequestContent(name="uses a secret", env_vars=[ref]))
+    check("tool's secret_ref", tool and [(e.value, e.source.value) for e in tool.env_vars], [(secretid, "secret_ref")])
+    if tool:
+        call(delete_tool, 204, tool_id=tool.tool_id)
+    call(delete_secret, 204, secret_id=secretid)
+    check("deleted secret is gone", get_secret.sync_detailed(client=client, secret_id=secretid).status_code, 404)
 
 checks.report(f"{len(set(called))} operations ({', '.join(sorted(set(called)))})")

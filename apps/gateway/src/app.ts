@@ -34,6 +34,7 @@ import { messageOperations } from "./routes/messages.ts";
 import { ruleOperations } from "./routes/rules.ts";
 import { rulesetOperations } from "./routes/rulesets.ts";
 import { runOperations } from "./routes/runs.ts";
+import { secretOperations } from "./routes/secrets.ts";
 import { streamOperations } from "./routes/streams.ts";
 import { structureEventOperations } from "./routes/structure-events.ts";
 import { structureSpanOperations } from "./routes/structure-spans.ts";
@@ -93,6 +94,7 @@ export function publicOperations(
     ...chatOperations(clients, standing),
     ...billingOperations(clients),
     ...toolOperations(clients),
+    ...secretOperations(clients),
     ...toolActivityOperations(clients),
   ];
 }

@@ -310,6 +310,18 @@ export const toolSchema = z.strictObject({
 
 export const toolListSchema = z.strictObject({ tools: z.array(toolSchema), pagination: paginationSchema });
 
+/** A secret in Griptape Cloud's SecretDetail shape: never its value (docs/api.md, Secrets). */
+export const secretSchema = z.strictObject({
+  secret_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  // Required by the clients; `created_at` until a tool call first reads the value.
+  last_used: timestamp,
+});
+
+export const secretListSchema = z.strictObject({ secrets: z.array(secretSchema), pagination: paginationSchema });
 /**
  * A griptape artifact as griptape serializes it (docs/behaviour.md, Tool runs): the keys every artifact has, and an
  * ImageArtifact's format, width and height or a ListArtifact's item_separator and validate_uniform_types.

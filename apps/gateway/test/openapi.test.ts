@@ -97,6 +97,11 @@ describe("/openapi.json", () => {
       CreateAssetUrl: "200",
       CreateSpans: "200",
       ListSpans: "200",
+      ListSecrets: "200",
+      CreateSecret: "201",
+      GetSecret: "200",
+      UpdateSecret: "200",
+      DeleteSecret: "204",
     };
     for (const [id, status] of Object.entries(expected))
       expect(Object.keys(byId[id]?.responses ?? {}), id).toContain(status);
@@ -108,6 +113,22 @@ describe("/openapi.json", () => {
       .schema;
     expect(create.properties.name).toMatchObject({ type: "string", minLength: 1, maxLength: 200 });
     expect(create.required).toEqual(["name"]);
+  });
+
+  it("marks a secret's value write-only in the request bodies, and no answer of the secrets operations has one", () => {
+    for (const [path, method] of [
+      ["/secrets", "post"],
+      ["/secrets/{secret_id}", "patch"],
+    ] as const) {
+      const body = (document.paths as any)[path][method].requestBody.content["application/json"].schema;
+      // An update's fields may also be null (unchanged): the string is then the first of anyOf.
+      const value = body.properties?.value ?? body.anyOf[0].properties.value.anyOf[0];
+      expect(value, `${method} ${path}`).toMatchObject({ type: "string", minLength: 1, writeOnly: true });
+    }
+    for (const methods of [(document.paths as any)["/secrets"], (document.paths as any)["/secrets/{secret_id}"]])
+      for (const operation of Object.values(methods) as any[])
+        for (const answer of Object.values(operation.responses) as any[])
+          expect(JSON.stringify(answer.content?.["application/json"]?.schema ?? {})).not.toMatch(/"value"/);
   });
 
   const ops = Object.values(document.paths).flatMap((methods) => Object.values(methods)) as any[];

@@ -29,10 +29,6 @@ const maxResponseBytes = 64 * 1024;
 /** A name the injected resolver maps to a private address, as a DNS answer aimed at the internal network would. */
 const privateName = "tools.attacker.example";
 
-/** The one secret the injected SecretValues knows, in every organization. */
-const secretId = crypto.randomUUID();
-const secretValue = "Bearer s3cr3t-token-value";
-
 describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s store)", (store) => {
   let stack: TestStack;
   let admin: ApiClient;
@@ -58,10 +54,6 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
         tools: {
           resolve: async (name: string) =>
             name === privateName ? [{ address: "10.1.2.3", family: 4 }] : [{ address: "127.0.0.1", family: 4 }],
-          secrets: {
-            reveal: async (_organizationId: string, ids: readonly string[]) =>
-              new Map(ids.filter((id) => id === secretId).map((id) => [id, secretValue])),
-          },
         },
       },
     });
@@ -322,31 +314,37 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expectError(await invoke(toolId, "nope"), 404, "NotFound");
     });
 
-    it("sends a header's secret to the server only: never in an answer, a tool run or its logs", async () => {
-      const headers = { Authorization: { secret_ref: secretId } };
-      const toolId = await createTool(mcp.url, "mcp", { headers });
-      artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "TextArtifact");
-      expect(mcp.calls.at(-1)!.headers.authorization).toBe(secretValue);
+    it("clears a secret's value from a server's error that echoes it", async () => {
+      const value = `sk-${uuid()}`;
+      const secretId = (await admin.post("/api/secrets", { name: "echoed-token", value })).body.secret_id as string;
+      const toolId = await createTool(griptape.url, "griptape", {
+        headers: { Authorization: { secret_ref: secretId } },
+      });
+      const failed = artifactOf(await invoke(toolId, "fail"), "ErrorArtifact");
+      expect(griptape.requests.at(-1)!.headers.authorization).toBe(value);
+      expect(failed.value).toContain('"authorization":"[secret]"');
       const run = await latestRun(toolId);
       const logs = (await admin.get(`/api/tool-runs/${run.tool_run_id}/logs`)).body;
-      expect(JSON.stringify({ run, logs })).not.toContain("s3cr3t");
-
-      // A server whose error echoes the header it was sent.
-      const echoing = await createTool(griptape.url, "griptape", { headers });
-      const failed = artifactOf(await invoke(echoing, "fail"), "ErrorArtifact");
-      expect(griptape.requests.at(-1)!.headers.authorization).toBe(secretValue);
-      expect(failed.value).toContain('"authorization":"[secret]"');
-      const failedRun = await latestRun(echoing);
-      const failedLogs = (await admin.get(`/api/tool-runs/${failedRun.tool_run_id}/logs`)).body;
-      expect(JSON.stringify({ failed, failedRun, failedLogs })).not.toContain("s3cr3t");
+      expect(JSON.stringify({ failed, run, logs })).not.toContain(value);
     });
 
-    it("fails a call whose header names a missing secret, naming the secret, sending nothing", async () => {
-      const missingId = uuid();
-      const toolId = await createTool(mcp.url, "mcp", { headers: { Authorization: { secret_ref: missingId } } });
+    it("sends a secret's value in its header, never in the tool run; once the secret is deleted, fails naming it, sending nothing", async () => {
+      const value = `sk-${uuid()}`;
+      const secret = await admin.post("/api/secrets", { name: "mcp-token", value });
+      expect(secret.status).toBe(201);
+      const secretId = secret.body.secret_id as string;
+      const toolId = await createTool(mcp.url, "mcp", { headers: { Authorization: { secret_ref: secretId } } });
+      artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "TextArtifact");
+      expect(mcp.calls.at(-1)!.headers.authorization).toBe(value);
+      const run = await latestRun(toolId);
+      const logs = await admin.get(`/api/tool-runs/${run.tool_run_id}/logs`);
+      expect(JSON.stringify([run, logs.body])).not.toContain(value);
+      expect((await admin.get(`/api/secrets/${secretId}`)).body.last_used).not.toBe(secret.body.last_used);
+
+      expect((await admin.delete(`/api/secrets/${secretId}`)).status).toBe(204);
       const requests = mcp.requests.length;
       const art = artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "ErrorArtifact");
-      expect(art.value).toBe(`the tool's header Authorization names the secret ${missingId}, which does not exist`);
+      expect(art.value).toBe(`the tool's header Authorization names the secret ${secretId}, which does not exist`);
       expect(mcp.requests.length).toBe(requests);
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED", status_detail: art.value });
     });

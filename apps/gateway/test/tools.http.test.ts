@@ -27,7 +27,7 @@ const clientRequiredKeys = [
 const server = {
   url: "https://tools.example.com/mcp",
   transport: "mcp",
-  headers: { Authorization: { secret_ref: uuid() }, "X-Team": { value: "blue" } },
+  headers: { "X-Team": { value: "blue" } } as Record<string, { value: string } | { secret_ref: string }>,
 };
 
 describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (store) => {
@@ -36,10 +36,17 @@ describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (stor
   let stranger: ApiClient;
   let adminUserId: string;
   let orgId: string;
+  /** Secrets of the admin's organization, and the server naming one in a header. */
+  let secretIds: string[];
+  let withSecret: typeof server;
 
   beforeAll(async () => {
     stack = await startStack(store);
     ({ admin, stranger, adminUserId, orgId } = await organizationClients(stack, `tool-stranger-${store}`));
+    secretIds = [];
+    for (const name of ["API_KEY", "TOKEN"])
+      secretIds.push((await admin.post("/secrets", { name, value: `value of ${name}` })).body.secret_id);
+    withSecret = { ...server, headers: { ...server.headers, Authorization: { secret_ref: secretIds[0]! } } };
   });
   afterAll(() => stack?.close());
 
@@ -53,10 +60,10 @@ describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (stor
         code: { github: { owner: "o", name: "repo", push: { branch: "main", tag: "v1" } } },
         env_vars: [
           { name: "MODE", value: "fast", source: "manual" },
-          { name: "TOKEN", value: uuid(), source: "secret_ref" },
+          { name: "TOKEN", value: secretIds[1]!, source: "secret_ref" },
         ],
         tool_config_file: "tool.yaml",
-        server,
+        server: withSecret,
       };
       const res = await admin.post("/tools", body);
       expect(res.status).toBe(201);
@@ -127,17 +134,77 @@ describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (stor
     });
   });
 
+  describe("secret references", () => {
+    it("a header and an env var may name the organization's secrets, by id in any case", async () => {
+      const res = await admin.post("/tools", {
+        name: "Refs",
+        env_vars: [{ name: "TOKEN", value: secretIds[1]!.toUpperCase(), source: "secret_ref" }],
+        server: { ...server, headers: { "X-Api-Key": { secret_ref: secretIds[0]!.toUpperCase() } } },
+      });
+      expect(res.status).toBe(201);
+      expect(res.body.env_vars).toEqual([{ name: "TOKEN", value: secretIds[1], source: "secret_ref" }]);
+      expect(res.body.server.headers).toEqual({ "X-Api-Key": { secret_ref: secretIds[0] } });
+    });
+
+    it("400 naming each field that names no secret of the organization (an unknown one, another's), and nothing is written", async () => {
+      const strangers = (await stranger.post("/secrets", { name: "theirs", value: "not yours" })).body.secret_id;
+      const before = await countTools();
+      const body = expectError(
+        await admin.post("/tools", {
+          name: "Bad refs",
+          env_vars: [
+            { name: "OK", value: secretIds[1]!, source: "secret_ref" },
+            { name: "UNKNOWN", value: uuid(), source: "secret_ref" },
+            { name: "MALFORMED", value: "API_KEY", source: "secret_ref" },
+            { name: "PLAIN", value: "not an id, and not a reference", source: "manual" },
+          ],
+          server: { ...server, headers: { "X-Api-Key": { secret_ref: strangers } } },
+        }),
+        400,
+        "ValidationError",
+      );
+      expect(body.errors.map((e) => e.path).sort()).toEqual(
+        ["body.env_vars[1].value", "body.env_vars[2].value", "body.server.headers.X-Api-Key.secret_ref"].sort(),
+      );
+      expect(await countTools()).toBe(before);
+    });
+
+    it("an update naming an unknown secret is refused and changes nothing; a secret deleted later stays named", async () => {
+      const doomed = (await admin.post("/secrets", { name: "doomed", value: "v" })).body.secret_id;
+      const tool = (
+        await admin.post("/tools", {
+          name: "Later",
+          env_vars: [{ name: "D", value: doomed, source: "secret_ref" }],
+        })
+      ).body;
+      const refused = await admin.patch(`/tools/${tool.tool_id}`, {
+        env_vars: [
+          { name: "X", value: "1" },
+          { name: "D", value: uuid(), source: "secret_ref" },
+        ],
+      });
+      expect(expectError(refused, 400, "ValidationError").errors.map((e) => e.path)).toEqual([
+        "body.env_vars[1].value",
+      ]);
+      expect((await admin.get(`/tools/${tool.tool_id}`)).body).toEqual(tool);
+      expect((await admin.delete(`/secrets/${doomed}`)).status).toBe(204);
+      expect((await admin.get(`/tools/${tool.tool_id}`)).body.env_vars).toEqual(tool.env_vars);
+      expect((await admin.patch(`/tools/${tool.tool_id}`, { name: "Renamed" })).status).toBe(200);
+    });
+  });
+
   describe("Get, Update, Delete", () => {
     let toolId: string;
     beforeAll(async () => {
-      toolId = (await admin.post("/tools", { name: "Editable", description: "d", tool_config_file: "f", server })).body
-        .tool_id;
+      toolId = (
+        await admin.post("/tools", { name: "Editable", description: "d", tool_config_file: "f", server: withSecret })
+      ).body.tool_id;
     });
 
     it("gets one tool", async () => {
       const res = await admin.get(`/tools/${toolId}`);
       expect(res.status).toBe(200);
-      expect(toolSchema.parse(res.body)).toMatchObject({ name: "Editable", server });
+      expect(toolSchema.parse(res.body)).toMatchObject({ name: "Editable", server: withSecret });
     });
 
     it("updates only the fields sent; a server sent replaces the stored one", async () => {

@@ -3,7 +3,7 @@ import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/i
 import { runSettings } from "@loom/runs/config";
 import { env, httpSettings } from "@loom/runtime/config";
 import { storageSettings } from "@loom/storage/config";
-import { toolCallSettings } from "@loom/tools/config";
+import { secretsSettings, toolCallSettings } from "@loom/tools/config";
 import { z } from "zod";
 
 /** Where the records are: read by the process and by its operator commands (`pnpm loom`). */
@@ -11,7 +11,7 @@ export const dataSettings = {
   /**
    * Where this process keeps its data: `loom.db` (SQLite: every service's
    * records, unless MONGODB_URL is set), `blobs/` (asset bytes on local disk,
-   * unless BLOB_DIR or S3_BUCKET says otherwise) and `signing-key`.
+   * unless BLOB_DIR or S3_BUCKET says otherwise), `signing-key` and `secrets-key`.
    */
   LOOM_DATA_DIR: z.string().min(1).default("./.loom"),
   /** Set: records live in MongoDB (several processes may share it) instead of the data directory's SQLite file. */
@@ -26,6 +26,9 @@ export const loomConfigSchema = z
     ...runSettings,
     ...limitSettings,
     ...storageSettings,
+    ...secretsSettings,
+    /** Unset: the key made once and kept in LOOM_DATA_DIR/secrets-key. */
+    SECRETS_KEY: secretsSettings.SECRETS_KEY.optional(),
     ...toolCallSettings,
     PORT: env.port(8080),
     // Loopback by default: a laptop's first start prints an admin key.

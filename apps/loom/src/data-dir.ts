@@ -5,7 +5,7 @@ import { StartupRefused } from "@loom/runtime/shutdown";
 import { DatabaseInUseError, openSqlite, type SqliteHandle } from "@loom/store/sqlite";
 import type { Logger } from "@loom/telemetry/logger";
 
-/** The all-in-one process's data directory (LOOM_DATA_DIR): its database, its blobs, its signing key. */
+/** The all-in-one process's data directory (LOOM_DATA_DIR): its database, its blobs, its keys. */
 export interface DataDir {
   /** Absolute. */
   path: string;
@@ -15,6 +15,8 @@ export interface DataDir {
   sqlite?: SqliteHandle;
   /** The key that signs asset URLs, kept so URLs outlive a restart (BLOB_SIGNING_KEY overrides it). */
   signingKey: string;
+  /** The key that seals secret values, in base64 (SECRETS_KEY overrides it; docs/decisions.md, "Secrets"). */
+  secretsKey: string;
   blobDir: string;
   close(): Promise<void>;
 }
@@ -68,7 +70,8 @@ export function openDataDir(dir: string, options: { records: boolean; logger?: L
     path,
     state: existed ? "reopened" : "new",
     ...(sqlite ? { sqlite } : {}),
-    signingKey: signingKey(join(path, "signing-key")),
+    signingKey: keptKey(join(path, "signing-key"), "base64url"),
+    secretsKey: keptKey(join(path, "secrets-key"), "base64"),
     blobDir: join(path, "blobs"),
     close: async () => {
       await sqlite?.close();
@@ -77,12 +80,12 @@ export function openDataDir(dir: string, options: { records: boolean; logger?: L
   };
 }
 
-/** Read, or made once (256 random bits, readable by the owner only, on disk before it signs anything). */
-function signingKey(file: string): string {
+/** Read, or made once (256 random bits, readable by the owner only, on disk before it signs or seals anything). */
+function keptKey(file: string, encoding: "base64" | "base64url"): string {
   if (!existsSync(file)) {
     try {
       const fd = openSync(file, "wx", 0o600);
-      writeSync(fd, `${randomBytes(32).toString("base64url")}\n`);
+      writeSync(fd, `${randomBytes(32).toString(encoding)}\n`);
       fsyncSync(fd);
       closeSync(fd);
     } catch (error) {

@@ -101,8 +101,15 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
-  // The all-in-one allows loopback: a tool server on the same machine is its common case.
-  const tools = await wireTools(await openToolsStore(store("tools")), callLimits(config, { allowLoopback: true }));
+  const tools = await wireTools(
+    await openToolsStore(store("tools")),
+    {
+      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+      // The all-in-one allows loopback: a tool server on the same machine is its common case.
+      limits: callLimits(config, { allowLoopback: true }),
+    },
+    logger.child({ service: "tools" }),
+  );
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,

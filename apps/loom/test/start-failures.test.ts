@@ -159,3 +159,13 @@ describe("a dependency that cannot be used at start", () => {
     expectRefused(result, /^S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY: not set/);
   });
 });
+
+describe("the tools service run on its own", () => {
+  it("without SECRETS_KEY: one line naming it and how to make one", { timeout: 30_000 }, async () => {
+    const result = await runServiceToExit("tools", {});
+    expectRefused(
+      result,
+      /SECRETS_KEY: is required: 32 random bytes in base64 \(make one with `openssl rand -base64 32`\)/,
+    );
+  });
+});

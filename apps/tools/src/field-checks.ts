@@ -67,7 +67,9 @@ export function checkEnvVars(violations: Violation[], path: string, envVars: Env
     checkText(violations, `${path}[${i}].value`, value, toolBounds.envValue, lengthProblem, 0);
     if (source !== undefined && !envVarSources.has(source))
       violations.push({ path: `${path}[${i}].source`, message: "must be manual or secret_ref" });
-    return { name, value, ...(source === undefined ? {} : { source: source as EnvVarSource }) };
+    // A secret's id in lower case, as ids are stored (a header's secret_ref likewise).
+    const kept = source === "secret_ref" && isUuid(value) ? value.toLowerCase() : value;
+    return { name, value: kept, ...(source === undefined ? {} : { source: source as EnvVarSource }) };
   });
 }
 

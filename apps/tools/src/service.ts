@@ -5,15 +5,22 @@ import { invalidArgument, notFound, type Violation } from "@loom/contracts/error
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { type ActivitiesDeps, createActivitiesHandlers } from "./activities-service.ts";
 import { checkCode, checkEnvVars, checkServer, checkToolTexts } from "./field-checks.ts";
+import type { SecretKeyring } from "./secret-keys.ts";
+import { checkSecretRefs } from "./secret-refs.ts";
+import { createSecretsHandlers } from "./secrets-service.ts";
 import type { ToolCode, ToolPatch, ToolRecord } from "./store/port.ts";
 
-/** The tools service: tools (ToolsService) and calling their servers (ActivitiesService), one store. */
-export function createToolsService(deps: ActivitiesDeps): RpcService {
+/**
+ * The tools service: tools (ToolsService), the secrets they name
+ * (SecretsService) and calling their servers (ActivitiesService), one store.
+ */
+export function createToolsService(deps: ActivitiesDeps & { keyring: SecretKeyring }): RpcService {
   const { store } = deps;
   const now = deps.now ?? (() => new Date());
 
@@ -25,6 +32,7 @@ export function createToolsService(deps: ActivitiesDeps): RpcService {
       const code = checkCode(violations, "body.code", req.code);
       const envVars = checkEnvVars(violations, "body.env_vars", req.envVars);
       const server = checkServer(violations, "body.server", req.server);
+      await checkSecretRefs(violations, store, principal.organizationId, envVars, server);
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const tool: ToolRecord = {
@@ -62,6 +70,7 @@ export function createToolsService(deps: ActivitiesDeps): RpcService {
         toolConfigFile: req.toolConfigFile,
         server: checkServer(violations, "body.server", req.server),
       };
+      await checkSecretRefs(violations, store, organizationId, patch.envVars, patch.server);
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as ToolPatch;
       const updated =
@@ -88,11 +97,14 @@ export function createToolsService(deps: ActivitiesDeps): RpcService {
     },
   };
 
+  // Secrets are the tools service's too: they live beside the tools that name them.
+  const secrets = createSecretsHandlers({ store, keyring: deps.keyring, now });
   const activities = createActivitiesHandlers(deps);
   return storeBackedService(
     "tools",
     (router) => {
       router.service(ToolsService, impl);
+      router.service(SecretsService, secrets);
       router.service(ActivitiesService, activities);
     },
     store,

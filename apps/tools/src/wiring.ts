@@ -1,14 +1,17 @@
 import { outboundPolicy } from "@loom/outbound/policy";
 import type { RpcService } from "@loom/server/rpc-service";
 import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import type { CallLimits } from "./calls/call-scope.ts";
-import type { ToolCallSettings } from "./config.ts";
-import { noSecretValues } from "./no-secret-values.ts";
+import type { SecretsSettings, ToolCallSettings } from "./config.ts";
+import { type SecretKeyring, secretKeyring } from "./secret-keys.ts";
+import { resealWithCurrentKey } from "./secret-rotation.ts";
 import type { SecretValues } from "./secret-values.ts";
 import { createToolsService } from "./service.ts";
 import { createMongoToolsStore } from "./store/mongo.ts";
 import type { ToolsStore } from "./store/port.ts";
 import { createSqliteToolsStore } from "./store/sqlite.ts";
+import { createSecretValues } from "./stored-secret-values.ts";
 
 /** MongoDB when a URL is given, else SQLite. */
 export const openToolsStore = (settings: StoreSettings): Promise<ToolsStore> =>
@@ -16,6 +19,14 @@ export const openToolsStore = (settings: StoreSettings): Promise<ToolsStore> =>
     sqlite: createSqliteToolsStore,
     mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close),
   });
+
+/** The keys of secret values, from SECRETS_KEY and SECRETS_PREVIOUS_KEYS. */
+export const keyringOf = (settings: SecretsSettings): SecretKeyring =>
+  secretKeyring(settings.SECRETS_KEY, settings.SECRETS_PREVIOUS_KEYS);
+
+/** The values of secrets, for the part of the tools service that calls tool servers (secret-values.ts). */
+export const secretValuesOf = (store: ToolsStore, keyring: SecretKeyring): SecretValues =>
+  createSecretValues({ store, keyring });
 
 /**
  * The bounds of every call of a tool's server, from the settings and the deployment: loopback is allowed in the
@@ -27,12 +38,18 @@ export const callLimits = (settings: ToolCallSettings, deployment: { allowLoopba
   maxResponseBytes: settings.TOOL_MAX_RESPONSE_BYTES,
 });
 
-/** Store → service: shared by main.ts, the all-in-one process and the tests. */
+/**
+ * Store → service: shared by main.ts, the all-in-one process and the tests.
+ * Values sealed with a previous key are resealed with the current one before
+ * the service answers (a rotation's second half).
+ */
 export async function wireTools(
   store: ToolsStore,
-  limits: CallLimits,
-  secrets: SecretValues = noSecretValues,
+  settings: { secrets: SecretsSettings; limits: CallLimits },
+  logger: Logger,
 ): Promise<RpcService> {
   await store.init();
-  return createToolsService({ store, limits, secrets });
+  const keyring = keyringOf(settings.secrets);
+  await resealWithCurrentKey({ store, keyring, logger });
+  return createToolsService({ store, keyring, limits: settings.limits, secrets: secretValuesOf(store, keyring) });
 }

@@ -8,6 +8,7 @@ import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 
 /**
@@ -87,12 +88,12 @@ export const services = {
     servesBlobs: true,
   },
   tools: {
-    // Calling a tool's server lives beside the tools that name it. One service, two contracts.
-    rpc: { tools: ToolsService, activities: ActivitiesService },
+    // Secrets and calling a tool's server live beside the tools that name them. One service, three contracts.
+    rpc: { tools: ToolsService, secrets: SecretsService, activities: ActivitiesService },
     urlVariable: "TOOLS_URL",
     port: 8086,
     database: "loom_tools",
-    keeps: "tools and tool runs",
+    keeps: "tools, their secrets and tool runs",
     calls: [],
   },
 } as const satisfies Record<string, ServiceEntry>;

@@ -33,6 +33,8 @@ export interface StackOptions extends Partial<Record<ServiceName | typeof gatewa
   memoryBus?: boolean;
   /** What a service's wiring gets besides its settings (the runs service: `model`, a model of the test's). */
   inject?: Partial<Record<ServiceName, object>>;
+  /** Where every service and gateway of the stack logs (a test reading the lines); unset: silent unless TEST_LOG_LEVEL. */
+  logger?: Logger;
 }
 
 export interface TestStack {
@@ -61,6 +63,8 @@ export interface TestStack {
 
 const serviceToken = "test-service-token-0123456789";
 const bootstrapKey = "loom_test-bootstrap-key-0123456789abcdefghijklmnop";
+/** The tools service's SECRETS_KEY in tests: 32 bytes in base64. */
+export const testSecretsKey = Buffer.alloc(32, 7).toString("base64");
 
 /** What tests run a service with, over its defaults: a known admin key, short leases and polls, echo unless a test says otherwise. */
 const testSettings: Partial<Record<ServiceName, Settings>> = {
@@ -78,6 +82,7 @@ const testSettings: Partial<Record<ServiceName, Settings>> = {
     RUN_MAX_QUEUED_PER_ORGANIZATION: 1000,
     CHAT_TIMEOUT_MS: 30_000,
   },
+  tools: { SECRETS_KEY: testSecretsKey },
 };
 
 /** The gateway's code, loaded by path as the services' (the shared packages import no app). */
@@ -111,7 +116,7 @@ const asEnv = (settings: Settings): Record<string, string> =>
  * Options give a service (or the gateway) settings over the tests' own.
  */
 export async function startStack(store: "sqlite" | "mongo", options: StackOptions = {}): Promise<TestStack> {
-  const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
+  const logger = options.logger ?? createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
   const db = freshDatabaseName();
   const mongoUrl = store === "mongo" ? testServers.mongoUrl : undefined;
   if (store === "mongo" && !mongoUrl) throw new Error("startStack('mongo') needs MONGODB_URL");

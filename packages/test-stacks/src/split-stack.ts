@@ -73,6 +73,8 @@ export async function startSplitStack(
     PUBLIC_URL: urls.gateway,
     BLOB_SIGNING_KEY: randomBytes(32).toString("base64url"),
   });
+  // The tools service seals secret values with a key it must be given (docs/decisions.md, "Secrets").
+  Object.assign(wiring.tools, { SECRETS_KEY: randomBytes(32).toString("base64") });
   const running = new Map<SplitService, ChildProcess>();
   const start = async (name: SplitService, extra: Record<string, string> = {}) => {
     if (running.has(name)) throw new Error(`${name} is already running`);

@@ -1,6 +1,7 @@
 import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db, Filter } from "mongodb";
 import type { HeaderValue, ToolPatch, ToolRecord, ToolRunRecord, ToolServerRecord, ToolsStore } from "./port.ts";
+import { createMongoSecretStore } from "./secrets-mongo.ts";
 
 /**
  * A server as stored: its headers as a list of entries, since a header name
@@ -32,13 +33,16 @@ const storedPatch = ({ server, ...rest }: ToolPatch) => ({
 /** A run as stored: absent optional fields are absent, never null, so a read gives the record back as written. */
 const runOf = (doc: Doc<ToolRunRecord> | null) => fromDoc<ToolRunRecord>(doc);
 
-/** MongoDB adapter: a collection of tools and one of tool runs, scoped by organizationId in every query. */
+/** MongoDB adapter: a collection of tools, one of tool runs (and the secrets part's), scoped by organizationId in every query. */
 export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, close: () => Promise<void>): ToolsStore {
   const tools: Collection<StoredTool> = db.collection("tools");
+  const secretStore = createMongoSecretStore(db);
   const runs: Collection<Doc<ToolRunRecord>> = db.collection("tool_runs");
   return {
+    ...secretStore,
     async init() {
       await tools.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await secretStore.init();
       await runs.createIndex({ organizationId: 1, toolId: 1, createdAt: -1, _id: -1 });
     },
     ready: ping,

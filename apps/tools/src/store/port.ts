@@ -1,5 +1,6 @@
 import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
+import type { SecretStore } from "./secrets.ts";
 
 /** A tool's `code`, in Griptape Cloud's wire form: one single-key wrapper of the kinds its clients know. */
 export type ToolCode =
@@ -47,10 +48,12 @@ export type ToolPatch = Partial<
 >;
 
 /**
- * The tools service's store. Every read and write is scoped to one
- * organization: another's tools do not exist.
+ * The tools service's whole store: its tools and, in the same database, the
+ * secrets they name (the `SecretStore` part) and the runs of their servers'
+ * activities (the `ToolRunsStore` part). Every read and write is scoped to
+ * one organization: another's tools do not exist.
  */
-export interface ToolsStore extends StoreLifecycle, ToolRunsStore {
+export interface ToolsStore extends StoreLifecycle, SecretStore, ToolRunsStore {
   insert(tool: ToolRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<ToolRecord | undefined>;
   update(organizationId: string, id: string, patch: ToolPatch, at: Date): Promise<ToolRecord | undefined>;

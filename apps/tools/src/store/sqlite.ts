@@ -1,5 +1,6 @@
 import { dateOf, newestFirstOrder, optional, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import type { ToolRecord, ToolRunRecord, ToolRunStatus, ToolsStore } from "./port.ts";
+import { createSqliteSecretStore, secretsMigration } from "./secrets-sqlite.ts";
 
 /** Schema versions of the tools tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -7,6 +8,7 @@ const migrations = [
      code TEXT NOT NULL, env_vars TEXT NOT NULL, tool_config_file TEXT, server TEXT,
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX tools_tools_by_organization ON tools_tools (organization_id, created_at DESC, id DESC);`,
+  secretsMigration,
   `CREATE TABLE tools_runs (id TEXT PRIMARY KEY, organization_id TEXT NOT NULL, tool_id TEXT NOT NULL, status TEXT NOT NULL,
      runtime_path TEXT NOT NULL, input TEXT NOT NULL, output TEXT, status_detail TEXT, assistant_run_id TEXT, logs TEXT NOT NULL,
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, started_at INTEGER, completed_at INTEGER, updated_at INTEGER NOT NULL);
@@ -60,13 +62,14 @@ const runOf = (row: Row | undefined): ToolRunRecord | undefined => {
 };
 
 /**
- * SQLite adapter (the embedded store): one row per tool, its code, env vars and server as JSON text; one row per tool
+ * SQLite adapter (the embedded store), with the secrets part: one row per tool, its code, env vars and server as JSON text; one row per tool
  * run, its input, output and logs as JSON text; times as epoch milliseconds.
  */
 export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
   const { prepare } = handle;
   return {
     ...sqliteLifecycle(handle, "tools", migrations),
+    ...createSqliteSecretStore(handle),
 
     async insert(t) {
       prepare(
