@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createMCPClient, type InitializeResult, type MCPClient, MCPClientError } from "@ai-sdk/mcp";
 import { LRUCache } from "lru-cache";
 import type { CallScope } from "./call-scope.ts";
@@ -36,27 +37,46 @@ interface Connection {
 }
 
 /**
+ * The activities a server listed for these credentials (its URL and a digest of the headers sent, never the headers),
+ * for a minute: a call of a listed activity then sends only its `tools/call`. A listing (ListActivities, which the
+ * agent loop asks for before its calls) always asks the server and renews it; a name it does not hold is looked up
+ * again before it is called unknown.
+ */
+const listings = new LRUCache<string, ServerActivity[]>({ max: 1000, ttl: 60_000 });
+
+const listingKey = (target: ServerTarget) =>
+  createHash("sha256")
+    .update(JSON.stringify([target.url, Object.entries(target.headers).sort(([a], [b]) => (a < b ? -1 : 1))]))
+    .digest("hex");
+
+/**
  * A client of an MCP server through `@ai-sdk/mcp` (docs/decisions.md, "Calling tool servers"): streamable HTTP
  * first, the older HTTP+SSE transport when the server answers the first POST with 400, 404 or 405. One connection per
  * call, closed after it: the call's bounds hold for every request, and a hung call's abort reaches the server.
  */
 export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerClient {
-  /** Connects, lists the activities (every call needs them: an activity's name maps back to the server's), uses. */
-  const withActivities = async <T>(use: (client: MCPClient, activities: ServerActivity[]) => Promise<T>) => {
+  const key = listingKey(target);
+  const listFresh = async (client: MCPClient) => {
+    const activities = await listActivities(client, scope);
+    listings.set(key, activities);
+    return activities;
+  };
+  /**
+   * Connects and uses the connection. A connection from a kept handshake whose request the server refuses with an
+   * HTTP 4xx (nothing was done: a restart, another transport) shakes hands again and uses the new one.
+   */
+  const withClient = async <T>(use: (client: MCPClient) => Promise<T>): Promise<T> => {
     let connection = await connect(target, scope);
     try {
-      let activities: ServerActivity[];
       try {
-        activities = await listActivities(connection.client, scope);
+        return await use(connection.client);
       } catch (error) {
-        if (!connection.fromKept || scope.signal.aborted) throw error;
-        // The server changed since its handshake was kept (a restart, a new version): shake hands again.
+        if (!connection.fromKept || scope.signal.aborted || !refusedBeforeDoing(error)) throw error;
         handshakes.delete(target.url);
         await connection.client.close().catch(() => {});
         connection = await connect(target, scope);
-        activities = await listActivities(connection.client, scope);
+        return await use(connection.client);
       }
-      return await use(connection.client, activities);
     } catch (error) {
       throw serverFailure(error);
     } finally {
@@ -64,10 +84,11 @@ export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerCli
     }
   };
   return {
-    listActivities: () => withActivities(async (_client, activities) => activities),
+    listActivities: () => withClient(listFresh),
     invoke: (name, input) =>
-      withActivities(async (client, activities) => {
-        const activity = activities.find((a) => a.name === name);
+      withClient(async (client) => {
+        const named = (activities: ServerActivity[] | undefined) => activities?.find((a) => a.name === name);
+        const activity = named(listings.get(key)) ?? named(await listFresh(client));
         if (!activity) throw new UnknownActivity(name);
         const result = await client.callTool({
           name: activity.serverName,
@@ -78,6 +99,13 @@ export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerCli
       }),
   };
 }
+
+/** An HTTP 4xx answer to a request: the server refused it before doing anything, so it may be sent again. */
+const refusedBeforeDoing = (error: unknown) =>
+  error instanceof MCPClientError &&
+  error.statusCode !== undefined &&
+  error.statusCode >= 400 &&
+  error.statusCode < 500;
 
 async function connect(target: ServerTarget, scope: CallScope): Promise<Connection> {
   let session = false;
