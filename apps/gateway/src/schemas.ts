@@ -310,7 +310,7 @@ export const toolSchema = z.strictObject({
 
 export const toolListSchema = z.strictObject({ tools: z.array(toolSchema), pagination: paginationSchema });
 
-/** A secret in Griptape Cloud's SecretDetail shape: never its value (docs/api.md, Secrets). */
+/** A secret in Griptape Cloud's SecretDetail shape: never its value (docs/api.md §2, Secret). */
 export const secretSchema = z.strictObject({
   secret_id: uuidString,
   organization_id: uuidString,

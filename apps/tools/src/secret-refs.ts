@@ -22,7 +22,7 @@ function secretRefsOf(envVars: EnvVarRecord[] | undefined, server: ToolServerRec
 
 /**
  * Each secret a tool names must be one of its organization's when the tool is
- * written (docs/behaviour.md, Secrets). One deleted later stays named: the
+ * written (docs/behaviour.md §10). One deleted later stays named: the
  * tool's calls then fail, saying which. A header's malformed id is the
  * shape checks' to report (field-checks.ts); it is not looked up.
  */

@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { maxSecretValueBytes } from "@loom/contracts/secrets";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import type { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
 import { requirePrincipal } from "@loom/server/principal";
@@ -10,9 +11,6 @@ import { sealValue } from "./secret-cipher.ts";
 import type { SecretKeyring } from "./secret-keys.ts";
 import type { ToolsStore } from "./store/port.ts";
 import type { SecretRecord } from "./store/secrets.ts";
-
-/** The largest value a secret holds, in UTF-8 bytes (docs/api.md, Secrets): a token, a key, a certificate. */
-export const maxSecretValueBytes = 65_536;
 
 /** A value's bound; the message never repeats the value. */
 function checkValue(violations: Violation[], value: string | undefined): void {
@@ -22,7 +20,7 @@ function checkValue(violations: Violation[], value: string | undefined): void {
     violations.push({ path: "body.value", message: `must be 1 to ${maxSecretValueBytes} bytes long in UTF-8` });
 }
 
-/** The SecretsService handlers (docs/behaviour.md, Secrets), on the tools store's secrets part. */
+/** The SecretsService handlers (docs/behaviour.md §10), on the tools store's secrets part. */
 export function createSecretsHandlers(deps: {
   store: ToolsStore;
   keyring: SecretKeyring;

@@ -64,7 +64,7 @@ export interface TestStack {
 const serviceToken = "test-service-token-0123456789";
 const bootstrapKey = "loom_test-bootstrap-key-0123456789abcdefghijklmnop";
 /** The tools service's SECRETS_KEY in tests: 32 bytes in base64. */
-export const testSecretsKey = Buffer.alloc(32, 7).toString("base64");
+const testSecretsKey = Buffer.alloc(32, 7).toString("base64");
 
 /** What tests run a service with, over its defaults: a known admin key, short leases and polls, echo unless a test says otherwise. */
 const testSettings: Partial<Record<ServiceName, Settings>> = {

@@ -1,3 +1,4 @@
+import { maxSecretValueBytes } from "@loom/contracts/secrets";
 import type { Secret } from "@loom/proto/tools/v1/secrets_pb";
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
@@ -7,16 +8,19 @@ import { secretListSchema, secretSchema } from "../schemas.ts";
 import { boundedName, pageQuery, uuid } from "../validation.ts";
 
 /** A secret's value: write-only, so /openapi.json marks it and no answer holds it. The service bounds it in UTF-8 bytes. */
-const secretValue = z.string().min(1, "must not be empty").meta({
-  writeOnly: true,
-  maxLength: 65_536,
-  description: "The secret's value, 1 to 65536 bytes in UTF-8: write-only, never in an answer",
-});
+const secretValue = z
+  .string()
+  .min(1, "must not be empty")
+  .meta({
+    writeOnly: true,
+    maxLength: maxSecretValueBytes,
+    description: `The secret's value, 1 to ${maxSecretValueBytes} bytes in UTF-8: write-only, never in an answer`,
+  });
 
 const createBody = z.object({ name: boundedName(200), value: secretValue });
 const updateBody = createBody.partial();
 
-/** A secret in Griptape Cloud's SecretDetail shape: no value, ever (docs/api.md, Secrets). */
+/** A secret in Griptape Cloud's SecretDetail shape: no value, ever (docs/api.md §2, Secret). */
 export function secretJson(s: Secret | undefined) {
   if (!s) throw new Error("the tools service answered without a secret");
   return {
