@@ -8,6 +8,7 @@ import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
+import { benchToolInvoke } from "./tool-invoke.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -35,7 +36,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tools": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -83,3 +84,4 @@ if (!only || only === "tracing") {
     natsUrl,
   });
 }
+if (!only || only === "tools") await benchToolInvoke({ seconds, connections });
