@@ -280,7 +280,12 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const before = first.requests.length;
       artifactOf(await invoke(toolId, "add", { a: 2, b: 2 }), "TextArtifact");
       // No discovery, initialize, initialized or listing: the call alone (and the GET stream the server refuses).
-      expect(first.requests.slice(before).map((r) => r.method).sort()).toEqual(["GET", "POST"]);
+      expect(
+        first.requests
+          .slice(before)
+          .map((r) => r.method)
+          .sort(),
+      ).toEqual(["GET", "POST"]);
       await first.close();
       // Another server, of the older transport, at the same URL.
       const second = await startMcpServer({ transport: "legacy", port: first.port });
@@ -291,9 +296,16 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       }
     });
 
-    it("calls through the older HTTP+SSE transport", async () => {
+    it("calls through the older HTTP+SSE transport, a hanging call bounded there too", async () => {
       const toolId = await createTool(legacy.url, "mcp");
       expect(artifactOf(await invoke(toolId, "add", { a: 40, b: 2 }), "TextArtifact").value).toBe("42");
+      const aborted = legacy.hangAborted();
+      const started = Date.now();
+      const art = artifactOf(await invoke(toolId, "hang"), "ErrorArtifact");
+      expect(Date.now() - started).toBeLessThan(callTimeoutMs + 2000);
+      expect(art.value).toBe(`the tool server did not answer within ${callTimeoutMs} ms`);
+      // Its event stream closed with the call: the server's session ends and the handler is aborted.
+      await aborted;
     });
 
     it("calls a griptape tool server's activity and passes its artifact on; its HTTP error is an ErrorArtifact", async () => {
