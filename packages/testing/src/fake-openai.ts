@@ -177,6 +177,16 @@ export function callTools(
   };
 }
 
+/**
+ * Replies in turn: the first request gets `replies[0]`, the next `replies[1]`,
+ * and every later one the last (an agent loop's script: call tools, then
+ * answer from their results). Counts from when it is set.
+ */
+export function inTurn(...replies: Reply[]): Reply {
+  let next = 0;
+  return (request, res) => replies[Math.min(next++, replies.length - 1)]!(request, res);
+}
+
 /** Streams `firstPiece`, then cuts the connection: a provider failing mid-answer. */
 export function cutAfter(firstPiece: string): Reply {
   return (request, res) => {
