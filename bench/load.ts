@@ -9,7 +9,13 @@ export interface LoadResult {
   errors: number;
 }
 
-/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run. */
+/** A request other than a GET: its method and body (sent as is on every request). */
+export interface LoadRequest {
+  method: "POST" | "PUT" | "PATCH";
+  body: string;
+}
+
+/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run; GETs unless `request` says otherwise. */
 export async function load(
   name: string,
   url: string,
@@ -17,9 +23,11 @@ export async function load(
   seconds: number,
   connections: number,
   warmUpSeconds = 1,
+  request?: LoadRequest,
 ): Promise<LoadResult> {
-  if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds });
-  const result = await autocannon({ url, headers, connections, duration: seconds });
+  const options = { url, headers, connections, ...(request ?? {}) };
+  if (warmUpSeconds > 0) await autocannon({ ...options, duration: warmUpSeconds });
+  const result = await autocannon({ ...options, duration: seconds });
   return {
     name,
     requestsPerSecond: result.requests.average,

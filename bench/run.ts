@@ -8,6 +8,8 @@ import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
+import { benchToolActivities } from "./tool-activities.ts";
+import { benchToolCallLatency } from "./tool-call-latency.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -35,7 +37,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming" or "tracing": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tools": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -82,4 +84,10 @@ if (!only || only === "tracing") {
     mongoUrl,
     natsUrl,
   });
+}
+if (!only || only === "tools") {
+  if (process.env.BENCH_TOOLS_ONLY !== "latency")
+    await benchToolActivities({ seconds, connections, rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3) });
+  if (process.env.BENCH_TOOLS_ONLY !== "activities")
+    await benchToolCallLatency({ seconds: Number(process.env.BENCH_TOOL_SECONDS ?? 10), clients: [1, 4, 16] });
 }
