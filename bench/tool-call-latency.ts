@@ -18,6 +18,9 @@ interface CallTimes {
   modelResumed?: number;
   /** MCP requests (POSTs) that arrived between the model's ask and the `tools/call`: the call's handshake. */
   handshake: string[];
+  /** When the first of them arrived, and how long the server took to answer them all. */
+  handshakeArrived?: number;
+  handshakeServerMs: number;
 }
 
 /**
@@ -44,7 +47,7 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
       return;
     }
     const id = `call_${next++}`;
-    const times: CallTimes = { handshake: [] };
+    const times: CallTimes = { handshake: [], handshakeServerMs: 0 };
     calls.set(id, times);
     res.once("finish", () => {
       times.modelAsked = performance.now();
@@ -55,7 +58,11 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
   const observe = ({ message, arrivedAt, answeredAt }: McpExchange) => {
     if (message.method !== "tools/call") {
       // With one client, a POST while a call is open is that call's; with several, it could be another run's listing.
-      for (const times of open) times.handshake.push(message.method);
+      for (const times of open) {
+        times.handshake.push(message.method);
+        times.handshakeArrived ??= arrivedAt;
+        times.handshakeServerMs += answeredAt - arrivedAt;
+      }
       return;
     }
     const times = calls.get(`call_${message.params.arguments.a}`);
@@ -99,6 +106,13 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
       const toMcp = done.map((t) => t.mcpArrived - t.modelAsked).sort((a, b) => a - b);
       const toModel = done.map((t) => t.modelResumed - t.mcpAnswered).sort((a, b) => a - b);
       const ms = (x: number) => Math.round(x * 10) / 10;
+      const p50 = (xs: number[]) =>
+        ms(
+          percentile(
+            [...xs].sort((a, b) => a - b),
+            50,
+          ),
+        );
       rows.push({
         clients,
         calls: done.length,
@@ -107,8 +121,12 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
         "call → MCP p99 ms": ms(percentile(toMcp, 99)),
         "MCP → model p50 ms": ms(percentile(toModel, 50)),
         "MCP → model p99 ms": ms(percentile(toModel, 99)),
-        // One client: the MCP requests Loom sends before each call's tools/call (the handshake), as a sample shows them.
+        // One client, where each POST is the call's own: the MCP requests Loom sends before its tools/call, the time
+        // before the first, and the server's own time answering them (its part of the first gap, not Loom's).
         "MCP POSTs before tools/call": clients === 1 ? (done[0]?.handshake.join(", ") ?? "") : "",
+        "call → first MCP POST p50 ms":
+          clients === 1 ? p50(done.map((t) => (t.handshakeArrived ?? t.mcpArrived) - t.modelAsked)) : "",
+        "MCP server answering them p50 ms": clients === 1 ? p50(done.map((t) => t.handshakeServerMs)) : "",
       });
     }
     printTable(
