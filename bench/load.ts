@@ -9,13 +9,7 @@ export interface LoadResult {
   errors: number;
 }
 
-/** A request other than a GET: its method and body (sent as is on every request). */
-export interface LoadRequest {
-  method: "POST" | "PUT" | "PATCH";
-  body: string;
-}
-
-/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run; GETs unless `request` says otherwise. */
+/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run; a GET unless `request` says. */
 export async function load(
   name: string,
   url: string,
@@ -23,11 +17,10 @@ export async function load(
   seconds: number,
   connections: number,
   warmUpSeconds = 1,
-  request?: LoadRequest,
+  request: { method?: "GET" | "POST"; body?: string } = {},
 ): Promise<LoadResult> {
-  const options = { url, headers, connections, ...(request ?? {}) };
-  if (warmUpSeconds > 0) await autocannon({ ...options, duration: warmUpSeconds });
-  const result = await autocannon({ ...options, duration: seconds });
+  if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds, ...request });
+  const result = await autocannon({ url, headers, connections, duration: seconds, ...request });
   return {
     name,
     requestsPerSecond: result.requests.average,

@@ -41,7 +41,7 @@ export interface McpTestServerOptions {
   jsonResponse?: boolean;
   /** The server's path. */
   path?: string;
-  /** The port to listen on (0, any free one, unless told). */
+  /** The port to listen on (a server taking another's place, a benchmark's process); 0 by default. */
   port?: number;
   /**
    * Streamable HTTP only: told of every POST once its answer is sent, with the JSON-RPC message and the times
