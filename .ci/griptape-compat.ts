@@ -22,8 +22,8 @@ import { assistantWithTools } from "./griptape-assistant-tools.ts";
  * spans to a structure run; its GriptapeCloudToolTool builds its activities
  * from a Loom tool backed by a real MCP server (the repo's test server) and
  * calls them; and the generated griptape-cloud-client parses every thread,
- * message, ruleset and rule operation and GetUser. Then (once) its assistant
- * driver runs an assistant whose tool is an MCP server
+ * message, ruleset and rule operation and GetUser. Then (once) its
+ * assistant driver runs an assistant whose tool is an MCP server
  * (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */

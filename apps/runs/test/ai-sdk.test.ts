@@ -141,6 +141,37 @@ describe("AI SDK models against an OpenAI-compatible server", () => {
       expect(JSON.parse(input("call_2"))).toEqual({ a: 3, b: 4 });
     });
 
+    it("a call whose input is not JSON comes back with why, to be answered without calling the tool", async () => {
+      server.reply((request, res) => {
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id: "chatcmpl-3",
+            created: 1_700_000_000,
+            model: request.body.model,
+            object: "chat.completion",
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: "assistant",
+                  content: null,
+                  tool_calls: [
+                    { id: "call_9", type: "function", function: { name: "Calc_add", arguments: "{not json" } },
+                  ],
+                },
+                finish_reason: "tool_calls",
+              },
+            ],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
+      });
+      const result = await model.generate({ messages: conversation, signal: noSignal(), tools });
+      expect(result.toolCalls).toEqual([
+        { id: "call_9", name: "Calc_add", input: {}, inputError: expect.stringContaining("Calc_add") },
+      ]);
+    });
+
     it("sends earlier calls and their results as the provider's tool-call and tool messages", async () => {
       await model.generate({
         messages: [

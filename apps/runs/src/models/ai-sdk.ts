@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import {
   generateText,
+  InvalidToolInputError,
   jsonSchema,
   type LanguageModel,
   type LanguageModelUsage,
@@ -166,10 +167,23 @@ function toolSet(tools: ModelTool[]): ToolSet {
 /** `toolCalls` only when the model called some: an answer is the text alone. */
 const calledTools = (toolCalls: ToolCall[]) => (toolCalls.length > 0 ? { toolCalls } : {});
 
-function toolCall(call: { toolCallId: string; toolName: string; input: unknown }): ToolCall {
+/** A call the SDK could not parse comes with `invalid` and its error: kept, with why (a name it does not know is the loop's to report). */
+function toolCall(call: {
+  toolCallId: string;
+  toolName: string;
+  input: unknown;
+  invalid?: boolean;
+  error?: unknown;
+}): ToolCall {
   const input = call.input;
   const object = typeof input === "object" && input !== null && !Array.isArray(input);
-  return { id: call.toolCallId, name: call.toolName, input: object ? (input as JsonObject) : {} };
+  const unreadable = call.invalid === true && InvalidToolInputError.isInstance(call.error);
+  return {
+    id: call.toolCallId,
+    name: call.toolName,
+    input: object ? (input as JsonObject) : {},
+    ...(unreadable ? { inputError: (call.error as Error).message } : {}),
+  };
 }
 
 /**

@@ -27,6 +27,8 @@ export interface ToolCall {
   id: string;
   name: string;
   input: JsonObject;
+  /** Set when the model's input could not be read (not JSON): the call is not made, the model is told why. */
+  inputError?: string;
 }
 
 /** An earlier answer of the model that called tools (with what it said beside them). */

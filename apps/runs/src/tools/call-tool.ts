@@ -1,8 +1,8 @@
-import type { JsonObject } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
 import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { headersFor } from "@loom/server/principal";
 import { errorArtifact, type SerializedArtifact } from "../griptape.ts";
+import type { ToolCall } from "../models/port.ts";
 import type { RunRecord } from "../store/run-records.ts";
 import { artifactText, boundedText } from "./artifact-text.ts";
 import type { RunActivity } from "./run-tools.ts";
@@ -24,14 +24,14 @@ export interface ToolCallOutcome {
 /**
  * Calls one activity through the tools service, acting as the run's creator.
  * Every failure is an outcome the model sees (an ErrorArtifact): the tool's
- * own error, an unknown tool name, an RPC error, a call over
+ * own error, an unknown tool name, an input that could not be read, an RPC error, a call over
  * `bounds.timeoutMs` (aborted, which aborts the tool server's request). Only
  * a stop of the run (`signal`: a cancel, its timeout) rejects, with its reason.
  */
 export async function callTool(
   activities: Client<typeof ActivitiesService>,
   run: RunRecord,
-  call: { id: string; name: string; input: JsonObject },
+  call: ToolCall,
   activity: RunActivity | undefined,
   bounds: ToolCallBounds,
   signal: AbortSignal,
@@ -43,6 +43,7 @@ export async function callTool(
     isError: true,
   });
   if (!activity) return failed(`there is no tool named ${call.name}`);
+  if (call.inputError !== undefined) return failed(`the call's input could not be read: ${call.inputError}`);
   const timeout = AbortSignal.timeout(bounds.timeoutMs);
   try {
     const answer = await activities.invokeActivity(

@@ -1,4 +1,5 @@
 import { createHash } from "node:crypto";
+import { nativeToolName } from "../chat/tool-names.ts";
 
 /** What providers accept as a tool's name (OpenAI's and Anthropic's limit, the strictest of those Loom speaks). */
 export const modelToolNamePattern = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -17,7 +18,7 @@ const maxLength = 64;
 export function createModelToolNames() {
   const taken = new Set<string>();
   return (tool: { id: string; name: string }, activity: string): string => {
-    const plain = `${tool.name}_${activity}`.replace(/[^a-zA-Z0-9_-]/g, "_");
+    const plain = nativeToolName(tool.name, activity).replace(/[^a-zA-Z0-9_-]/g, "_");
     let name = plain;
     if (name.length > maxLength || taken.has(name)) {
       const hash = createHash("sha256").update(`${tool.id}\n${activity}`).digest("hex").slice(0, 8);
