@@ -89,5 +89,8 @@ if (!only || only === "tools") {
   if (process.env.BENCH_TOOLS_ONLY !== "latency")
     await benchToolActivities({ seconds, connections, rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3) });
   if (process.env.BENCH_TOOLS_ONLY !== "activities")
-    await benchToolCallLatency({ seconds: Number(process.env.BENCH_TOOL_SECONDS ?? 10), clients: [1, 4, 16] });
+    await benchToolCallLatency({
+      seconds: Number(process.env.BENCH_TOOL_SECONDS ?? 10),
+      clients: (process.env.BENCH_TOOL_CLIENTS ?? "1,4,16").split(",").map(Number),
+    });
 }
