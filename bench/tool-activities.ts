@@ -4,6 +4,15 @@ import { apiClient } from "@loom/testing/http";
 import { mcpProtocolVersion } from "@loom/testing/mcp-server";
 import { freePort, repoRoot, startProcess, startProgram, stopProcess } from "@loom/testing/processes";
 import { type LoadResult, load, printTable } from "./load.ts";
+import { cpuMsOf } from "./process-stats.ts";
+
+/** One round's load, with the CPU time each process spent per request during it (/proc, 10 ms ticks). */
+interface Measured extends LoadResult {
+  loomCpuMs: number;
+  mcpCpuMs: number;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
 
 /** A `tools/call` of `add` as an MCP client POSTs it, to a stateless server that needs no initialize first. */
 const directBody = JSON.stringify({
@@ -60,32 +69,36 @@ export async function benchToolActivities(options: { seconds: number; connection
     const kinds = [
       {
         name: "direct" as const,
-        run: () =>
-          load("direct", mcpUrl, directHeaders, options.seconds, options.connections, 1, {
-            method: "POST",
-            body: directBody,
-          }),
+        url: mcpUrl,
+        headers: directHeaders,
+        body: directBody,
       },
       {
         name: "loom" as const,
-        run: () =>
-          load(
-            "loom",
-            activityUrl,
-            { authorization: `Bearer ${key}`, "content-type": "application/json" },
-            options.seconds,
-            options.connections,
-            1,
-            { method: "POST", body: JSON.stringify({ a: 1, b: 2 }) },
-          ),
+        url: activityUrl,
+        headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+        body: JSON.stringify({ a: 1, b: 2 }),
       },
     ];
-    const results = { direct: [] as LoadResult[], loom: [] as LoadResult[] };
+    // Each kind warmed once; then each round's load is measured whole, with the CPU each process spent on it.
+    const drive = (kind: (typeof kinds)[number], seconds: number) =>
+      load(kind.name, kind.url, kind.headers, seconds, options.connections, 0, { method: "POST", body: kind.body });
+    for (const kind of kinds) await drive(kind, 2);
+    const results = { direct: [] as Measured[], loom: [] as Measured[] };
     for (let round = 0; round < options.rounds; round++)
-      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) results[kind.name].push(await kind.run());
+      for (const kind of round % 2 === 0 ? kinds : [...kinds].reverse()) {
+        const cpu = { loom: cpuMsOf(loom.pid!), mcp: cpuMsOf(mcp.pid!) };
+        const result = await drive(kind, options.seconds);
+        const requests = result.requestsPerSecond * options.seconds;
+        results[kind.name].push({
+          ...result,
+          loomCpuMs: (cpuMsOf(loom.pid!) - cpu.loom) / requests,
+          mcpCpuMs: (cpuMsOf(mcp.pid!) - cpu.mcp) / requests,
+        });
+      }
 
-    const mean = (rs: LoadResult[], pick: (r: LoadResult) => number) => rs.reduce((a, r) => a + pick(r), 0) / rs.length;
-    const row = (name: string, rs: LoadResult[]) => ({
+    const mean = (rs: Measured[], pick: (r: Measured) => number) => rs.reduce((a, r) => a + pick(r), 0) / rs.length;
+    const row = (name: string, rs: Measured[]) => ({
       path: name,
       connections: options.connections,
       "req/s": Math.round(mean(rs, (r) => r.requestsPerSecond)),
@@ -93,6 +106,8 @@ export async function benchToolActivities(options: { seconds: number; connection
       "p99 ms": Math.round(mean(rs, (r) => r.p99)),
       "non-2xx": rs.reduce((a, r) => a + r.non2xx, 0),
       errors: rs.reduce((a, r) => a + r.errors, 0),
+      "Loom CPU ms/req": round2(mean(rs, (r) => r.loomCpuMs)),
+      "MCP server CPU ms/req": round2(mean(rs, (r) => r.mcpCpuMs)),
     });
     const perRound = results.loom
       .map((r, i) => ((100 * r.requestsPerSecond) / results.direct[i]!.requestsPerSecond).toFixed(0))
