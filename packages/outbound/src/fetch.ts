@@ -57,7 +57,6 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
           ),
         timeout,
         timedOut,
-        done: () => {},
       });
     }
     const limited = new Response(body, {
@@ -108,14 +107,12 @@ function limitBody(
     tooLarge: () => Error;
     timeout: AbortSignal;
     timedOut: () => Error;
-    done: () => void;
   },
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let received = 0;
   const fail = async (error: Error): Promise<never> => {
     await reader.cancel(error).catch(() => {});
-    limits.done();
     throw error;
   };
   return new ReadableStream<Uint8Array>({
@@ -127,7 +124,6 @@ function limitBody(
         return fail(limits.timeout.aborted ? limits.timedOut() : (error as Error));
       }
       if (chunk.done) {
-        limits.done();
         controller.close();
         return;
       }
@@ -137,7 +133,6 @@ function limitBody(
     },
     async cancel(reason) {
       await reader.cancel(reason);
-      limits.done();
     },
   });
 }
