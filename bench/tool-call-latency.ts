@@ -123,7 +123,7 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
         "MCP → model p99 ms": ms(percentile(toModel, 99)),
         // One client, where each POST is the call's own: the MCP requests Loom sends before its tools/call, the time
         // before the first, and the server's own time answering them (its part of the first gap, not Loom's).
-        "MCP POSTs before tools/call": clients === 1 ? (done[0]?.handshake.join(", ") ?? "") : "",
+        "MCP POSTs before tools/call": clients === 1 ? done[0]?.handshake.join(", ") || "none" : "",
         "call → first MCP POST p50 ms":
           clients === 1 ? p50(done.map((t) => (t.handshakeArrived ?? t.mcpArrived) - t.modelAsked)) : "",
         "MCP server answering them p50 ms": clients === 1 ? p50(done.map((t) => t.handshakeServerMs)) : "",
