@@ -228,6 +228,44 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(mcp.calls.at(-1)).toMatchObject({ tool: "say-hello", arguments: { name: "Ada" } });
     });
 
+    it("answers a server's JSON-RPC error as an ErrorArtifact and a FAILED tool run", async () => {
+      // A hand-written server (the SDK's answers a tool's failure as an isError result, never as a JSON-RPC error).
+      const server = createServer(async (req, res) => {
+        if (req.method !== "POST") return void res.writeHead(405).end();
+        let raw = "";
+        for await (const chunk of req) raw += chunk;
+        const message = JSON.parse(raw) as { id?: number; method: string };
+        const answer = (body: object) =>
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, ...body }));
+        if (message.id === undefined) return void res.writeHead(202).end();
+        if (message.method === "initialize")
+          return answer({
+            result: {
+              protocolVersion: "2025-11-25",
+              capabilities: { tools: {} },
+              serverInfo: { name: "raw", version: "1" },
+            },
+          });
+        if (message.method === "tools/list")
+          return answer({ result: { tools: [{ name: "broken", inputSchema: { type: "object", properties: {} } }] } });
+        if (message.method === "tools/call") return answer({ error: { code: -32000, message: "the backend is down" } });
+        res
+          .writeHead(400, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, error: { code: -32600, message: "unsupported" } }));
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const toolId = await createTool(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, "mcp");
+        const art = artifactOf(await invoke(toolId, "broken"), "ErrorArtifact");
+        expect(art.value).toMatch(/^the MCP server answered error -32000: .*the backend is down/);
+        expect(await latestRun(toolId)).toMatchObject({ status: "FAILED", status_detail: art.value });
+      } finally {
+        server.close();
+      }
+    });
+
     it("answers a tool's error as an ErrorArtifact and a FAILED tool run", async () => {
       const art = artifactOf(await invoke(mcpToolId, "fail"), "ErrorArtifact");
       expect(art.value).toBe("boom: the tool failed");
