@@ -124,6 +124,8 @@ export async function benchToolActivities(options: { seconds: number; connection
         },
       ],
     );
+    const failed = [...results.direct, ...results.loom].filter((r) => r.non2xx > 0 || r.errors > 0);
+    if (failed.length > 0) throw new Error(`requests failed in: ${failed.map((r) => r.name).join(", ")}`);
   } finally {
     await stopProcess(loom);
     await stopProcess(mcp);
