@@ -69,7 +69,8 @@ export async function benchToolCallLatency(options: { seconds: number; clients: 
     if (!times) return;
     times.mcpArrived = arrivedAt;
     times.mcpAnswered = answeredAt;
-    open.splice(open.indexOf(times), 1);
+    const at = open.indexOf(times);
+    if (at >= 0) open.splice(at, 1);
   };
   const mcp = await startMcpServer({ record: false, observe });
   const key = `loom_bench-${randomBytes(24).toString("base64url")}`;
