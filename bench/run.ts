@@ -8,8 +8,8 @@ import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
-import { benchToolCalls } from "./tool-calls.ts";
-import { benchToolInvoke } from "./tool-invoke.ts";
+import { benchToolActivities } from "./tool-activities.ts";
+import { benchToolCallLatency } from "./tool-call-latency.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -37,7 +37,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing", "tools" or "tool-calls": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tools": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -74,7 +74,6 @@ if (!only || only === "storage") {
     connections,
   });
 }
-if (!only || only === "tool-calls") await benchToolCalls({ runs: Number(process.env.BENCH_TOOL_RUNS ?? 200) });
 if (!only || only === "streaming") await benchStreaming({ requests: Number(process.env.BENCH_STREAM_REQUESTS ?? 30) });
 if (!only || only === "tracing") {
   await benchTracing({
@@ -86,4 +85,12 @@ if (!only || only === "tracing") {
     natsUrl,
   });
 }
-if (!only || only === "tools") await benchToolInvoke({ seconds, connections });
+if (!only || only === "tools") {
+  if (process.env.BENCH_TOOLS_ONLY !== "latency")
+    await benchToolActivities({ seconds, connections, rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3) });
+  if (process.env.BENCH_TOOLS_ONLY !== "activities")
+    await benchToolCallLatency({
+      seconds: Number(process.env.BENCH_TOOL_SECONDS ?? 10),
+      clients: (process.env.BENCH_TOOL_CLIENTS ?? "1,4,16").split(",").map(Number),
+    });
+}

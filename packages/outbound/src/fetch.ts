@@ -23,8 +23,8 @@ const bodiless = new Set([101, 103, 204, 205, 304]);
  * A fetch that checks the URL, then connects only to the address it checked: undici's connection lookup is pinned to
  * that address, so a name that resolves elsewhere a moment later (DNS rebinding) changes nothing, while the name
  * stays the request's `Host` and TLS server name. Redirects are given back (`redirect: "manual"`), never followed:
- * the next hop's address has not been checked; see `fetchFollowingRedirects`. Each call has its own agent, closed
- * with its body, so no pooled connection outlives the check it was made for.
+ * the next hop's address has not been checked; see `fetchFollowingRedirects`. Every request is checked; the connection
+ * it goes on is one kept alive to the address its check gave (`agentFor`), or a new one to it.
  */
 export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
@@ -34,7 +34,7 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
     const timedOut = () =>
       new OutboundLimitExceeded("time", `${hostOf(input)} did not answer within ${options.timeoutMs} ms`);
     const checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
-    const agent = new Agent({ connect: { lookup: pinnedLookup(checked) } });
+    const agent = agentFor(checked);
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       response = await undiciFetch(checked.url, {
@@ -44,7 +44,6 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
         dispatcher: agent,
       });
     } catch (error) {
-      void agent.close();
       throw timeout.aborted ? timedOut() : error;
     }
     let body: ReadableStream<Uint8Array> | null = null;
@@ -58,9 +57,8 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
           ),
         timeout,
         timedOut,
-        done: () => void agent.close(),
       });
-    } else void agent.close();
+    }
     const limited = new Response(body, {
       status: response.status,
       statusText: response.statusText,
@@ -70,6 +68,28 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
     Object.defineProperty(limited, "url", { value: response.url });
     return limited;
   };
+}
+
+/** Agents by the address they connect to, most recently used last. */
+const agents = new Map<string, Agent>();
+const maxAgents = 256;
+
+/**
+ * The agent whose connections go to the checked address only: a connection it keeps alive is reused by a later
+ * request only when that request's own check gave the same address, so reuse never skips a check.
+ */
+function agentFor(checked: CheckedUrl): Agent {
+  const key = `${checked.family}/${checked.address}`;
+  let agent = agents.get(key);
+  if (agent) agents.delete(key);
+  else agent = new Agent({ connect: { lookup: pinnedLookup(checked) }, keepAliveTimeout: 4_000 });
+  agents.set(key, agent);
+  if (agents.size > maxAgents) {
+    const [oldest, evicted] = agents.entries().next().value!;
+    agents.delete(oldest);
+    void evicted.close();
+  }
+  return agent;
 }
 
 /** The connection's lookup, answering every name with the checked address (both call shapes of `net.connect`). */
@@ -87,14 +107,12 @@ function limitBody(
     tooLarge: () => Error;
     timeout: AbortSignal;
     timedOut: () => Error;
-    done: () => void;
   },
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let received = 0;
   const fail = async (error: Error): Promise<never> => {
     await reader.cancel(error).catch(() => {});
-    limits.done();
     throw error;
   };
   return new ReadableStream<Uint8Array>({
@@ -106,7 +124,6 @@ function limitBody(
         return fail(limits.timeout.aborted ? limits.timedOut() : (error as Error));
       }
       if (chunk.done) {
-        limits.done();
         controller.close();
         return;
       }
@@ -116,7 +133,6 @@ function limitBody(
     },
     async cancel(reason) {
       await reader.cancel(reason);
-      limits.done();
     },
   });
 }

@@ -9,6 +9,8 @@ export interface ReceivedRequest {
   body: any;
   /** Resolves when the client goes away before the answer is complete (an abort). */
   closedEarly: Promise<void>;
+  /** `performance.now()` when the request arrived, before its body was read (a benchmark's clock). */
+  arrivedAt: number;
 }
 
 export type Reply = (request: ReceivedRequest, res: ServerResponse) => void;
@@ -22,6 +24,7 @@ export async function startFakeOpenAI() {
   const arrivals: Array<(request: ReceivedRequest) => void> = [];
   let reply: Reply = answer("Hello there, world!");
   const server = createServer(async (req, res) => {
+    const arrivedAt = performance.now();
     let raw = "";
     for await (const chunk of req) raw += chunk;
     const closedEarly = new Promise<void>((resolve) => res.on("close", () => res.writableFinished || resolve()));
@@ -31,6 +34,7 @@ export async function startFakeOpenAI() {
       headers: req.headers,
       body: raw ? JSON.parse(raw) : undefined,
       closedEarly,
+      arrivedAt,
     };
     requests.push(request);
     arrivals.splice(0).forEach((notify) => notify(request));
