@@ -461,10 +461,29 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
     const unlessAllowed = (subject: string, kind: string) =>
       `${subject} ${kind}, not reachable from tools unless its host is allowed (TOOL_ALLOWED_HOSTS)`;
 
-    it("refuses the cloud metadata address in its literal, integer and IPv6 forms", async () => {
-      await refused("http://169.254.169.254/latest/meta-data/", metadata("169.254.169.254"));
-      await refused("http://2852039166/", metadata("169.254.169.254"));
-      await refused("http://[::ffff:169.254.169.254]/", metadata("::ffff:a9fe:a9fe"));
+    it("refuses a tool on the cloud metadata address, in its literal, integer and IPv6 forms, when it is written", async () => {
+      const before = (await admin.get("/api/tools?page_size=1")).body.pagination.total_count;
+      const forms = [
+        ["http://169.254.169.254/latest/meta-data/", "169.254.169.254"],
+        ["http://2852039166/", "169.254.169.254"],
+        ["http://[::ffff:169.254.169.254]/", "::ffff:a9fe:a9fe"],
+        ["http://[fe80::1]/mcp", "fe80::1"],
+      ] as const;
+      for (const [url, host] of forms) {
+        const server = { url, transport: "mcp", headers: {} };
+        const created = expectError(
+          await admin.post("/api/tools", { name: "metadata", server }),
+          400,
+          "ValidationError",
+        );
+        const message =
+          host === "fe80::1" ? `${host} is a link-local address, never reachable from tools` : metadata(host);
+        expect(created.errors).toEqual([{ path: "body.server.url", message }]);
+        const updated = expectError(await admin.patch(`/api/tools/${mcpToolId}`, { server }), 400, "ValidationError");
+        expect(updated.errors).toEqual([{ path: "body.server.url", message }]);
+      }
+      expect((await admin.get("/api/tools?page_size=1")).body.pagination.total_count).toBe(before);
+      expect((await admin.get(`/api/tools/${mcpToolId}`)).body.server.url).toBe(mcp.url);
     });
 
     it("refuses a private address and a name resolving to one", async () => {

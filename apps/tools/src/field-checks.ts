@@ -7,6 +7,7 @@ import {
   lengthProblem,
   nameProblem,
 } from "@loom/contracts/text";
+import { neverReachable } from "@loom/outbound/address";
 import type { EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
 import type {
   EnvVarRecord,
@@ -76,8 +77,9 @@ export function checkEnvVars(violations: Violation[], path: string, envVars: Env
 /**
  * The tool server's shape: an absolute http(s) URL without credentials (they
  * belong in a header, which may name a secret), a known transport, headers
- * that are well-formed. Whether Loom may reach the address is the outbound
- * network policy's to say, when a call is made.
+ * that are well-formed, and not an address no policy lets a tool reach (a
+ * literal metadata or link-local one). Whether Loom may reach any other
+ * address is the outbound network policy's to say, when a call is made.
  */
 export function checkServer(
   violations: Violation[],
@@ -117,5 +119,5 @@ function problemOfUrl(url: string): string | undefined {
   if (!parsed || (parsed.protocol !== "http:" && parsed.protocol !== "https:"))
     return "must be an absolute http or https URL";
   if (parsed.username || parsed.password) return "must not hold credentials: send them in a header";
-  return undefined;
+  return neverReachable(parsed.hostname)?.message;
 }

@@ -62,6 +62,19 @@ const described: Record<Exclude<AddressKind, "public">, string> = {
 };
 
 /**
+ * Why a URL's host can never be reached, whatever the policy says: a literal
+ * metadata or link-local address, in any form the URL parser takes
+ * (`2852039166`, `[::ffff:a9fe:a9fe]`). A name is judged when it is resolved.
+ */
+export function neverReachable(hostname: string): OutboundRefused | undefined {
+  const host = hostname.startsWith("[") ? hostname.slice(1, -1) : hostname;
+  if (!ipaddr.isValid(host)) return undefined;
+  const kind = classifyAddress(parseAddress(host));
+  if (kind !== "metadata" && kind !== "link-local") return undefined;
+  return new OutboundRefused(kind, `${host} is ${described[kind]}, never reachable from tools`);
+}
+
+/**
  * Why an address may not be reached through `host` (the URL's host as the user gave it, an address or a name), or
  * undefined when it may. Metadata and link-local addresses are refused even when allow-listed: nothing a tool needs
  * lives there, and a too-wide CIDR (169.254.0.0/16, 0.0.0.0/0) must not open the credentials endpoint.

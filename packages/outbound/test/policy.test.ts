@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { classifyAddress, parseAddress } from "../src/address.ts";
+import { classifyAddress, neverReachable, parseAddress } from "../src/address.ts";
 import { checkUrl, type Resolve } from "../src/check.ts";
 import { OutboundRefused } from "../src/errors.ts";
 import { outboundPolicy, parseAllowedHosts } from "../src/policy.ts";
@@ -95,6 +95,23 @@ describe("literal hosts in every form", () => {
     expect((await refusalOf(checkUrl("http://10.0.0.1/", split, resolver({})))).message).toBe(
       "10.0.0.1 is a private address, not reachable from tools unless its host is allowed (TOOL_ALLOWED_HOSTS)",
     );
+  });
+
+  it("knows a URL's literal metadata or link-local host without any policy; names and other addresses are the policy's", () => {
+    const never = (url: string) => neverReachable(new URL(url).hostname)?.message;
+    expect(never("http://2852039166/")).toBe("169.254.169.254 is a cloud metadata address, never reachable from tools");
+    expect(never("http://[::ffff:169.254.169.254]/")).toBe(
+      "::ffff:a9fe:a9fe is a cloud metadata address, never reachable from tools",
+    );
+    expect(never("http://[fe80::1]/")).toBe("fe80::1 is a link-local address, never reachable from tools");
+    for (const url of [
+      "http://10.0.0.1/",
+      "http://127.0.0.1/",
+      "http://[::1]/",
+      "http://example.com/",
+      "http://93.184.215.14/",
+    ])
+      expect(never(url)).toBeUndefined();
   });
 
   it("lets a public address through, with the address to connect to", async () => {
