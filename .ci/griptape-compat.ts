@@ -8,6 +8,7 @@ import { startMcpServer } from "@loom/testing/mcp-server";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
+import { assistantWithTools } from "./griptape-assistant-tools.ts";
 
 /**
  * The published griptape clients (PyPI) against the all-in-one process, on
@@ -21,7 +22,9 @@ import { testServers } from "@loom/testing/servers";
  * spans to a structure run; its GriptapeCloudToolTool builds its activities
  * from a Loom tool backed by a real MCP server (the repo's test server) and
  * calls them; and the generated griptape-cloud-client parses every thread,
- * message, ruleset and rule operation and GetUser.
+ * message, ruleset and rule operation and GetUser. Then (once) its
+ * assistant driver runs an assistant whose tool is an MCP server
+ * (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
 const python = process.argv[2]!;
@@ -86,4 +89,5 @@ for (const store of stores) {
   }
 }
 await mcp.close();
+if (!(await assistantWithTools(python))) failed = true;
 process.exit(failed ? 1 : 0);

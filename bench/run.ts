@@ -8,7 +8,8 @@ import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
-import { benchToolInvoke } from "./tool-invoke.ts";
+import { benchToolActivities } from "./tool-activities.ts";
+import { benchToolCallLatency } from "./tool-call-latency.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -84,4 +85,9 @@ if (!only || only === "tracing") {
     natsUrl,
   });
 }
-if (!only || only === "tools") await benchToolInvoke({ seconds, connections });
+if (!only || only === "tools") {
+  if (process.env.BENCH_TOOLS_ONLY !== "latency")
+    await benchToolActivities({ seconds, connections, rounds: Number(process.env.BENCH_TOOL_ROUNDS ?? 3) });
+  if (process.env.BENCH_TOOLS_ONLY !== "activities")
+    await benchToolCallLatency({ seconds: Number(process.env.BENCH_TOOL_SECONDS ?? 10), clients: [1, 4, 16] });
+}

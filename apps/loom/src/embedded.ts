@@ -77,11 +77,21 @@ async function startServices(
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
     runLogsCoveredByRuns: true,
   });
-  // The runs service calls assistants and events, in process like everything else.
-  const peers = inProcessTransport([assistants, events], serviceToken, logger);
+  const tools = await wireTools(
+    await openToolsStore(store("tools")),
+    {
+      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+      // The all-in-one allows loopback: a tool server on the same machine is its common case.
+      limits: callLimits(config, { allowLoopback: true }),
+    },
+    logger.child({ service: "tools" }),
+  );
+  // The runs service calls assistants, events and tools, in process like everything else.
+  const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {
     assistants: peers,
     events: peers,
+    tools: peers,
     bus,
     logger: logger.child({ service: "runs" }),
   });
@@ -100,15 +110,6 @@ async function startServices(
       logger: logger.child({ service: "storage" }),
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
-  );
-  const tools = await wireTools(
-    await openToolsStore(store("tools")),
-    {
-      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
-      // The all-in-one allows loopback: a tool server on the same machine is its common case.
-      limits: callLimits(config, { allowLoopback: true }),
-    },
-    logger.child({ service: "tools" }),
   );
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {

@@ -22,6 +22,12 @@ export const runSettings = {
   THREAD_HISTORY_MAX_MESSAGES: z.coerce.number().int().min(0).default(100),
   /** About how many tokens (characters / 4) of its thread's messages a run sees, the newest kept. */
   THREAD_HISTORY_MAX_TOKENS: z.coerce.number().int().min(0).default(16_000),
+  /** The most model calls one run makes in its agent loop; a model still calling tools at the last is FAILED (docs/behaviour.md §5). */
+  RUN_MAX_STEPS: z.coerce.number().int().min(1).default(20),
+  /** A tool call (or the listing of a tool's activities) still going after this long is aborted; the model gets an error as its result. */
+  RUN_TOOL_CALL_TIMEOUT_MS: env.duration(60 * 1000),
+  /** The most characters of a tool's result the model is given; a longer one is cut, with a note saying so. */
+  RUN_TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(100).default(20_000),
   /** A chat call (streamed or not) still going after this long is 503 (DEADLINE_EXCEEDED); the provider request is aborted. */
   CHAT_TIMEOUT_MS: env.duration(5 * 60 * 1000),
 };
@@ -30,7 +36,7 @@ export const runSettings = {
 export const runsConfigSchema = z.object({
   ...standaloneSettings("runs"),
   ...runSettings,
-  // ASSISTANTS_URL, EVENTS_URL: the services it calls (the service registry's `calls`).
+  // ASSISTANTS_URL, EVENTS_URL, TOOLS_URL: the services it calls (the service registry's `calls`).
   ...serviceUrlSettings(services.runs.calls),
   NATS_URL: env.url().optional(),
 });

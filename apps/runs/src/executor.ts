@@ -1,5 +1,5 @@
 import type { Logger } from "@loom/telemetry/logger";
-import { inSpan, SpanKind } from "@loom/telemetry/tracing";
+import { type AgentLoopSettings, runAgentLoop } from "./agent-loop.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
 import { countTransition } from "./metrics.ts";
@@ -8,6 +8,7 @@ import { logEnd } from "./run-end.ts";
 import type { RunLog } from "./run-log.ts";
 import type { MessageStore } from "./store/messages.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
+import { loadRunTools, noTools, type UnavailableTool } from "./tools/run-tools.ts";
 
 /** Why a worker aborted a run's model call. */
 export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
@@ -18,6 +19,8 @@ export interface ExecuteDeps {
   historyWindow: HistoryWindow;
   log: RunLog;
   model: Model;
+  /** The tools service and the agent loop's bounds; absent, runs go without their tools. */
+  tools?: AgentLoopSettings;
   logger: Logger;
   workerId: string;
   now: () => Date;
@@ -25,7 +28,7 @@ export interface ExecuteDeps {
 
 /**
  * Runs one claimed run (status STARTING, held by this worker) to its end:
- * RUNNING, the model call with its events, then a terminal status. Every
+ * RUNNING, the agent loop (model calls, tool calls) with its events, then a terminal status. Every
  * write is guarded by status and worker, so a cancel or a reaper that got
  * there first wins and this worker's late writes change nothing.
  */
@@ -36,45 +39,30 @@ export async function executeRun(run: RunRecord, signal: AbortSignal, deps: Exec
   if (!running) return; // stopped while STARTING: whoever stopped it wrote its end
   countTransition("STARTING", "RUNNING");
 
-  // Appends stop once the run is stopped, so nothing lands after its terminal event.
-  const whileActive = async (write: () => Promise<void>) => {
-    if (!signal.aborted) await write();
-  };
-
   const input = textArtifact(run.message);
   let begun = false;
   try {
-    const turns: HistoryTurn[] = [...instructionTurns(run), ...(await conversation(run, deps))];
+    // The conversation and the run's tools (each listed by its server now) at once.
+    const [history, runTools] = await Promise.all([
+      conversation(run, deps),
+      deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+    ]);
+    const turns: HistoryTurn[] = [...instructionTurns(run), ...history];
+    const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
     // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
     begun = true;
-    await log.start(run, running, [
-      griptapeEvents.startStructureRun(input, now()),
-      griptapeEvents.startPrompt(
-        model.id,
-        turns.map((t) => message(t.role, t.content, undefined, t.artifact)),
-        now(),
-      ),
-    ]);
-    // The model call's span: the AI SDK's own spans and the streamed chunks' appends are its children.
-    const result = await inSpan(
-      `model ${model.id}`,
-      { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } },
-      undefined,
-      async (span) => {
-        const answer = await model.generate({
-          messages: turns.map(({ role, content }) => ({ role, content })),
-          signal,
-          ...(run.outputSchema ? { outputSchema: run.outputSchema } : {}),
-          onChunk: run.stream
-            ? (token) => whileActive(() => log.assistant(running, [griptapeEvents.textChunk(token, now())]))
-            : undefined,
-        });
-        span.setAttributes({
-          "gen_ai.usage.input_tokens": answer.inputTokens,
-          "gen_ai.usage.output_tokens": answer.outputTokens,
-        });
-        return answer;
-      },
+    await log.start(
+      run,
+      running,
+      [griptapeEvents.startStructureRun(input, now()), griptapeEvents.startPrompt(model.id, promptStack, now())],
+      runTools.unavailable.map(toolUnavailableEvent),
+    );
+    const result = await runAgentLoop(
+      running,
+      { turns: turns.map(({ role, content }) => ({ role, content })), promptStack },
+      runTools,
+      signal,
+      deps,
     );
     const output = textArtifact(result.text);
     if (signal.aborted) throw signal.reason;
@@ -156,6 +144,21 @@ async function finish(
     }
   }
   await logEnd(ended, deps);
+}
+
+/**
+ * The SYSTEM event that says a run goes on without one of its tools, and
+ * why (docs/behaviour.md §6): its server could not list its activities.
+ */
+function toolUnavailableEvent(tool: UnavailableTool) {
+  return {
+    type: "AssistantRunToolUnavailable",
+    payload: {
+      tool_id: tool.toolId,
+      error: tool.error,
+      ...(tool.toolRunId ? { tool_run_id: tool.toolRunId } : {}),
+    },
+  };
 }
 
 /** The run's rules, as read at its creation: one system instruction leading the prompt (docs/behaviour.md §5). */

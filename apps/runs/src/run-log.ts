@@ -62,11 +62,22 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
       append(run, assistantEvents(run, payloads)),
     /**
      * A run's start in one append (one write instead of three): the
-     * lifecycle events of its claim (STARTING) and of RUNNING, then its
+     * lifecycle events of its claim (STARTING) and of RUNNING, its `notes`
+     * (SYSTEM events of its own, such as a tool it goes without), then its
      * first griptape events.
      */
-    start: (starting: RunRecord, running: RunRecord, payloads: Array<{ type: string; meta?: object }>) =>
-      append(running, [lifecycleEvent(starting), lifecycleEvent(running), ...assistantEvents(running, payloads)]),
+    start: (
+      starting: RunRecord,
+      running: RunRecord,
+      payloads: Array<{ type: string; meta?: object }>,
+      notes: Array<{ type: string; payload: object }> = [],
+    ) =>
+      append(running, [
+        lifecycleEvent(starting),
+        lifecycleEvent(running),
+        ...notes.map((note) => ({ ...note, origin: "SYSTEM" as const })),
+        ...assistantEvents(running, payloads),
+      ]),
     /** Whether the run's log has any event yet (a create taken over may have written its first). */
     started: async (run: Pick<RunRecord, "id" | "createdBy" | "organizationId">) =>
       (

@@ -4,6 +4,7 @@ import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
+import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
@@ -32,6 +33,9 @@ export interface RunSettings extends ModelConfig {
   CHAT_TIMEOUT_MS: number;
   THREAD_HISTORY_MAX_MESSAGES: number;
   THREAD_HISTORY_MAX_TOKENS: number;
+  RUN_MAX_STEPS: number;
+  RUN_TOOL_CALL_TIMEOUT_MS: number;
+  RUN_TOOL_RESULT_MAX_CHARS: number;
 }
 
 /** MongoDB when a URL is given, else SQLite, its calls acknowledged by the service's answers (`RunsStore.durable`). */
@@ -49,7 +53,7 @@ export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
 export async function wireRuns(
   store: RunsStore,
   settings: RunSettings,
-  peers: { assistants: Transport; events: Transport; bus: Bus; logger: Logger; model?: Model },
+  peers: { assistants: Transport; events: Transport; tools: Transport; bus: Bus; logger: Logger; model?: Model },
 ): Promise<{ service: RpcService; worker: RunWorker }> {
   await store.init();
   const model = peers.model ?? resolveModel(settings);
@@ -68,6 +72,11 @@ export async function wireRuns(
     store,
     log,
     model,
+    tools: {
+      activities: clientFor(ActivitiesService, peers.tools),
+      maxSteps: settings.RUN_MAX_STEPS,
+      toolCall: { timeoutMs: settings.RUN_TOOL_CALL_TIMEOUT_MS, maxResultChars: settings.RUN_TOOL_RESULT_MAX_CHARS },
+    },
     bus: peers.bus,
     logger: peers.logger,
     leaseMs: settings.RUN_LEASE_MS,

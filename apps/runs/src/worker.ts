@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { Bus, Subscription } from "@loom/bus/bus";
 import type { Logger } from "@loom/telemetry/logger";
+import type { AgentLoopSettings } from "./agent-loop.ts";
 import type { StopReason } from "./executor.ts";
 import type { HistoryWindow } from "./history.ts";
 import type { Model } from "./models/port.ts";
@@ -19,6 +20,8 @@ export interface WorkerOptions {
   store: RunRecordStore & RunQueue & ThreadStore & MessageStore;
   log: RunLog;
   model: Model;
+  /** The tools service and the agent loop's bounds; absent, runs go without their tools. */
+  tools?: AgentLoopSettings;
   bus: Bus;
   logger: Logger;
   /** How long a claim lasts without renewal; renewed every third of it. */
@@ -80,6 +83,7 @@ export function createRunWorker(options: WorkerOptions) {
     store,
     log: options.log,
     model: options.model,
+    tools: options.tools,
     logger,
     workerId,
     leaseMs: options.leaseMs,

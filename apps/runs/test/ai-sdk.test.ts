@@ -1,10 +1,10 @@
 import { createServer } from "node:http";
 import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { listen } from "@loom/server/rpc-server";
-import { answer, type FakeOpenAI, failWith, hang, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { answer, callTools, type FakeOpenAI, failWith, hang, startFakeOpenAI } from "@loom/testing/fake-openai";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAiSdkModel } from "../src/models/ai-sdk.ts";
-import { type ChatTurn, type Model, ModelFailure } from "../src/models/port.ts";
+import { type ChatTurn, type Model, ModelFailure, type ToolCallDelta } from "../src/models/port.ts";
 
 const conversation: ChatTurn[] = [
   { role: "system", content: "Be brief." },
@@ -96,6 +96,101 @@ describe("AI SDK models against an OpenAI-compatible server", () => {
     ];
     await model.generate({ messages: turns, signal: noSignal() });
     expect(server.requests[0]!.body.messages).toEqual(turns);
+  });
+
+  describe("with tools (a run's agent loop)", () => {
+    const tools = [
+      {
+        name: "Calc_add",
+        description: "Adds.",
+        inputSchema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } } },
+      },
+    ];
+    const calls = [
+      { id: "call_1", name: "Calc_add", arguments: { a: 1, b: 2 } },
+      { id: "call_2", name: "Calc_add", arguments: { a: 3, b: 4 } },
+    ];
+
+    it("offers them, and gives back the model's calls, streamed or not; a streamed call comes in pieces", async () => {
+      server.reply(callTools(calls));
+      const plain = await model.generate({ messages: conversation, signal: noSignal(), tools });
+      expect(server.requests[0]!.body.tools.map((t: any) => t.function.name)).toEqual(["Calc_add"]);
+      const expected = [
+        { id: "call_1", name: "Calc_add", input: { a: 1, b: 2 } },
+        { id: "call_2", name: "Calc_add", input: { a: 3, b: 4 } },
+      ];
+      expect(plain.toolCalls).toEqual(expected);
+      const deltas: ToolCallDelta[] = [];
+      const streamed = await model.generate({
+        messages: conversation,
+        signal: noSignal(),
+        tools,
+        onChunk: () => {},
+        onToolCallDelta: (delta) => void deltas.push(delta),
+      });
+      expect(streamed.toolCalls).toEqual(expected);
+      expect(deltas.filter((d) => d.name !== undefined)).toEqual([
+        { id: "call_1", index: 0, name: "Calc_add" },
+        { id: "call_2", index: 1, name: "Calc_add" },
+      ]);
+      const input = (id: string) =>
+        deltas
+          .filter((d) => d.id === id)
+          .map((d) => d.partialInput ?? "")
+          .join("");
+      expect(JSON.parse(input("call_2"))).toEqual({ a: 3, b: 4 });
+    });
+
+    it("a call whose input is not JSON comes back with why, to be answered without calling the tool", async () => {
+      server.reply((request, res) => {
+        res.writeHead(200, { "content-type": "application/json" }).end(
+          JSON.stringify({
+            id: "chatcmpl-3",
+            created: 1_700_000_000,
+            model: request.body.model,
+            object: "chat.completion",
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: "assistant",
+                  content: null,
+                  tool_calls: [
+                    { id: "call_9", type: "function", function: { name: "Calc_add", arguments: "{not json" } },
+                  ],
+                },
+                finish_reason: "tool_calls",
+              },
+            ],
+            usage: { prompt_tokens: 1, completion_tokens: 1, total_tokens: 2 },
+          }),
+        );
+      });
+      const result = await model.generate({ messages: conversation, signal: noSignal(), tools });
+      expect(result.toolCalls).toEqual([
+        { id: "call_9", name: "Calc_add", input: {}, inputError: expect.stringContaining("Calc_add") },
+      ]);
+    });
+
+    it("sends earlier calls and their results as the provider's tool-call and tool messages", async () => {
+      await model.generate({
+        messages: [
+          ...conversation,
+          { role: "assistant", content: "", toolCalls: [{ id: "call_1", name: "Calc_add", input: { a: 1, b: 2 } }] },
+          { role: "tool", results: [{ callId: "call_1", name: "Calc_add", text: "3", isError: false }] },
+        ],
+        signal: noSignal(),
+        tools,
+      });
+      const sent = server.requests[0]!.body.messages.slice(2);
+      expect(sent).toMatchObject([
+        {
+          role: "assistant",
+          tool_calls: [{ id: "call_1", type: "function", function: { name: "Calc_add", arguments: '{"a":1,"b":2}' } }],
+        },
+        { role: "tool", tool_call_id: "call_1", content: "3" },
+      ]);
+    });
   });
 
   describe("with an output schema (a run's JSON-schema rule)", () => {

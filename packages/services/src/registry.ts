@@ -67,7 +67,8 @@ export const services = {
     database: "loom_runs",
     keeps: "runs",
     withoutNats: "cancel reaches only this replica's worker",
-    calls: ["assistants", "events"],
+    // Tools: a run's agent loop lists and calls its tools' activities (ActivitiesService).
+    calls: ["assistants", "events", "tools"],
   },
   events: {
     rpc: { events: EventsService },

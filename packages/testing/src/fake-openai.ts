@@ -9,6 +9,8 @@ export interface ReceivedRequest {
   body: any;
   /** Resolves when the client goes away before the answer is complete (an abort). */
   closedEarly: Promise<void>;
+  /** `performance.now()` when the request arrived, before its body was read (a benchmark's clock). */
+  arrivedAt: number;
 }
 
 export type Reply = (request: ReceivedRequest, res: ServerResponse) => void;
@@ -22,6 +24,7 @@ export async function startFakeOpenAI() {
   const arrivals: Array<(request: ReceivedRequest) => void> = [];
   let reply: Reply = answer("Hello there, world!");
   const server = createServer(async (req, res) => {
+    const arrivedAt = performance.now();
     let raw = "";
     for await (const chunk of req) raw += chunk;
     const closedEarly = new Promise<void>((resolve) => res.on("close", () => res.writableFinished || resolve()));
@@ -31,6 +34,7 @@ export async function startFakeOpenAI() {
       headers: req.headers,
       body: raw ? JSON.parse(raw) : undefined,
       closedEarly,
+      arrivedAt,
     };
     requests.push(request);
     arrivals.splice(0).forEach((notify) => notify(request));
@@ -175,6 +179,16 @@ export function callTools(
     if (request.body.stream_options?.include_usage) sse(res, chunk([], { usage: totals }));
     res.end("data: [DONE]\n\n");
   };
+}
+
+/**
+ * Replies in turn: the first request gets `replies[0]`, the next `replies[1]`,
+ * and every later one the last (an agent loop's script: call tools, then
+ * answer from their results). Counts from when it is set.
+ */
+export function inTurn(...replies: Reply[]): Reply {
+  let next = 0;
+  return (request, res) => replies[Math.min(next++, replies.length - 1)]!(request, res);
 }
 
 /** Streams `firstPiece`, then cuts the connection: a provider failing mid-answer. */

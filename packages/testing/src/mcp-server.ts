@@ -6,11 +6,16 @@ import { SSEServerTransport } from "@modelcontextprotocol/sdk/server/sse.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
 
+/** The protocol revision this server speaks: what a client calling it directly sends as `mcp-protocol-version`. */
+export { LATEST_PROTOCOL_VERSION as mcpProtocolVersion } from "@modelcontextprotocol/sdk/types.js";
+
 /** One `tools/call` as the server's handler received it. */
 export interface ReceivedCall {
   tool: string;
   arguments: Record<string, unknown>;
   headers: IncomingHttpHeaders;
+  /** When its handler ran (`performance.now()`): `add` answers at once, so also about when it answered. */
+  at: number;
 }
 
 /** One HTTP request as it arrived: its method, path and headers (to check what a client sends, and what it never does). */
@@ -18,6 +23,13 @@ export interface ReceivedHttpRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+}
+
+/** One POST as `observe` sees it: the JSON-RPC message, when it arrived and when its answer was sent. */
+export interface McpExchange {
+  message: any;
+  arrivedAt: number;
+  answeredAt: number;
 }
 
 export interface McpTestServerOptions {
@@ -31,8 +43,15 @@ export interface McpTestServerOptions {
   jsonResponse?: boolean;
   /** The server's path. */
   path?: string;
-  /** The port to listen on (a server taking another's place); 0 by default. */
+  /** The port to listen on (a server taking another's place, a benchmark's process); 0 by default. */
   port?: number;
+  /**
+   * Streamable HTTP only: told of every POST once its answer is sent, with the JSON-RPC message and the times
+   * (`performance.now()`) it arrived and its answer was sent, for a benchmark's clock.
+   */
+  observe?: (exchange: McpExchange) => void;
+  /** Keep every call and request in `calls` and `requests` (true unless told): a benchmark's long run would grow them without end. */
+  record?: boolean;
 }
 
 /** The `json` tool's structured answer. */
@@ -50,6 +69,7 @@ export const mcpImage = { width: 3, height: 2, png: png(3, 2) };
  */
 export async function startMcpServer(options: McpTestServerOptions = {}) {
   const path = options.path ?? "/mcp";
+  const recording = options.record ?? true;
   const calls: ReceivedCall[] = [];
   const requests: ReceivedHttpRequest[] = [];
   const hangs = { started: 0, aborted: 0 };
@@ -59,7 +79,9 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
 
   const build = (headers: IncomingHttpHeaders) => {
     const server = new McpServer({ name: "loom-test-tools", version: "1.0.0" });
-    const record = (tool: string, args: Record<string, unknown>) => calls.push({ tool, arguments: args, headers });
+    const record = (tool: string, args: Record<string, unknown>) => {
+      if (recording) calls.push({ tool, arguments: args, headers, at: performance.now() });
+    };
     server.registerTool(
       "add",
       {
@@ -136,7 +158,7 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
     return server;
   };
 
-  const streamable = async (req: IncomingMessage, res: ServerResponse) => {
+  const streamable = async (req: IncomingMessage, res: ServerResponse, arrivedAt: number) => {
     // A stateless server holds a GET stream open that never carries anything: say there is none.
     if (req.method !== "POST") {
       res.writeHead(405, { allow: "POST" }).end();
@@ -154,7 +176,14 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
       void server.close();
     });
     await server.connect(transport);
-    await transport.handleRequest(req, res);
+    const observe = options.observe;
+    if (!observe) return transport.handleRequest(req, res);
+    // Read here to see the message; the transport takes it parsed.
+    let raw = "";
+    for await (const chunk of req) raw += chunk;
+    const message = JSON.parse(raw) as unknown;
+    res.once("finish", () => observe({ message, arrivedAt, answeredAt: performance.now() }));
+    await transport.handleRequest(req, res, message);
   };
 
   const legacy = async (req: IncomingMessage, res: ServerResponse, url: URL) => {
@@ -174,9 +203,10 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
   };
 
   const http = createServer((req, res) => {
+    const arrivedAt = performance.now();
     const url = new URL(req.url ?? "/", "http://localhost");
-    requests.push({ method: req.method ?? "", path: url.pathname + url.search, headers: req.headers });
-    const handle = options.transport === "legacy" ? legacy(req, res, url) : streamable(req, res);
+    if (recording) requests.push({ method: req.method ?? "", path: url.pathname + url.search, headers: req.headers });
+    const handle = options.transport === "legacy" ? legacy(req, res, url) : streamable(req, res, arrivedAt);
     handle.catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500).end(String(error));
     });

@@ -1,12 +1,12 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { ChatTurn, GenerateRequest, GenerateResult, Model } from "./port.ts";
+import type { ChatTurn, GenerateRequest, GenerateResult, Model, ModelTurn } from "./port.ts";
 
 /**
  * The built-in model: no network, no key, the same answer every time. It lets
  * Loom run (and its tests exercise streaming, events and cancel) with nothing
  * configured. It ignores an output schema (a run's JSON-schema rule): the
  * answer stays `Echo: <message>`, not JSON (docs/decisions.md, "Runs obey
- * their rulesets").
+ * their rulesets"), and tools: it never calls one.
  */
 export const echoModelId = "loom:echo";
 
@@ -28,15 +28,18 @@ export function createEchoModel(): Model {
       }
       return {
         text,
-        inputTokens: messages.reduce((sum, turn) => sum + tokenize(turn.content).length, 0),
+        inputTokens: messages.reduce((sum, turn) => sum + tokenize(turnText(turn)).length, 0),
         outputTokens: tokens.length,
       };
     },
   };
 }
 
-function echoAnswer(messages: ChatTurn[]): string {
-  const lastUser = messages.findLast((turn) => turn.role === "user");
+const turnText = (turn: ModelTurn) =>
+  turn.role === "tool" ? turn.results.map((r) => r.text).join("\n") : turn.content;
+
+function echoAnswer(messages: ModelTurn[]): string {
+  const lastUser = messages.findLast((turn): turn is ChatTurn => turn.role === "user");
   return `Echo: ${lastUser?.content ?? ""}`.trimEnd();
 }
 

@@ -1,5 +1,6 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { contextOf, inSpan, SpanKind } from "@loom/telemetry/tracing";
+import type { AgentLoopSettings } from "../agent-loop.ts";
 import { executeRun, type StopReason } from "../executor.ts";
 import type { HistoryWindow } from "../history.ts";
 import { trackExecuting } from "../metrics.ts";
@@ -14,6 +15,7 @@ export interface ExecutionDeps {
   store: RunRecordStore & RunQueue & ThreadStore & MessageStore;
   log: RunLog;
   model: Model;
+  tools?: AgentLoopSettings;
   logger: Logger;
   workerId: string;
   /** How long a claim lasts without renewal; renewed every third of it. */
@@ -58,6 +60,7 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
         store,
         log: deps.log,
         model: deps.model,
+        tools: deps.tools,
         logger,
         workerId,
         historyWindow: deps.historyWindow,

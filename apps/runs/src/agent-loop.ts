@@ -1,0 +1,190 @@
+import type { Client } from "@connectrpc/connect";
+import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { inSpan, SpanKind } from "@loom/telemetry/tracing";
+import {
+  type ActionsSubtask,
+  actionCallsMessage,
+  actionResultsMessage,
+  griptapeActionEvents,
+  griptapeEvents,
+  griptapeId,
+  listArtifact,
+  type ToolAction,
+  textArtifact,
+} from "./griptape.ts";
+import {
+  type GenerateResult,
+  type Model,
+  ModelFailure,
+  type ModelTurn,
+  type ToolCall,
+  type ToolCallDelta,
+} from "./models/port.ts";
+import type { RunLog } from "./run-log.ts";
+import type { RunRecord } from "./store/run-records.ts";
+import { callTool, type ToolCallBounds } from "./tools/call-tool.ts";
+import type { RunTools } from "./tools/run-tools.ts";
+
+/** What a run's tool calls go through, and their bounds (docs/behaviour.md §5, "Runs with tools"). */
+export interface AgentLoopSettings {
+  activities: Client<typeof ActivitiesService>;
+  /** The most model calls one run makes; a model still calling tools at the last is FAILED, MaxStepsExceeded. */
+  maxSteps: number;
+  toolCall: ToolCallBounds;
+}
+
+export interface AgentLoopDeps {
+  model: Model;
+  log: RunLog;
+  /** Absent: runs have no tools (a worker wired without the tools service). */
+  tools?: AgentLoopSettings;
+  now: () => Date;
+}
+
+/**
+ * The run's agent loop (docs/decisions.md, "Runs that call tools"): the
+ * model is called; when it calls tools, they run (all at once), their
+ * results go back to it, and it is called again, until it answers or
+ * `maxSteps` calls were made. Each step's events are griptape's: the first
+ * StartPromptEvent is the caller's (it opens the log), then per step
+ * FinishPromptEvent, and with calls StartActionsSubtaskEvent, the calls,
+ * FinishActionsSubtaskEvent and the next StartPromptEvent. The last call's
+ * FinishPromptEvent is the caller's too (it goes with the run's end).
+ * `promptStack` is the first call's griptape messages, grown step by step.
+ */
+export async function runAgentLoop(
+  run: RunRecord,
+  conversation: { turns: ModelTurn[]; promptStack: object[] },
+  tools: RunTools,
+  signal: AbortSignal,
+  deps: AgentLoopDeps,
+): Promise<GenerateResult> {
+  const { model, now } = deps;
+  const append = appendWhileActive(run, deps.log, signal);
+  const settings = tools.modelTools.length > 0 ? deps.tools : undefined;
+  const turns = [...conversation.turns];
+  const promptStack = [...conversation.promptStack];
+  const promptTaskId = griptapeId();
+  for (let step = 1; ; step++) {
+    const answer = await modelCall(run, turns, tools, settings !== undefined, signal, deps);
+    const calls = answer.toolCalls ?? [];
+    // The answer: its FinishPromptEvent goes with the run's end (the caller's).
+    if (calls.length === 0 || !settings) return answer;
+    const finishPrompt = griptapeEvents.finishPrompt(
+      model.id,
+      answer.text,
+      answer.inputTokens,
+      answer.outputTokens,
+      now(),
+    );
+    if (step >= settings.maxSteps) {
+      await append([finishPrompt]);
+      throw new ModelFailure(
+        "failed",
+        "MaxStepsExceeded",
+        `the model still called tools after ${settings.maxSteps} steps (RUN_MAX_STEPS)`,
+      );
+    }
+    const subtask: ActionsSubtask = {
+      id: griptapeId(),
+      parentTaskId: promptTaskId,
+      thought: answer.text,
+      input: textArtifact(answer.text),
+      actions: calls.map((call) => actionOf(call, tools)),
+    };
+    await append([finishPrompt, griptapeActionEvents.startActionsSubtask(subtask, now())]);
+    const outcomes = await Promise.all(
+      calls.map((call) =>
+        inSpan(
+          `tool ${call.name}`,
+          { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },
+          undefined,
+          () => callTool(settings.activities, run, call, tools.byName.get(call.name), settings.toolCall, signal),
+        ),
+      ),
+    );
+    signal.throwIfAborted();
+    turns.push(
+      { role: "assistant", content: answer.text, toolCalls: calls },
+      {
+        role: "tool",
+        results: calls.map((call, i) => ({
+          callId: call.id,
+          name: call.name,
+          text: outcomes[i]!.text,
+          isError: outcomes[i]!.isError,
+        })),
+      },
+    );
+    promptStack.push(
+      actionCallsMessage(answer.text, subtask.actions),
+      actionResultsMessage(subtask.actions.map((action, i) => ({ action, text: outcomes[i]!.text }))),
+    );
+    await append([
+      griptapeActionEvents.finishActionsSubtask(subtask, listArtifact(outcomes.map((o) => o.artifact)), now()),
+      griptapeEvents.startPrompt(model.id, promptStack, now()),
+    ]);
+  }
+}
+
+/** One model call, in its span, its streamed text and tool-call pieces written as griptape's chunk events. */
+function modelCall(
+  run: RunRecord,
+  turns: ModelTurn[],
+  tools: RunTools,
+  withTools: boolean,
+  signal: AbortSignal,
+  deps: AgentLoopDeps,
+): Promise<GenerateResult> {
+  const { model, now } = deps;
+  const append = appendWhileActive(run, deps.log, signal);
+  return inSpan(
+    `model ${model.id}`,
+    { kind: SpanKind.CLIENT, attributes: { "gen_ai.operation.name": "chat", "gen_ai.request.model": model.id } },
+    undefined,
+    async (span) => {
+      const answer = await model.generate({
+        messages: turns,
+        signal,
+        ...(run.outputSchema ? { outputSchema: run.outputSchema } : {}),
+        ...(withTools ? { tools: tools.modelTools } : {}),
+        ...(run.stream
+          ? {
+              onChunk: (token: string) => append([griptapeEvents.textChunk(token, now())]),
+              onToolCallDelta: (delta: ToolCallDelta) => {
+                const head = delta.name === undefined ? {} : { tag: delta.id, ...actionName(delta.name, tools) };
+                return append([
+                  griptapeActionEvents.actionChunk(
+                    { index: delta.index, partialInput: delta.partialInput, ...head },
+                    now(),
+                  ),
+                ]);
+              },
+            }
+          : {}),
+      });
+      span.setAttributes({
+        "gen_ai.usage.input_tokens": answer.inputTokens,
+        "gen_ai.usage.output_tokens": answer.outputTokens,
+      });
+      return answer;
+    },
+  );
+}
+
+/** Appends griptape events until the run is stopped, so that nothing lands after its terminal event. */
+const appendWhileActive =
+  (run: RunRecord, log: RunLog, signal: AbortSignal) => async (payloads: Array<{ type: string; meta?: object }>) => {
+    if (!signal.aborted) await log.assistant(run, payloads);
+  };
+
+/** A model tool's griptape names: the tool (`name`) and the activity (`path`); an unknown one is its model name alone. */
+function actionName(modelName: string, tools: RunTools): { name: string; path?: string } {
+  const activity = tools.byName.get(modelName);
+  return activity ? { name: activity.toolName, path: activity.activity } : { name: modelName };
+}
+
+function actionOf(call: ToolCall, tools: RunTools): ToolAction {
+  const { name, path } = actionName(call.name, tools);
+  return { tag: call.id, name, path: path ?? "", input: call.input };
+}
