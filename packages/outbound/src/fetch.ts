@@ -1,6 +1,6 @@
-import type { LookupFunction } from "node:net";
-import { Agent, type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
-import { type CheckedUrl, checkUrl, type Resolve, systemResolve } from "./check.ts";
+import { type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
+import { checkUrl, type Resolve, systemResolve } from "./check.ts";
+import { type PinnedConnections, singleUse } from "./connections.ts";
 import { OutboundLimitExceeded } from "./errors.ts";
 import type { OutboundPolicy } from "./policy.ts";
 
@@ -11,6 +11,8 @@ export interface OutboundFetchOptions {
   /** The most milliseconds a call takes, from the check to the body's last byte. */
   timeoutMs: number;
   resolve?: Resolve;
+  /** Keep-alive connections to checked addresses, shared by the calls; without it, one connection per request. */
+  connections?: PinnedConnections;
 }
 
 /** A `fetch` for URLs users give: the MCP SDK's transports and a griptape tool server client take it as is. */
@@ -23,8 +25,8 @@ const bodiless = new Set([101, 103, 204, 205, 304]);
  * A fetch that checks the URL, then connects only to the address it checked: undici's connection lookup is pinned to
  * that address, so a name that resolves elsewhere a moment later (DNS rebinding) changes nothing, while the name
  * stays the request's `Host` and TLS server name. Redirects are given back (`redirect: "manual"`), never followed:
- * the next hop's address has not been checked; see `fetchFollowingRedirects`. Each call has its own agent, closed
- * with its body, so no pooled connection outlives the check it was made for.
+ * the next hop's address has not been checked; see `fetchFollowingRedirects`. Every call is checked; a kept connection
+ * (`connections`) is reused only by a call whose check gave the address it goes to.
  */
 export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
@@ -34,17 +36,17 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
     const timedOut = () =>
       new OutboundLimitExceeded("time", `${hostOf(input)} did not answer within ${options.timeoutMs} ms`);
     const checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
-    const agent = new Agent({ connect: { lookup: pinnedLookup(checked) } });
+    const lease = options.connections ? options.connections.lease(checked) : singleUse(checked);
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       response = await undiciFetch(checked.url, {
         ...(init as UndiciRequestInit),
         signal,
         redirect: "manual",
-        dispatcher: agent,
+        dispatcher: lease.dispatcher,
       });
     } catch (error) {
-      void agent.close();
+      lease.release();
       throw timeout.aborted ? timedOut() : error;
     }
     let body: ReadableStream<Uint8Array> | null = null;
@@ -58,9 +60,9 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
           ),
         timeout,
         timedOut,
-        done: () => void agent.close(),
+        done: lease.release,
       });
-    } else void agent.close();
+    } else lease.release();
     const limited = new Response(body, {
       status: response.status,
       statusText: response.statusText,
@@ -69,14 +71,6 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
     // A constructed Response has no URL; readers resolve a relative `Location` or an SSE endpoint against it.
     Object.defineProperty(limited, "url", { value: response.url });
     return limited;
-  };
-}
-
-/** The connection's lookup, answering every name with the checked address (both call shapes of `net.connect`). */
-function pinnedLookup(checked: CheckedUrl): LookupFunction {
-  return (_hostname, options, callback) => {
-    if (options.all) callback(null, [{ address: checked.address, family: checked.family }]);
-    else callback(null, checked.address, checked.family);
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Resolve } from "@loom/outbound/check";
+import type { PinnedConnections } from "@loom/outbound/connections";
 import { OutboundLimitExceeded, OutboundRefused } from "@loom/outbound/errors";
 import { type OutboundFetch, outboundFetch } from "@loom/outbound/fetch";
 import type { OutboundPolicy } from "@loom/outbound/policy";
@@ -11,6 +12,8 @@ export interface CallLimits {
   maxResponseBytes: number;
   /** Tests map names to addresses without DNS. */
   resolve?: Resolve;
+  /** Keep-alive connections to the checked addresses, shared by every call of the service. */
+  connections?: PinnedConnections;
 }
 
 /** Why a call ended without an answer: the caller left, the time ran out, or the outbound guard stopped it. */
@@ -38,6 +41,7 @@ export function callScope(limits: CallLimits, caller: AbortSignal) {
     timeoutMs: limits.timeoutMs,
     maxResponseBytes: limits.maxResponseBytes,
     ...(limits.resolve ? { resolve: limits.resolve } : {}),
+    ...(limits.connections ? { connections: limits.connections } : {}),
   });
   // The guard's error is kept here, and the call aborted with a plain AbortError: what the client left waiting on
   // the signal rejects with that, which it knows to ignore, rather than with the guard's error.
