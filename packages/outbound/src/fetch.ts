@@ -1,8 +1,9 @@
 import { type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
-import { checkUrl, type Resolve, systemResolve } from "./check.ts";
+import { type CheckedUrl, checkUrl, type Resolve, systemResolve } from "./check.ts";
 import { type PinnedConnections, singleUse } from "./connections.ts";
 import { OutboundLimitExceeded } from "./errors.ts";
 import type { OutboundPolicy } from "./policy.ts";
+import { timeLimit } from "./time-limit.ts";
 
 export interface OutboundFetchOptions {
   policy: OutboundPolicy;
@@ -31,12 +32,26 @@ const bodiless = new Set([101, 103, 204, 205, 304]);
 export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
   return async (input, init) => {
-    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const limit = timeLimit(options.timeoutMs);
+    const timeout = limit.signal;
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     const timedOut = () =>
       new OutboundLimitExceeded("time", `${hostOf(input)} did not answer within ${options.timeoutMs} ms`);
-    const checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
-    const lease = options.connections ? options.connections.lease(checked) : singleUse(checked);
+    let checked: CheckedUrl;
+    try {
+      checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
+    } catch (error) {
+      limit.clear();
+      throw error;
+    }
+    const connection = options.connections ? options.connections.lease(checked) : singleUse(checked);
+    const lease = {
+      dispatcher: connection.dispatcher,
+      release: () => {
+        limit.clear();
+        connection.release();
+      },
+    };
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       response = await undiciFetch(checked.url, {

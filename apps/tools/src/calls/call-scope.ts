@@ -4,6 +4,7 @@ import { OutboundLimitExceeded, OutboundRefused } from "@loom/outbound/errors";
 import { type OutboundFetch, outboundFetch } from "@loom/outbound/fetch";
 import type { OutboundPolicy } from "@loom/outbound/policy";
 import { fetchFollowingRedirects } from "@loom/outbound/redirects";
+import { timeLimit } from "@loom/outbound/time-limit";
 
 /** How every call of a tool's server is bounded (the tools service's settings and the deployment's policy). */
 export interface CallLimits {
@@ -34,7 +35,8 @@ export type CallStop =
  */
 export function callScope(limits: CallLimits, caller: AbortSignal) {
   const stopped = new AbortController();
-  const timeout = AbortSignal.timeout(limits.timeoutMs);
+  const limit = timeLimit(limits.timeoutMs);
+  const timeout = limit.signal;
   const signal = AbortSignal.any([caller, timeout, stopped.signal]);
   const guarded = outboundFetch({
     policy: limits.policy,
@@ -64,6 +66,8 @@ export function callScope(limits: CallLimits, caller: AbortSignal) {
   return {
     signal,
     fetch,
+    /** The call is over: its time limit no longer runs. */
+    end: limit.clear,
     /** Why the call stopped, when it did; undefined when the error is the server's or the connection's own. */
     stop(): CallStop | undefined {
       const reason = guardError;
