@@ -123,6 +123,8 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
         await store.insertRun(run);
         if (failure.rpcError) throw failure.rpcError;
         return { toolName: toolNameOf(tool.name), activities: [], error: failure.message, toolRunId: run.id };
+      } finally {
+        scope.end();
       }
     },
 
@@ -171,6 +173,8 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
         await ended(run, failure.status, [log], failure.status === "CANCELLED" ? undefined : artifact, failure.message);
         if (failure.rpcError) throw failure.rpcError;
         return { toolRunId: run.id, artifactJson: JSON.stringify(artifact), isError: true };
+      } finally {
+        scope.end();
       }
     },
 

@@ -1,3 +1,4 @@
+import { pinnedConnections } from "@loom/outbound/connections";
 import { outboundPolicy } from "@loom/outbound/policy";
 import type { RpcService } from "@loom/server/rpc-service";
 import { openStore, type StoreSettings } from "@loom/store/open";
@@ -30,12 +31,14 @@ export const secretValuesOf = (store: ToolsStore, keyring: SecretKeyring): Secre
 
 /**
  * The bounds of every call of a tool's server, from the settings and the deployment: loopback is allowed in the
- * all-in-one and refused in the split deployment (docs/decisions.md, "Outbound requests on a user's behalf").
+ * all-in-one and refused in the split deployment (docs/decisions.md, "Outbound requests on a user's behalf"). The
+ * calls share keep-alive connections, each pinned to the address its calls' checks gave.
  */
 export const callLimits = (settings: ToolCallSettings, deployment: { allowLoopback: boolean }): CallLimits => ({
   policy: outboundPolicy({ allowedHosts: settings.TOOL_ALLOWED_HOSTS, allowLoopback: deployment.allowLoopback }),
   timeoutMs: settings.TOOL_CALL_TIMEOUT_MS,
   maxResponseBytes: settings.TOOL_MAX_RESPONSE_BYTES,
+  connections: pinnedConnections(),
 });
 
 /**

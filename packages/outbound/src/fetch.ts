@@ -1,8 +1,9 @@
-import type { LookupFunction } from "node:net";
-import { Agent, type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
+import { type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
 import { type CheckedUrl, checkUrl, type Resolve, systemResolve } from "./check.ts";
+import { type PinnedConnections, singleUse } from "./connections.ts";
 import { OutboundLimitExceeded } from "./errors.ts";
 import type { OutboundPolicy } from "./policy.ts";
+import { timeLimit } from "./time-limit.ts";
 
 export interface OutboundFetchOptions {
   policy: OutboundPolicy;
@@ -11,6 +12,8 @@ export interface OutboundFetchOptions {
   /** The most milliseconds a call takes, from the check to the body's last byte. */
   timeoutMs: number;
   resolve?: Resolve;
+  /** Keep-alive connections to checked addresses, shared by the calls; without it, one connection per request. */
+  connections?: PinnedConnections;
 }
 
 /** A `fetch` for URLs users give: the MCP SDK's transports and a griptape tool server client take it as is. */
@@ -23,27 +26,42 @@ const bodiless = new Set([101, 103, 204, 205, 304]);
  * A fetch that checks the URL, then connects only to the address it checked: undici's connection lookup is pinned to
  * that address, so a name that resolves elsewhere a moment later (DNS rebinding) changes nothing, while the name
  * stays the request's `Host` and TLS server name. Redirects are given back (`redirect: "manual"`), never followed:
- * the next hop's address has not been checked; see `fetchFollowingRedirects`. Every request is checked; the connection
- * it goes on is one kept alive to the address its check gave (`agentFor`), or a new one to it.
+ * the next hop's address has not been checked; see `fetchFollowingRedirects`. Every call is checked; a kept connection
+ * (`connections`) is reused only by a call whose check gave the address it goes to.
  */
 export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
   const resolve = options.resolve ?? systemResolve;
   return async (input, init) => {
-    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const limit = timeLimit(options.timeoutMs);
+    const timeout = limit.signal;
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     const timedOut = () =>
       new OutboundLimitExceeded("time", `${hostOf(input)} did not answer within ${options.timeoutMs} ms`);
-    const checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
-    const agent = agentFor(checked);
+    let checked: CheckedUrl;
+    try {
+      checked = await raceAbort(checkUrl(input, options.policy, resolve), signal, timeout, timedOut);
+    } catch (error) {
+      limit.clear();
+      throw error;
+    }
+    const connection = options.connections ? options.connections.lease(checked) : singleUse(checked);
+    const lease = {
+      dispatcher: connection.dispatcher,
+      release: () => {
+        limit.clear();
+        connection.release();
+      },
+    };
     let response: Awaited<ReturnType<typeof undiciFetch>>;
     try {
       response = await undiciFetch(checked.url, {
         ...(init as UndiciRequestInit),
         signal,
         redirect: "manual",
-        dispatcher: agent,
+        dispatcher: lease.dispatcher,
       });
     } catch (error) {
+      lease.release();
       throw timeout.aborted ? timedOut() : error;
     }
     let body: ReadableStream<Uint8Array> | null = null;
@@ -57,8 +75,9 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
           ),
         timeout,
         timedOut,
+        done: lease.release,
       });
-    }
+    } else lease.release();
     const limited = new Response(body, {
       status: response.status,
       statusText: response.statusText,
@@ -70,36 +89,6 @@ export function outboundFetch(options: OutboundFetchOptions): OutboundFetch {
   };
 }
 
-/** Agents by the address they connect to, most recently used last. */
-const agents = new Map<string, Agent>();
-const maxAgents = 256;
-
-/**
- * The agent whose connections go to the checked address only: a connection it keeps alive is reused by a later
- * request only when that request's own check gave the same address, so reuse never skips a check.
- */
-function agentFor(checked: CheckedUrl): Agent {
-  const key = `${checked.family}/${checked.address}`;
-  let agent = agents.get(key);
-  if (agent) agents.delete(key);
-  else agent = new Agent({ connect: { lookup: pinnedLookup(checked) }, keepAliveTimeout: 4_000 });
-  agents.set(key, agent);
-  if (agents.size > maxAgents) {
-    const [oldest, evicted] = agents.entries().next().value!;
-    agents.delete(oldest);
-    void evicted.close();
-  }
-  return agent;
-}
-
-/** The connection's lookup, answering every name with the checked address (both call shapes of `net.connect`). */
-function pinnedLookup(checked: CheckedUrl): LookupFunction {
-  return (_hostname, options, callback) => {
-    if (options.all) callback(null, [{ address: checked.address, family: checked.family }]);
-    else callback(null, checked.address, checked.family);
-  };
-}
-
 function limitBody(
   source: ReadableStream<Uint8Array>,
   limits: {
@@ -107,12 +96,14 @@ function limitBody(
     tooLarge: () => Error;
     timeout: AbortSignal;
     timedOut: () => Error;
+    done: () => void;
   },
 ): ReadableStream<Uint8Array> {
   const reader = source.getReader();
   let received = 0;
   const fail = async (error: Error): Promise<never> => {
     await reader.cancel(error).catch(() => {});
+    limits.done();
     throw error;
   };
   return new ReadableStream<Uint8Array>({
@@ -124,6 +115,7 @@ function limitBody(
         return fail(limits.timeout.aborted ? limits.timedOut() : (error as Error));
       }
       if (chunk.done) {
+        limits.done();
         controller.close();
         return;
       }
@@ -133,6 +125,7 @@ function limitBody(
     },
     async cancel(reason) {
       await reader.cancel(reason);
+      limits.done();
     },
   });
 }

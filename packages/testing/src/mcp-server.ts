@@ -23,6 +23,8 @@ export interface ReceivedHttpRequest {
   method: string;
   path: string;
   headers: IncomingHttpHeaders;
+  /** The client's port: requests with the same one came on one kept-alive connection. */
+  clientPort: number | undefined;
 }
 
 /** One POST as `observe` sees it: the JSON-RPC message, when it arrived and when its answer was sent. */
@@ -205,7 +207,13 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
   const http = createServer((req, res) => {
     const arrivedAt = performance.now();
     const url = new URL(req.url ?? "/", "http://localhost");
-    if (recording) requests.push({ method: req.method ?? "", path: url.pathname + url.search, headers: req.headers });
+    if (recording)
+      requests.push({
+        method: req.method ?? "",
+        path: url.pathname + url.search,
+        headers: req.headers,
+        clientPort: req.socket.remotePort,
+      });
     const handle = options.transport === "legacy" ? legacy(req, res, url) : streamable(req, res, arrivedAt);
     handle.catch((error: unknown) => {
       if (!res.headersSent) res.writeHead(500).end(String(error));

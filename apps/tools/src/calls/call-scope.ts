@@ -1,8 +1,10 @@
 import type { Resolve } from "@loom/outbound/check";
+import type { PinnedConnections } from "@loom/outbound/connections";
 import { OutboundLimitExceeded, OutboundRefused } from "@loom/outbound/errors";
 import { type OutboundFetch, outboundFetch } from "@loom/outbound/fetch";
 import type { OutboundPolicy } from "@loom/outbound/policy";
 import { fetchFollowingRedirects } from "@loom/outbound/redirects";
+import { timeLimit } from "@loom/outbound/time-limit";
 
 /** How every call of a tool's server is bounded (the tools service's settings and the deployment's policy). */
 export interface CallLimits {
@@ -11,6 +13,8 @@ export interface CallLimits {
   maxResponseBytes: number;
   /** Tests map names to addresses without DNS. */
   resolve?: Resolve;
+  /** Keep-alive connections to the checked addresses, shared by every call of the service. */
+  connections?: PinnedConnections;
 }
 
 /** Why a call ended without an answer: the caller left, the time ran out, or the outbound guard stopped it. */
@@ -31,13 +35,15 @@ export type CallStop =
  */
 export function callScope(limits: CallLimits, caller: AbortSignal) {
   const stopped = new AbortController();
-  const timeout = AbortSignal.timeout(limits.timeoutMs);
+  const limit = timeLimit(limits.timeoutMs);
+  const timeout = limit.signal;
   const signal = AbortSignal.any([caller, timeout, stopped.signal]);
   const guarded = outboundFetch({
     policy: limits.policy,
     timeoutMs: limits.timeoutMs,
     maxResponseBytes: limits.maxResponseBytes,
     ...(limits.resolve ? { resolve: limits.resolve } : {}),
+    ...(limits.connections ? { connections: limits.connections } : {}),
   });
   // The guard's error is kept here, and the call aborted with a plain AbortError: what the client left waiting on
   // the signal rejects with that, which it knows to ignore, rather than with the guard's error.
@@ -60,6 +66,8 @@ export function callScope(limits: CallLimits, caller: AbortSignal) {
   return {
     signal,
     fetch,
+    /** The call is over: its time limit no longer runs. */
+    end: limit.clear,
     /** Why the call stopped, when it did; undefined when the error is the server's or the connection's own. */
     stop(): CallStop | undefined {
       const reason = guardError;

@@ -116,7 +116,8 @@ async function connect(target: ServerTarget, scope: CallScope): Promise<Connecti
         type,
         url: target.url,
         headers: target.headers,
-        fetch: (input, init) => scope.fetch(urlOf(input), init),
+        fetch: (input, init) =>
+          type === "http" && init?.method === "GET" ? noEventStream() : scope.fetch(urlOf(input), init),
         ...(type === "http" ? { onSessionIdChange: (id?: string) => void (session ||= id !== undefined) } : {}),
       },
       initializationOptions: { signal: scope.signal },
@@ -178,6 +179,13 @@ function serverFailure(error: unknown): unknown {
     return new ToolServerFailed(`the MCP server answered error ${error.code}: ${brief(error.message)}`);
   return error;
 }
+
+/**
+ * The streamable HTTP transport's GET, the optional stream of server messages unrelated to any request, answered as a
+ * server that offers none answers it, without a request: a call's answers come on its POST's own response, and the
+ * stream would close with the call (docs/decisions.md, "Calling tool servers").
+ */
+const noEventStream = async () => new Response(null, { status: 405 });
 
 /** The client passes URLs; a Request would carry its own method and body, which this fetch does not read. */
 const urlOf = (input: string | URL | Request) => (input instanceof Request ? input.url : input);
