@@ -290,6 +290,11 @@ export const toolServerSchema = z.strictObject({
     z.string().regex(new RegExp(headerNamePatternSource), "must be an HTTP header name"),
     toolHeaderSchema,
   ),
+  // Loom's: which activities a run's model calls only once a person approved (docs/behaviour.md §5).
+  approval_required: z
+    .union([z.boolean(), z.array(z.string())])
+    .optional()
+    .meta({ description: "`true`: every activity needs approval; a list: these activities; absent or `false`: none" }),
 });
 
 export const toolSchema = z.strictObject({
