@@ -3,6 +3,7 @@ import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
 import { createMongoThreads } from "./mongo-threads.ts";
+import type { PendingApproval } from "./pending-approval.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
@@ -16,8 +17,21 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
  */
 const docOfRun = (r: RunRecord): RunRecord =>
   r.outputSchema === undefined ? r : ({ ...r, outputSchema: JSON.stringify(r.outputSchema) } as unknown as RunRecord);
-const runOfDoc = (r: RunRecord | undefined): RunRecord | undefined =>
-  typeof r?.outputSchema === "string" ? { ...r, outputSchema: JSON.parse(r.outputSchema) as JsonObject } : r;
+const runOfDoc = (r: (RunRecord & { approvalDeadline?: Date }) | undefined): RunRecord | undefined => {
+  if (!r) return r;
+  const { approvalDeadline: _, ...run } = r;
+  if (typeof run.outputSchema === "string") run.outputSchema = JSON.parse(run.outputSchema) as JsonObject;
+  if (typeof run.pending === "string") run.pending = JSON.parse(run.pending) as PendingApproval;
+  return run;
+};
+/**
+ * A run's pending approval as JSON text too (the model's inputs may hold any
+ * key), and its deadline beside it as a date the sweep queries.
+ */
+const pendingFields = (pending: PendingApproval | undefined) => ({
+  pending: pending && JSON.stringify(pending),
+  approvalDeadline: pending && new Date(pending.deadline),
+});
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
@@ -119,6 +133,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
       await runs.createIndex({ status: 1, createdAt: 1 });
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
+      await runs.createIndex({ approvalDeadline: 1 }, { sparse: true });
       await db.collection("threads").createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await db.collection("thread_messages").createIndex({ threadId: 1, generation: 1, index: 1, _id: 1 });
       await db.collection("thread_message_slots").createIndex({ threadId: 1, generation: 1, index: -1 });
@@ -185,18 +200,24 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
         return undefined;
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
-      const { leaseUntil, ...rest } = changes;
+      if (guard.unheld) filter.worker = { $exists: false };
+      const { leaseUntil, pending, ...rest } = changes;
       // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
       const marked =
         isTerminal(to) &&
         (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
       const changed = run(
-        await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), {
-          returnDocument: "after",
-        }),
+        await runs.findOneAndUpdate(
+          filter,
+          setAndUnset({ ...rest, ...("pending" in changes ? pendingFields(pending) : {}), status: to, updatedAt: at }),
+          {
+            returnDocument: "after",
+          },
+        ),
       );
       if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
-      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED"))
+      // A paused run taken back up (`unheld`) leaves the queue it was put back in, as a queued run does.
+      if (changed && to !== "QUEUED" && (guard.from.includes("QUEUED") || guard.unheld))
         await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
@@ -243,6 +264,17 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     async releaseClaim(runId) {
       await claims.deleteOne({ _id: runId });
     },
+    async requeuePaused(r, at) {
+      await claims.deleteOne({ _id: r.id });
+      await ignoringDuplicate(
+        queue.insertOne({
+          _id: r.id,
+          organizationId: r.organizationId,
+          createdAt: at,
+          ...(r.threadId ? { threadId: r.threadId } : {}),
+        }),
+      );
+    },
     countQueued: (organizationId) => queue.countDocuments({ organizationId }),
     async executingLoad() {
       // One read of a collection that holds only executing runs; counted here rather than with
@@ -267,6 +299,13 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
     async endLogged(id) {
       await unloggedEnds.deleteOne({ _id: id });
+    },
+    async expiredApprovals(now, limit) {
+      const docs = await runs
+        .find({ approvalDeadline: { $lt: now }, status: "RUNNING", worker: { $exists: false } })
+        .limit(limit)
+        .toArray();
+      return docs.map((d) => run(d)!);
     },
     async unloggedEnds(before, limit) {
       const marks = await unloggedEnds
