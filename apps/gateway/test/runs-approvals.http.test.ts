@@ -1,10 +1,11 @@
 import { isTerminal, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { answer, callTools, type FakeOpenAI, inTurn, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
-import { type ApiClient, apiClient } from "@loom/testing/http";
+import type { ApiClient } from "@loom/testing/http";
 import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
 import { storeKinds } from "@loom/testing/servers";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
+import { organizationClients } from "./organization-clients.ts";
 
 /** A scripted model call of `Calc_<activity>`s, OpenAI-compatible. */
 const calling = (...calls: Array<{ id: string; name: string; input?: Record<string, unknown> }>): Reply =>
@@ -22,6 +23,7 @@ const echoResults: Reply = (request, res) =>
 describe.each(storeKinds("runs awaiting approval"))("runs awaiting approval (%s store)", (store) => {
   let stack: TestStack;
   let admin: ApiClient;
+  let stranger: ApiClient;
   let model: FakeOpenAI;
   let mcp: McpTestServer;
   let assistantId: string;
@@ -40,7 +42,7 @@ describe.each(storeKinds("runs awaiting approval"))("runs awaiting approval (%s 
       },
       tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" },
     });
-    admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
+    ({ admin, stranger } = await organizationClients(stack, `approvals-stranger-${store}`));
     const tool = (
       await admin.post("/tools", {
         name: "Calc",
@@ -135,6 +137,116 @@ describe.each(storeKinds("runs awaiting approval"))("runs awaiting approval (%s 
     const next = await start(plainAssistantId);
     expect((await settled(next)).run.status).toBe("SUCCEEDED");
     expect((await admin.get(`/assistant-runs/${runId}`)).body.status).toBe("RUNNING");
+  });
+
+  const decide = (runId: string, decisions: unknown[], client = admin) =>
+    client.post(`/assistant-runs/${runId}/approvals`, { decisions });
+
+  it("approved: the call runs, its result goes to the model, the run SUCCEEDS; who approved and when is in the events", async () => {
+    model.reply(
+      inTurn(
+        calling({ id: "call_1", name: "Calc_add", input: { a: 2, b: 3 } }, { id: "call_2", name: "Calc_image" }),
+        echoResults,
+      ),
+    );
+    const runId = await start();
+    const { run } = await paused(runId);
+    expect(run.status_detail.calls).toEqual([
+      { call_id: "call_1", tool_id: expect.any(String), tool: "Calc", activity: "add", input: { a: 2, b: 3 } },
+    ]);
+    expect(Date.parse(run.status_detail.deadline)).toBeGreaterThan(Date.now());
+    const res = await decide(runId, [{ call_id: "call_1", approved: true }]);
+    expect(res.status).toBe(200);
+    expect(res.body.status).toBe("RUNNING");
+    const { run: done, events } = await settled(runId);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(done.output.value).toMatch(/^5 \| Image, format: png/);
+    expect(mcp.calls.map((c) => c.tool).sort()).toEqual(["add", "image"]);
+    const [decided] = events.filter((e) => e.type === "AssistantRunApprovalDecided");
+    expect(decided.origin).toBe("SYSTEM");
+    expect(decided.payload).toMatchObject({ call_id: "call_1", tool: "Calc", activity: "add", approved: true });
+    expect(decided.payload.by).toBe(done.created_by);
+    expect(Date.parse(decided.payload.at)).toBeLessThanOrEqual(Date.now());
+    // griptape's pairing holds: the subtask starts when its calls run, after the decision.
+    expect(griptapeTypes(events)).toEqual([
+      "StartStructureRunEvent",
+      "StartPromptEvent",
+      "FinishPromptEvent",
+      "StartActionsSubtaskEvent",
+      "FinishActionsSubtaskEvent",
+      "StartPromptEvent",
+      "FinishPromptEvent",
+      "FinishStructureRunEvent",
+    ]);
+    const types = events.map((e) => e.type);
+    expect(types.indexOf("AssistantRunApprovalDecided")).toBeLessThan(types.indexOf("StartActionsSubtaskEvent"));
+  });
+
+  it("denied with a reason: the call is not made and the model sees the reason", async () => {
+    model.reply(
+      inTurn(
+        calling({ id: "call_1", name: "Calc_add", input: { a: 2, b: 3 } }, { id: "call_2", name: "Calc_json" }),
+        echoResults,
+      ),
+    );
+    const runId = await start();
+    await paused(runId);
+    // Decided one at a time: the run waits until both are.
+    const first = await decide(runId, [{ call_id: "call_1", approved: false, reason: "not on a Friday" }]);
+    expect(first.status).toBe(200);
+    expect(first.body.status_detail.reason).toBe("AwaitingApproval");
+    expect(first.body.status_detail.calls[0].decision).toMatchObject({ approved: false, reason: "not on a Friday" });
+    // The same decision again changes nothing; another one is 409.
+    expect((await decide(runId, [{ call_id: "call_1", approved: false, reason: "not on a Friday" }])).status).toBe(200);
+    expect((await decide(runId, [{ call_id: "call_1", approved: true }])).status).toBe(409);
+    expect((await decide(runId, [{ call_id: "call_2", approved: true }])).status).toBe(200);
+    const { run: done, events } = await settled(runId);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(done.output.value).toContain("not on a Friday");
+    expect(mcp.calls.map((c) => c.tool)).toEqual(["json"]);
+    const sent = model.requests[1]!.body.messages.filter((m: any) => m.role === "tool");
+    expect(sent[0]).toMatchObject({ tool_call_id: "call_1" });
+    expect(sent[0].content).toContain("not on a Friday");
+    const decisions = events.filter((e) => e.type === "AssistantRunApprovalDecided").map((e) => e.payload);
+    expect(decisions.map((d) => [d.call_id, d.approved, d.reason])).toEqual([
+      ["call_1", false, "not on a Friday"],
+      ["call_2", true, undefined],
+    ]);
+    // Ended: deciding is 409.
+    expect((await decide(runId, [{ call_id: "call_1", approved: true }])).status).toBe(409);
+  });
+
+  it("400 for a call the run does not await or a bad body, 404 for an unknown or another organization's run, 409 for a run not paused", async () => {
+    model.reply(
+      calling({ id: "call_1", name: "Calc_add", input: { a: 1, b: 1 } }, { id: "call_2", name: "Calc_image" }),
+    );
+    const runId = await start();
+    await paused(runId);
+    const unknownCall = await decide(runId, [{ call_id: "call_9", approved: true }]);
+    expect(unknownCall.status).toBe(400);
+    expect(unknownCall.body.errors.map((e: any) => e.path)).toEqual(["body.decisions[0].call_id"]);
+    // A call of the step that needs no approval is not one to decide.
+    expect((await decide(runId, [{ call_id: "call_2", approved: true }])).status).toBe(400);
+    expect(
+      (
+        await decide(runId, [
+          { call_id: "call_1", approved: true },
+          { call_id: "call_1", approved: true },
+        ])
+      ).body.errors.map((e: any) => e.path),
+    ).toEqual(["body.decisions[1].call_id"]);
+    expect((await decide(runId, [])).status).toBe(400);
+    expect((await decide(runId, [{ call_id: "call_1", approved: "yes" }])).status).toBe(400);
+    expect((await decide(runId, [{ call_id: "call_1", approved: false, reason: "x".repeat(2001) }])).status).toBe(400);
+    expect((await decide(crypto.randomUUID(), [{ call_id: "call_1", approved: true }])).status).toBe(404);
+    // Another organization's user: 404 as for an unknown run.
+    expect((await decide(runId, [{ call_id: "call_1", approved: true }], stranger)).status).toBe(404);
+    // Nothing was decided by the refused requests.
+    const run = (await admin.get(`/assistant-runs/${runId}`)).body;
+    expect(run.status_detail.calls[0]).not.toHaveProperty("decision");
+    const plain = await start(plainAssistantId);
+    await settled(plain);
+    expect((await decide(plain, [{ call_id: "call_1", approved: true }])).status).toBe(409);
   });
 
   it("a cancel ends a paused run", async () => {

@@ -201,6 +201,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
       if (guard.unheld) filter.worker = { $exists: false };
+      if (guard.pending) (filter as Record<string, unknown>).pending = JSON.stringify(guard.pending);
       const { leaseUntil, pending, ...rest } = changes;
       // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
       const marked =

@@ -79,6 +79,8 @@ export interface RunGuard {
   leaseExpiredBefore?: Date;
   /** No worker may hold the run (a paused run, taken back up by a claim). */
   unheld?: boolean;
+  /** The run's pending approval must be this one, as read (a decision's compare-and-set). */
+  pending?: PendingApproval;
 }
 
 /** What a transition may set besides the status. */

@@ -230,6 +230,10 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         params.push(guard.worker);
       }
       if (guard.unheld) where += " AND worker IS NULL";
+      if (guard.pending) {
+        where += " AND pending = ?";
+        params.push(JSON.stringify(guard.pending));
+      }
       if (guard.leaseExpiredBefore) {
         where += " AND EXISTS (SELECT 1 FROM runs_leases WHERE run_id = ? AND until < ?)";
         params.push(id, guard.leaseExpiredBefore.getTime());
