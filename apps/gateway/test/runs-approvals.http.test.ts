@@ -258,3 +258,75 @@ describe.each(storeKinds("runs awaiting approval"))("runs awaiting approval (%s 
     expect(mcp.calls).toEqual([]);
   });
 });
+
+describe.each(storeKinds("approval deadline"))("the approval deadline (%s store)", (store) => {
+  let stack: TestStack;
+  let admin: ApiClient;
+  let model: FakeOpenAI;
+  let mcp: McpTestServer;
+  let assistantId: string;
+
+  beforeAll(async () => {
+    model = await startFakeOpenAI();
+    mcp = await startMcpServer();
+    stack = await startStack(store, {
+      runs: {
+        DEFAULT_MODEL: "openai-compatible:fake-model",
+        OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
+        RUN_APPROVAL_TIMEOUT_MS: 1_500,
+      },
+      tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" },
+    });
+    ({ admin } = await organizationClients(stack, `deadline-stranger-${store}`));
+    const tool = (
+      await admin.post("/tools", { name: "Calc", server: { url: mcp.url, transport: "mcp", approval_required: true } })
+    ).body;
+    assistantId = (await admin.post("/assistants", { name: "guarded", tool_ids: [tool.tool_id] })).body.assistant_id;
+  });
+  afterAll(async () => {
+    await stack?.close();
+    await model?.close();
+    await mcp?.close();
+  });
+
+  it("undecided calls are denied at RUN_APPROVAL_TIMEOUT_MS, by loom, and the run resumes; a decision after is 409", async () => {
+    model.reply(
+      inTurn(
+        calling({ id: "call_1", name: "Calc_add", input: { a: 2, b: 3 } }, { id: "call_2", name: "Calc_json" }),
+        echoResults,
+      ),
+    );
+    const runId = (await admin.post(`/assistants/${assistantId}/runs`, { input: "go" })).body.assistant_run_id;
+    await vi.waitFor(
+      async () =>
+        expect((await admin.get(`/assistant-runs/${runId}`)).body.status_detail?.reason).toBe("AwaitingApproval"),
+      { timeout: 10_000, interval: 20 },
+    );
+    // One decided in time; the other is left to the deadline.
+    expect(
+      (await admin.post(`/assistant-runs/${runId}/approvals`, { decisions: [{ call_id: "call_2", approved: true }] }))
+        .status,
+    ).toBe(200);
+    let done: any;
+    await vi.waitFor(
+      async () => {
+        done = (await admin.get(`/assistant-runs/${runId}`)).body;
+        expect(done.status).toBe("SUCCEEDED");
+      },
+      { timeout: 10_000, interval: 50 },
+    );
+    expect(done.output.value).toContain("nobody approved it before its deadline");
+    expect(mcp.calls.map((c) => c.tool)).toEqual(["json"]);
+    const events = (await admin.get(`/assistant-runs/${runId}/events?offset=0&limit=1000`)).body.events as any[];
+    const decisions = events.filter((e) => e.type === "AssistantRunApprovalDecided").map((e) => e.payload);
+    expect(decisions.map((d) => [d.call_id, d.approved, d.by])).toEqual([
+      ["call_2", true, done.created_by],
+      ["call_1", false, "loom"],
+    ]);
+    expect(decisions[1].reason).toBe("no decision before the deadline");
+    expect(
+      (await admin.post(`/assistant-runs/${runId}/approvals`, { decisions: [{ call_id: "call_1", approved: true }] }))
+        .status,
+    ).toBe(409);
+  });
+});

@@ -75,7 +75,7 @@ export async function decideApprovals(
 }
 
 /** The status detail of a run whose calls are all decided, until a worker takes it up. */
-const resuming = { reason: "ApprovalsDecided", message: "every call is decided: the run resumes" };
+export const resuming = { reason: "ApprovalsDecided", message: "every call is decided: the run resumes" };
 
 /** Every decision names a call once, with a reason of bounded length: else 400, and nothing is written. */
 function checkShape(decisions: CallDecision[]): void {

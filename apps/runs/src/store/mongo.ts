@@ -17,21 +17,15 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
  */
 const docOfRun = (r: RunRecord): RunRecord =>
   r.outputSchema === undefined ? r : ({ ...r, outputSchema: JSON.stringify(r.outputSchema) } as unknown as RunRecord);
-const runOfDoc = (r: (RunRecord & { approvalDeadline?: Date }) | undefined): RunRecord | undefined => {
+const runOfDoc = (r: RunRecord | undefined): RunRecord | undefined => {
   if (!r) return r;
-  const { approvalDeadline: _, ...run } = r;
+  const run = { ...r };
   if (typeof run.outputSchema === "string") run.outputSchema = JSON.parse(run.outputSchema) as JsonObject;
   if (typeof run.pending === "string") run.pending = JSON.parse(run.pending) as PendingApproval;
   return run;
 };
-/**
- * A run's pending approval as JSON text too (the model's inputs may hold any
- * key), and its deadline beside it as a date the sweep queries.
- */
-const pendingFields = (pending: PendingApproval | undefined) => ({
-  pending: pending && JSON.stringify(pending),
-  approvalDeadline: pending && new Date(pending.deadline),
-});
+/** A run's pending approval as JSON text (the model's inputs may hold any key, `$` and `.` too). */
+const pendingField = (pending: PendingApproval | undefined) => ({ pending: pending && JSON.stringify(pending) });
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
@@ -62,6 +56,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> =
     db.collection("run_leases");
+  /** The deadlines of runs with a pending approval: a small collection the sweep reads, as the leases. */
+  const approvalDeadlines: Collection<{ _id: string; deadline: Date }> = db.collection("run_approval_deadlines");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
@@ -133,7 +129,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
       await runs.createIndex({ status: 1, createdAt: 1 });
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
-      await runs.createIndex({ approvalDeadline: 1 }, { sparse: true });
+      await approvalDeadlines.createIndex({ deadline: 1 });
       await db.collection("threads").createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await db.collection("thread_messages").createIndex({ threadId: 1, generation: 1, index: 1, _id: 1 });
       await db.collection("thread_message_slots").createIndex({ threadId: 1, generation: 1, index: -1 });
@@ -210,13 +206,21 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const changed = run(
         await runs.findOneAndUpdate(
           filter,
-          setAndUnset({ ...rest, ...("pending" in changes ? pendingFields(pending) : {}), status: to, updatedAt: at }),
+          setAndUnset({ ...rest, ...("pending" in changes ? pendingField(pending) : {}), status: to, updatedAt: at }),
           {
             returnDocument: "after",
           },
         ),
       );
       if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
+      if (changed && "pending" in changes)
+        await (pending
+          ? approvalDeadlines.updateOne(
+              { _id: id },
+              { $set: { deadline: new Date(pending.deadline) } },
+              { upsert: true },
+            )
+          : approvalDeadlines.deleteOne({ _id: id }));
       // A paused run taken back up (`unheld`) leaves the queue it was put back in, as a queued run does.
       if (changed && to !== "QUEUED" && (guard.from.includes("QUEUED") || guard.unheld))
         await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
@@ -302,11 +306,17 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await unloggedEnds.deleteOne({ _id: id });
     },
     async expiredApprovals(now, limit) {
-      const docs = await runs
-        .find({ approvalDeadline: { $lt: now }, status: "RUNNING", worker: { $exists: false } })
+      const due = await approvalDeadlines
+        .find({ deadline: { $lt: now } })
         .limit(limit)
         .toArray();
-      return docs.map((d) => run(d)!);
+      if (due.length === 0) return [];
+      const found = (await runs.find({ _id: { $in: due.map((d) => d._id) } }).toArray()).map((d) => run(d)!);
+      // A run that ended otherwise (reaped after it was taken up again) needs its deadline no more.
+      const ended = found.filter((r) => isTerminal(r.status)).map((r) => r.id);
+      if (ended.length > 0) await approvalDeadlines.deleteMany({ _id: { $in: ended } });
+      // A run taken up again keeps its pending approval (and deadline) until it ends or pauses anew: not awaiting.
+      return found.filter((r) => r.status === "RUNNING" && r.pending && !r.worker);
     },
     async unloggedEnds(before, limit) {
       const marks = await unloggedEnds
