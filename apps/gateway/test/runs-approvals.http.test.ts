@@ -249,6 +249,29 @@ describe.each(storeKinds("runs awaiting approval"))("runs awaiting approval (%s 
     expect((await decide(plain, [{ call_id: "call_1", approved: true }])).status).toBe(409);
   });
 
+  it("a paused run keeps its thread: the thread's next run waits QUEUED until it ends, other runs go on", async () => {
+    model.reply(inTurn(calling({ id: "call_1", name: "Calc_add", input: { a: 2, b: 3 } }), echoResults));
+    const made = (await admin.post(`/assistants/${assistantId}/runs`, { input: "go", new_thread: true })).body;
+    const first = made.assistant_run_id as string;
+    created.push(first);
+    await paused(first);
+    const next = (
+      await admin.post(`/assistants/${plainAssistantId}/runs`, { input: "and then?", thread_id: made.thread_id })
+    ).body.assistant_run_id as string;
+    created.push(next);
+    // A run outside the thread starts and ends meanwhile; the thread's next one waits.
+    expect((await settled(await start(plainAssistantId))).run.status).toBe("SUCCEEDED");
+    expect((await admin.get(`/assistant-runs/${next}`)).body.status).toBe("QUEUED");
+    expect((await decide(first, [{ call_id: "call_1", approved: true }])).status).toBe(200);
+    const { run: firstDone } = await settled(first);
+    expect(firstDone.status).toBe("SUCCEEDED");
+    const { run: nextDone } = await settled(next);
+    expect(nextDone.status).toBe("SUCCEEDED");
+    // It started after the paused run's end, and saw its turn in the thread.
+    const lastRequest = model.requests.at(-1)!.body.messages;
+    expect(JSON.stringify(lastRequest)).toContain(firstDone.output.value);
+  });
+
   it("a cancel ends a paused run", async () => {
     model.reply(calling({ id: "call_1", name: "Calc_add", input: { a: 1, b: 1 } }));
     const runId = await start();

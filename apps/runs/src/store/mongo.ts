@@ -57,7 +57,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> =
     db.collection("run_leases");
   /** The deadlines of runs with a pending approval: a small collection the sweep reads, as the leases. */
-  const approvalDeadlines: Collection<{ _id: string; deadline: Date }> = db.collection("run_approval_deadlines");
+  const approvalDeadlines: Collection<{ _id: string; deadline: Date; threadId?: string }> =
+    db.collection("run_approval_deadlines");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
@@ -217,10 +218,17 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
         await (pending
           ? approvalDeadlines.updateOne(
               { _id: id },
-              { $set: { deadline: new Date(pending.deadline) } },
+              {
+                $set: {
+                  deadline: new Date(pending.deadline),
+                  ...(changed.threadId ? { threadId: changed.threadId } : {}),
+                },
+              },
               { upsert: true },
             )
           : approvalDeadlines.deleteOne({ _id: id }));
+      // Taken back up, a paused run holds its thread by its lease: its deadline is done with.
+      if (changed && guard.unheld && changes.worker) await approvalDeadlines.deleteOne({ _id: id });
       // A paused run taken back up (`unheld`) leaves the queue it was put back in, as a queued run does.
       if (changed && to !== "QUEUED" && (guard.from.includes("QUEUED") || guard.unheld))
         await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
@@ -271,14 +279,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
     async requeuePaused(r, at) {
       await claims.deleteOne({ _id: r.id });
-      await ignoringDuplicate(
-        queue.insertOne({
-          _id: r.id,
-          organizationId: r.organizationId,
-          createdAt: at,
-          ...(r.threadId ? { threadId: r.threadId } : {}),
-        }),
-      );
+      // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
+      await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: at }));
     },
     countQueued: (organizationId) => queue.countDocuments({ organizationId }),
     async executingLoad() {
@@ -286,7 +288,13 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       // $group so it runs the same on FerretDB.
       const perOrganization = new Map<string, number>();
       const threadsHeld = new Set<string>();
-      for (const lease of await leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray()) {
+      const [held, paused] = await Promise.all([
+        leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray(),
+        // A paused run holds its thread without a lease: the thread's queued runs wait, and take no candidate's place.
+        approvalDeadlines.find({ threadId: { $exists: true } }, { projection: { threadId: 1 } }).toArray(),
+      ]);
+      for (const { threadId } of paused) if (threadId) threadsHeld.add(threadId);
+      for (const lease of held) {
         if (lease.organizationId)
           perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
         if (lease.threadId) threadsHeld.add(lease.threadId);

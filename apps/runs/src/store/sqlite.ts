@@ -335,17 +335,22 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       const queued =
         prepare(
           "INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
-        ).run(run.id, run.organizationId, run.threadId ?? null, at.getTime()).changes === 1;
+        ).run(run.id, run.organizationId, null, at.getTime()).changes === 1;
+      // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
       if (queued)
-        cache.loadedQueueAndLeases()?.enqueue({
-          runId: run.id,
-          organizationId: run.organizationId,
-          ...(run.threadId === undefined ? {} : { threadId: run.threadId }),
-          createdAt: at,
-        });
+        cache.loadedQueueAndLeases()?.enqueue({ runId: run.id, organizationId: run.organizationId, createdAt: at });
     },
     countQueued: async (organizationId) => cache.queueAndLeases().countQueued(organizationId),
-    executingLoad: async () => cache.queueAndLeases().executingLoad(),
+    async executingLoad() {
+      const load = cache.queueAndLeases().executingLoad();
+      // A paused run holds its thread without a lease: the thread's queued runs wait, and take no candidate's place.
+      for (const row of prepare(
+        `SELECT thread_id FROM runs_runs INDEXED BY runs_runs_awaiting_approval
+         WHERE pending IS NOT NULL AND status = 'RUNNING' AND worker IS NULL AND thread_id IS NOT NULL`,
+      ).all())
+        load.threads.add(row.thread_id as string);
+      return load;
+    },
     async expiredLeases(now, limit) {
       // CROSS JOIN keeps the leases (the runs in flight) the outer loop: the planner, without statistics, would rather walk every run.
       const rows = prepare(
@@ -367,7 +372,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         .map((row) => runOf(row)!),
     expiredApprovals: async (now, limit) =>
       prepare(
-        `${runWithLease} WHERE r.pending IS NOT NULL AND json_extract(r.pending, '$.deadline') < ?
+        `SELECT r.*, NULL AS lease_until FROM runs_runs r INDEXED BY runs_runs_awaiting_approval
+         WHERE r.pending IS NOT NULL AND json_extract(r.pending, '$.deadline') < ?
          AND r.status = 'RUNNING' AND r.worker IS NULL LIMIT ?`,
       )
         .all(now.getTime(), limit)

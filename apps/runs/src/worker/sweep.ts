@@ -69,6 +69,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
           statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" },
           completedAt: at,
           leaseUntil: undefined,
+          ...(run.pending ? { pending: undefined } : {}),
         },
         at,
       );
