@@ -9,7 +9,7 @@ export interface LoadResult {
   errors: number;
 }
 
-/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run. */
+/** Drives one URL with autocannon: a warm-up (1 s unless told), then the measured run; a GET unless `request` says. */
 export async function load(
   name: string,
   url: string,
@@ -17,9 +17,10 @@ export async function load(
   seconds: number,
   connections: number,
   warmUpSeconds = 1,
+  request: { method?: "GET" | "POST"; body?: string } = {},
 ): Promise<LoadResult> {
-  if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds });
-  const result = await autocannon({ url, headers, connections, duration: seconds });
+  if (warmUpSeconds > 0) await autocannon({ url, headers, connections, duration: warmUpSeconds, ...request });
+  const result = await autocannon({ url, headers, connections, duration: seconds, ...request });
   return {
     name,
     requestsPerSecond: result.requests.average,

@@ -9,6 +9,7 @@ import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
 import { benchStreaming } from "./streaming.ts";
 import { benchToolCalls } from "./tool-calls.ts";
+import { benchToolInvoke } from "./tool-invoke.ts";
 import { benchTracing } from "./tracing.ts";
 
 /**
@@ -36,7 +37,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tool-calls": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing", "tools" or "tool-calls": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -85,3 +86,4 @@ if (!only || only === "tracing") {
     natsUrl,
   });
 }
+if (!only || only === "tools") await benchToolInvoke({ seconds, connections });

@@ -228,6 +228,44 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(mcp.calls.at(-1)).toMatchObject({ tool: "say-hello", arguments: { name: "Ada" } });
     });
 
+    it("answers a server's JSON-RPC error as an ErrorArtifact and a FAILED tool run", async () => {
+      // A hand-written server (the SDK's answers a tool's failure as an isError result, never as a JSON-RPC error).
+      const server = createServer(async (req, res) => {
+        if (req.method !== "POST") return void res.writeHead(405).end();
+        let raw = "";
+        for await (const chunk of req) raw += chunk;
+        const message = JSON.parse(raw) as { id?: number; method: string };
+        const answer = (body: object) =>
+          res
+            .writeHead(200, { "content-type": "application/json" })
+            .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, ...body }));
+        if (message.id === undefined) return void res.writeHead(202).end();
+        if (message.method === "initialize")
+          return answer({
+            result: {
+              protocolVersion: "2025-11-25",
+              capabilities: { tools: {} },
+              serverInfo: { name: "raw", version: "1" },
+            },
+          });
+        if (message.method === "tools/list")
+          return answer({ result: { tools: [{ name: "broken", inputSchema: { type: "object", properties: {} } }] } });
+        if (message.method === "tools/call") return answer({ error: { code: -32000, message: "the backend is down" } });
+        res
+          .writeHead(400, { "content-type": "application/json" })
+          .end(JSON.stringify({ jsonrpc: "2.0", id: message.id, error: { code: -32600, message: "unsupported" } }));
+      });
+      await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+      try {
+        const toolId = await createTool(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, "mcp");
+        const art = artifactOf(await invoke(toolId, "broken"), "ErrorArtifact");
+        expect(art.value).toMatch(/^the MCP server answered error -32000: .*the backend is down/);
+        expect(await latestRun(toolId)).toMatchObject({ status: "FAILED", status_detail: art.value });
+      } finally {
+        server.close();
+      }
+    });
+
     it("answers a tool's error as an ErrorArtifact and a FAILED tool run", async () => {
       const art = artifactOf(await invoke(mcpToolId, "fail"), "ErrorArtifact");
       expect(art.value).toBe("boom: the tool failed");
@@ -273,9 +311,39 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       expect(artifactOf(await invoke(mcpToolId, "huge", { bytes: 1000 }), "TextArtifact").value).toHaveLength(1000);
     });
 
-    it("calls through the older HTTP+SSE transport", async () => {
+    it("keeps a stateless server's handshake for the next calls, and shakes hands again when the server changed", async () => {
+      const first = await startMcpServer();
+      const toolId = await createTool(first.url, "mcp");
+      artifactOf(await invoke(toolId, "add", { a: 1, b: 2 }), "TextArtifact");
+      const before = first.requests.length;
+      artifactOf(await invoke(toolId, "add", { a: 2, b: 2 }), "TextArtifact");
+      // No discovery, initialize, initialized or listing: the call alone (and the GET stream the server refuses).
+      expect(
+        first.requests
+          .slice(before)
+          .map((r) => r.method)
+          .sort(),
+      ).toEqual(["GET", "POST"]);
+      await first.close();
+      // Another server, of the older transport, at the same URL.
+      const second = await startMcpServer({ transport: "legacy", port: first.port });
+      try {
+        expect(artifactOf(await invoke(toolId, "add", { a: 3, b: 4 }), "TextArtifact").value).toBe("7");
+      } finally {
+        await second.close();
+      }
+    });
+
+    it("calls through the older HTTP+SSE transport, a hanging call bounded there too", async () => {
       const toolId = await createTool(legacy.url, "mcp");
       expect(artifactOf(await invoke(toolId, "add", { a: 40, b: 2 }), "TextArtifact").value).toBe("42");
+      const aborted = legacy.hangAborted();
+      const started = Date.now();
+      const art = artifactOf(await invoke(toolId, "hang"), "ErrorArtifact");
+      expect(Date.now() - started).toBeLessThan(callTimeoutMs + 2000);
+      expect(art.value).toBe(`the tool server did not answer within ${callTimeoutMs} ms`);
+      // Its event stream closed with the call: the server's session ends and the handler is aborted.
+      await aborted;
     });
 
     it("calls a griptape tool server's activity and passes its artifact on; its HTTP error is an ErrorArtifact", async () => {
@@ -292,6 +360,22 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const failed = artifactOf(await invoke(toolId, "fail"), "ErrorArtifact");
       expect(failed.value).toMatch(/^the tool server answered HTTP 500: .*the activity broke/);
       expect(await latestRun(toolId)).toMatchObject({ status: "FAILED" });
+      // The server has no such activity (its 404).
+      expectError(await invoke(toolId, "nope"), 404, "NotFound");
+    });
+
+    it("clears a secret's value from a server's error that echoes it", async () => {
+      const value = `sk-${uuid()}`;
+      const secretId = (await admin.post("/api/secrets", { name: "echoed-token", value })).body.secret_id as string;
+      const toolId = await createTool(griptape.url, "griptape", {
+        headers: { Authorization: { secret_ref: secretId } },
+      });
+      const failed = artifactOf(await invoke(toolId, "fail"), "ErrorArtifact");
+      expect(griptape.requests.at(-1)!.headers.authorization).toBe(value);
+      expect(failed.value).toContain('"authorization":"[secret]"');
+      const run = await latestRun(toolId);
+      const logs = (await admin.get(`/api/tool-runs/${run.tool_run_id}/logs`)).body;
+      expect(JSON.stringify({ failed, run, logs })).not.toContain(value);
     });
 
     it("sends a secret's value in its header, never in the tool run; once the secret is deleted, fails naming it, sending nothing", async () => {
@@ -342,6 +426,15 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       const page = (await admin.get(`/api/tools/${toolId}/runs?page=2.0&page_size=2.0`)).body;
       expect(page.tool_runs).toEqual([all.tool_runs[2]]);
       expectError(await admin.get(`/api/tools/${toolId}/runs?status=DONE`), 400, "ValidationError");
+    });
+
+    it("keeps a deleted tool's runs readable by their id; the tool's list is 404 like the tool", async () => {
+      const toolId = await createTool(mcp.url, "mcp");
+      await invoke(toolId, "add", { a: 1, b: 2 });
+      const run = await latestRun(toolId);
+      expect((await admin.delete(`/api/tools/${toolId}`)).status).toBe(204);
+      expect((await admin.get(`/api/tool-runs/${run.tool_run_id}`)).body).toEqual(run);
+      expectError(await admin.get(`/api/tools/${toolId}/runs`), 404, "NotFound");
     });
 
     it("is 404 for an unknown or another organization's tool run, its logs and its tool's runs", async () => {

@@ -21,7 +21,7 @@ describe("the all-in-one's tools", () => {
     await mcp?.close();
   });
 
-  it("reach an MCP server on loopback without TOOL_ALLOWED_HOSTS", async () => {
+  it("reach an MCP server on loopback without TOOL_ALLOWED_HOSTS, and a caller's cancel reaches it", async () => {
     const api = apiClient(loom!.url, key);
     const created = await api.post("/api/tools", {
       name: "local",
@@ -34,5 +34,20 @@ describe("the all-in-one's tools", () => {
     expect(Object.keys(doc.body.paths)).toContain("/activities/add");
     const answer = await api.post(`/api/tools/${toolId}/activities/add`, { a: 20, b: 22 });
     expect(answer.body).toMatchObject({ type: "TextArtifact", value: "42" });
+
+    // In process too, a client that goes away aborts the call: the MCP server sees it.
+    const started = mcp.hangStarted();
+    const aborted = mcp.hangAborted();
+    const client = new AbortController();
+    const request = fetch(new URL(`/api/tools/${toolId}/activities/hang`, loom!.url), {
+      method: "POST",
+      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
+      body: "{}",
+      signal: client.signal,
+    }).catch(() => undefined);
+    await started;
+    client.abort();
+    await request;
+    await aborted;
   });
 });

@@ -5,13 +5,14 @@ import { failedPrecondition, invalidArgument, notFound, permissionDenied } from 
 import { newId } from "@loom/contracts/ids";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { runStatuses } from "@loom/contracts/run-lifecycle";
 import { ActivitiesService, type ToolRunSchema } from "@loom/proto/tools/v1/activities_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { errorArtifact } from "./calls/artifacts.ts";
 import { type CallLimits, type CallScope, callScope } from "./calls/call-scope.ts";
 import { griptapeClient } from "./calls/griptape-client.ts";
 import { mcpClient } from "./calls/mcp-client.ts";
-import { MissingSecret, serverHeaders } from "./calls/server-headers.ts";
+import { MissingSecret, redacted, serverHeaders } from "./calls/server-headers.ts";
 import { type ToolServerClient, ToolServerFailed, UnknownActivity } from "./calls/tool-server.ts";
 import type { SecretValues } from "./secret-values.ts";
 import type { ToolRecord, ToolRunRecord, ToolRunStatus, ToolServerRecord, ToolsStore } from "./store/port.ts";
@@ -23,7 +24,8 @@ export interface ActivitiesDeps {
   now?: () => Date;
 }
 
-const statuses = new Set<string>(["QUEUED", "STARTING", "RUNNING", "SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+/** A tool run's statuses are an assistant run's (Griptape Cloud's `ToolRunStatus` has the same values). */
+const statuses = new Set<string>(runStatuses);
 const activityPattern = /^[A-Za-z0-9_]{1,200}$/;
 
 /** How a call that did not answer ends: its run's status, the message its run and ErrorArtifact give, the RPC error. */
@@ -52,9 +54,19 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
     return { tool, server: tool.server };
   };
 
-  const client = async (tool: ToolRecord, server: ToolServerRecord, scope: CallScope): Promise<ToolServerClient> => {
-    const headers = await serverHeaders(server.headers, secrets, tool.organizationId, now());
-    const target = { url: server.url, headers };
+  /**
+   * A client of the tool's server for one call, its headers' secrets read; `secretValues` gets them, so that a
+   * failure's text can be cleared of them.
+   */
+  const serverClient = async (
+    tool: ToolRecord,
+    server: ToolServerRecord,
+    scope: CallScope,
+    secretValues: string[],
+  ): Promise<ToolServerClient> => {
+    const resolved = await serverHeaders(server.headers, secrets, tool.organizationId, now());
+    secretValues.push(...resolved.secretValues);
+    const target = { url: server.url, headers: resolved.headers };
     return server.transport === "griptape" ? griptapeClient(target, scope) : mcpClient(target, scope);
   };
 
@@ -72,9 +84,10 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
       const principal = requirePrincipal(ctx);
       const { tool, server } = await toolWithServer(principal.organizationId, req.toolId);
       const scope = callScope(limits, ctx.signal);
+      const secretValues: string[] = [];
       const started = performance.now();
       try {
-        const activities = await (await client(tool, server, scope)).listActivities();
+        const activities = await (await serverClient(tool, server, scope, secretValues)).listActivities();
         return {
           toolName: toolNameOf(tool.name),
           activities: activities.map(({ name, description, inputSchema }) => ({
@@ -85,8 +98,8 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
           })),
         };
       } catch (error) {
-        const failure = failureOf(error, scope, server.url);
-        if (failure.status === "CANCELLED") throw failure.rpcError;
+        const failure = failureOf(error, scope, server.url, secretValues);
+        if (failure.status === "CANCELLED" && failure.rpcError) throw failure.rpcError;
         // A listing that fails is recorded, so the answer can name the run (griptape's `{error, tool_run_id}`).
         const at = now();
         const run: ToolRunRecord = {
@@ -137,16 +150,23 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
       };
       await store.insertRun(run);
       const scope = callScope(limits, ctx.signal);
+      const secretValues: string[] = [];
       const started = performance.now();
       try {
-        const { artifact, isError } = await (await client(tool, server, scope)).invoke(req.activity, input);
+        const client = await serverClient(tool, server, scope, secretValues);
+        const invocation = await client.invoke(req.activity, input);
+        const { isError } = invocation;
+        // A tool's error may echo what it was sent; its result is the tool's to give.
+        const artifact = isError
+          ? { ...invocation.artifact, value: redacted(String(invocation.artifact.value), secretValues) }
+          : invocation.artifact;
         const answered = `answered in ${since(started)} ms`;
         if (isError)
           await ended(run, "FAILED", [answered, "the tool reported an error"], artifact, "the tool reported an error");
         else await ended(run, "SUCCEEDED", [answered], artifact);
         return { toolRunId: run.id, artifactJson: JSON.stringify(artifact), isError };
       } catch (error) {
-        const failure = failureOf(error, scope, server.url);
+        const failure = failureOf(error, scope, server.url, secretValues);
         const artifact = errorArtifact(failure.message);
         const log = `${failure.status === "CANCELLED" ? "stopped" : "failed"} after ${since(started)} ms: ${failure.message}`;
         await ended(run, failure.status, [log], failure.status === "CANCELLED" ? undefined : artifact, failure.message);
@@ -193,7 +213,12 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
  * (FAILED, PERMISSION_DENIED); a missing secret, an unknown activity or the server's own error (FAILED); the time or
  * size limit, or a server that cannot be reached (ERROR).
  */
-function failureOf(error: unknown, scope: CallScope, url: string): Failure {
+function failureOf(error: unknown, scope: CallScope, url: string, secretValues: readonly string[]): Failure {
+  const failure = failureOfError(error, scope, url);
+  return { ...failure, message: redacted(failure.message, secretValues) };
+}
+
+function failureOfError(error: unknown, scope: CallScope, url: string): Failure {
   const stop = scope.stop();
   if (stop?.kind === "cancelled")
     return {

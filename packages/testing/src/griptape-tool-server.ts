@@ -50,7 +50,8 @@ export const griptapeToolOpenApi = {
 
 /**
  * A small griptape-style tool server on port 0: `GET /openapi` gives `griptapeToolOpenApi`, `POST /activities/<op>`
- * runs an activity and answers with a griptape artifact (`reverse` → TextArtifact; `fail` → 500). `requests` holds
+ * runs an activity and answers with a griptape artifact (`reverse` → TextArtifact; `fail` → 500, echoing the
+ * `Authorization` header it was sent). `requests` holds
  * what it received.
  */
 export async function startGriptapeToolServer(options: { path?: string } = {}) {
@@ -70,7 +71,9 @@ export async function startGriptapeToolServer(options: { path?: string } = {}) {
       const value = [...(text ?? "")].reverse().join("") + (suffix ?? "");
       return send(200, { type: "TextArtifact", id: "a1", reference: null, meta: {}, name: "a1", value });
     }
-    if (req.method === "POST" && path === `${base}/activities/fail`) return send(500, { detail: "the activity broke" });
+    // As a careless server's error does, it echoes the credential it was sent.
+    if (req.method === "POST" && path === `${base}/activities/fail`)
+      return send(500, { detail: "the activity broke", authorization: req.headers.authorization ?? null });
     send(404, { detail: "Not Found" });
   });
   await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));

@@ -33,6 +33,8 @@ export interface McpTestServerOptions {
   jsonResponse?: boolean;
   /** The server's path. */
   path?: string;
+  /** The port to listen on (a server taking another's place); 0 by default. */
+  port?: number;
 }
 
 /** The `json` tool's structured answer. */
@@ -182,7 +184,7 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
       if (!res.headersSent) res.writeHead(500).end(String(error));
     });
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  await new Promise<void>((resolve) => http.listen(options.port ?? 0, "127.0.0.1", resolve));
   const { port } = http.address() as AddressInfo;
 
   return {

@@ -15,7 +15,7 @@ export async function serverHeaders(
   secrets: SecretValues,
   organizationId: string,
   at: Date,
-): Promise<Record<string, string>> {
+): Promise<{ headers: Record<string, string>; secretValues: string[] }> {
   const entries = Object.entries(headers);
   const ids = [...new Set(entries.flatMap(([, header]) => ("secretRef" in header ? [header.secretRef] : [])))];
   const values = ids.length > 0 ? await secrets.reveal(organizationId, ids, at) : new Map<string, string>();
@@ -30,5 +30,13 @@ export async function serverHeaders(
       throw new MissingSecret(`the tool's header ${name} names the secret ${header.secretRef}, which does not exist`);
     resolved[name] = value;
   }
-  return resolved;
+  return { headers: resolved, secretValues: [...values.values()] };
+}
+
+/**
+ * Text with every secret value replaced by `[secret]`: what a server answers may echo a header it was sent (an
+ * "invalid token …" error), and a failure's text goes into a tool run, its logs and an answer.
+ */
+export function redacted(text: string, secretValues: readonly string[]): string {
+  return secretValues.reduce((result, value) => (value === "" ? result : result.replaceAll(value, "[secret]")), text);
 }
