@@ -117,6 +117,24 @@ export const textArtifactSchema = z.strictObject({
   value: z.string(),
 });
 
+/** A decision on a tool call of a paused run: who, when, how and why. */
+export const approvalDecisionSchema = z.strictObject({
+  approved: z.boolean(),
+  reason: z.string().optional(),
+  by: z.string().meta({ description: "the deciding user's id; `loom` for a call denied at the deadline" }),
+  at: timestamp,
+});
+
+/** A tool call a paused run awaits a decision on (Loom's, in `status_detail.calls`). */
+export const awaitingCallSchema = z.strictObject({
+  call_id: z.string(),
+  tool_id: z.string(),
+  tool: z.string(),
+  activity: z.string(),
+  input: z.record(z.string(), z.unknown()),
+  decision: approvalDecisionSchema.optional(),
+});
+
 export const assistantRunSchema = z.strictObject({
   assistant_run_id: uuidString,
   assistant_id: uuidString,
@@ -125,7 +143,15 @@ export const assistantRunSchema = z.strictObject({
   input: z.string().optional(),
   output: z.unknown().optional(),
   status: runStatusSchema,
-  status_detail: z.strictObject({ reason: z.string(), message: z.string().optional() }).optional(),
+  status_detail: z
+    .strictObject({
+      reason: z.string(),
+      message: z.string().optional(),
+      // Loom's, with reason AwaitingApproval (docs/behaviour.md §5, "Approval of tool calls").
+      calls: z.array(awaitingCallSchema).optional(),
+      deadline: timestamp.optional(),
+    })
+    .optional(),
   stream: z.boolean(),
   knowledge_base_ids: z.array(uuidString),
   retriever_ids: z.array(uuidString),
@@ -290,6 +316,11 @@ export const toolServerSchema = z.strictObject({
     z.string().regex(new RegExp(headerNamePatternSource), "must be an HTTP header name"),
     toolHeaderSchema,
   ),
+  // Loom's: which activities a run's model calls only once a person approved (docs/behaviour.md §5).
+  approval_required: z
+    .union([z.boolean(), z.array(z.string())])
+    .optional()
+    .meta({ description: "`true`: every activity needs approval; a list: these activities; absent or `false`: none" }),
 });
 
 export const toolSchema = z.strictObject({

@@ -58,6 +58,7 @@ describe("/openapi.json", () => {
       ListAssistantRuns: "200",
       CreateAssistantRun: "201",
       GetAssistantRun: "200",
+      DecideAssistantRunApprovals: "200",
       CancelAssistantRun: "200",
       CreateThread: "201",
       ListThreads: "200",

@@ -97,7 +97,28 @@ describe.each(storeKinds("tools over HTTP"))("tools over HTTP (%s store)", (stor
       });
     });
 
+    it("keeps which activities need approval: true, a list of names, or none for false and an empty list", async () => {
+      const created = async (approval_required: unknown) =>
+        toolSchema.parse(
+          (await admin.post("/tools", { name: "Guarded", server: { ...server, approval_required } })).body,
+        );
+      expect((await created(true)).server?.approval_required).toBe(true);
+      expect((await created(["delete_file", "send_mail"])).server?.approval_required).toEqual([
+        "delete_file",
+        "send_mail",
+      ]);
+      expect((await created(false)).server).not.toHaveProperty("approval_required");
+      expect((await created([])).server).not.toHaveProperty("approval_required");
+      const tool = await created(["delete_file"]);
+      const replaced = await admin.patch(`/tools/${tool.tool_id}`, { server: { ...server, approval_required: true } });
+      expect(replaced.status).toBe(200);
+      expect((await admin.get(`/tools/${tool.tool_id}`)).body.server.approval_required).toBe(true);
+    });
+
     it.each([
+      ["body.server.approval_required", { server: { ...server, approval_required: "all" } }],
+      ["body.server.approval_required[1]", { server: { ...server, approval_required: ["add", "bad name"] } }],
+      ["body.server.approval_required[1]", { server: { ...server, approval_required: ["add", "add"] } }],
       ["body.server.url", { server: { ...server, url: "ftp://tools.example.com/" } }],
       ["body.server.url", { server: { ...server, url: "/relative/mcp" } }],
       ["body.server.url", { server: { ...server, url: "https://user:pw@tools.example.com/" } }],

@@ -1,6 +1,7 @@
 import type { Client } from "@connectrpc/connect";
 import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { inSpan, SpanKind } from "@loom/telemetry/tracing";
+import { deniedOutcome } from "./approvals/denied.ts";
 import {
   type ActionsSubtask,
   actionCallsMessage,
@@ -9,6 +10,7 @@ import {
   griptapeEvents,
   griptapeId,
   listArtifact,
+  type TextArtifact,
   type ToolAction,
   textArtifact,
 } from "./griptape.ts";
@@ -21,6 +23,7 @@ import {
   type ToolCallDelta,
 } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
+import type { PendingApproval, PendingCall } from "./store/pending-approval.ts";
 import type { RunRecord } from "./store/run-records.ts";
 import { callTool, type ToolCallBounds } from "./tools/call-tool.ts";
 import type { RunTools } from "./tools/run-tools.ts";
@@ -31,6 +34,8 @@ export interface AgentLoopSettings {
   /** The most model calls one run makes; a model still calling tools at the last is FAILED, MaxStepsExceeded. */
   maxSteps: number;
   toolCall: ToolCallBounds;
+  /** How long a paused run waits for its approvals; undecided calls are denied after (RUN_APPROVAL_TIMEOUT_MS). */
+  approvalTimeoutMs: number;
 }
 
 export interface AgentLoopDeps {
@@ -40,6 +45,14 @@ export interface AgentLoopDeps {
   tools?: AgentLoopSettings;
   now: () => Date;
 }
+
+/** Where the loop starts: a new run's conversation, or a paused run's step whose calls were decided. */
+export type LoopStart =
+  | { turns: ModelTurn[]; promptStack: object[]; input: TextArtifact }
+  | { resume: PendingApproval };
+
+/** How the loop ended: the model's answer, or a step whose calls wait for approval (the run pauses). */
+export type LoopEnd = { answer: GenerateResult } | { paused: PendingApproval };
 
 /**
  * The run's agent loop (docs/decisions.md, "Runs that call tools"): the
@@ -51,25 +64,38 @@ export interface AgentLoopDeps {
  * FinishActionsSubtaskEvent and the next StartPromptEvent. The last call's
  * FinishPromptEvent is the caller's too (it goes with the run's end).
  * `promptStack` is the first call's griptape messages, grown step by step.
+ *
+ * A step calling an activity that needs approval runs none of its calls:
+ * the loop ends `paused` with what it needs to go on (docs/decisions.md,
+ * "Approval of tool calls"); started again from that (`resume`), the step's
+ * approved calls run, the denied ones answer the model with the decision.
  */
 export async function runAgentLoop(
   run: RunRecord,
-  conversation: { turns: ModelTurn[]; promptStack: object[] },
+  start: LoopStart,
   tools: RunTools,
   signal: AbortSignal,
   deps: AgentLoopDeps,
-): Promise<GenerateResult> {
+): Promise<LoopEnd> {
   const { model, now } = deps;
   const append = appendWhileActive(run, deps.log, signal);
-  const settings = tools.modelTools.length > 0 ? deps.tools : undefined;
-  const turns = [...conversation.turns];
-  const promptStack = [...conversation.promptStack];
-  const promptTaskId = griptapeId();
-  for (let step = 1; ; step++) {
+  const settings = tools.modelTools.length > 0 || "resume" in start ? deps.tools : undefined;
+  const resumed = "resume" in start ? start.resume : undefined;
+  const turns = [...(resumed?.turns ?? ("turns" in start ? start.turns : []))];
+  const promptStack = [...(resumed?.promptStack ?? ("promptStack" in start ? start.promptStack : []))];
+  const input = resumed?.input ?? ("input" in start ? start.input : textArtifact(run.message));
+  const promptTaskId = resumed?.promptTaskId ?? griptapeId();
+  let step = 1;
+  if (resumed && settings) {
+    await append([griptapeActionEvents.startActionsSubtask(resumed.subtask, now())]);
+    await runStep(resumed.subtask, resumed.calls, settings);
+    step = resumed.step + 1;
+  }
+  for (; ; step++) {
     const answer = await modelCall(run, turns, tools, settings !== undefined, signal, deps);
     const calls = answer.toolCalls ?? [];
     // The answer: its FinishPromptEvent goes with the run's end (the caller's).
-    if (calls.length === 0 || !settings) return answer;
+    if (calls.length === 0 || !settings) return { answer };
     const finishPrompt = griptapeEvents.finishPrompt(
       model.id,
       answer.text,
@@ -92,20 +118,39 @@ export async function runAgentLoop(
       input: textArtifact(answer.text),
       actions: calls.map((call) => actionOf(call, tools)),
     };
+    const stepCalls: PendingCall[] = calls.map((call) => {
+      const activity = tools.byName.get(call.name);
+      return { call, ...(activity ? { activity } : {}), needsApproval: activity?.approvalRequired ?? false };
+    });
+    if (stepCalls.some((c) => c.needsApproval)) {
+      await append([finishPrompt]);
+      const deadline = now().getTime() + settings.approvalTimeoutMs;
+      return {
+        paused: { step, turns, promptStack, input, promptTaskId, subtask, calls: stepCalls, deadline },
+      };
+    }
     await append([finishPrompt, griptapeActionEvents.startActionsSubtask(subtask, now())]);
+    await runStep(subtask, stepCalls, settings);
+  }
+
+  /** A step's calls (all at once; a denied one not made), their results given back to the model, the next prompt begun. */
+  async function runStep(subtask: ActionsSubtask, stepCalls: PendingCall[], settings: AgentLoopSettings) {
     const outcomes = await Promise.all(
-      calls.map((call) =>
-        inSpan(
-          `tool ${call.name}`,
-          { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },
-          undefined,
-          () => callTool(settings.activities, run, call, tools.byName.get(call.name), settings.toolCall, signal),
-        ),
+      stepCalls.map(({ call, activity, decision }) =>
+        decision && !decision.approved
+          ? deniedOutcome(call, decision, settings.toolCall.maxResultChars)
+          : inSpan(
+              `tool ${call.name}`,
+              { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },
+              undefined,
+              () => callTool(settings.activities, run, call, activity, settings.toolCall, signal),
+            ),
       ),
     );
     signal.throwIfAborted();
+    const calls = stepCalls.map((c) => c.call);
     turns.push(
-      { role: "assistant", content: answer.text, toolCalls: calls },
+      { role: "assistant", content: subtask.thought, toolCalls: calls },
       {
         role: "tool",
         results: calls.map((call, i) => ({
@@ -117,7 +162,7 @@ export async function runAgentLoop(
       },
     );
     promptStack.push(
-      actionCallsMessage(answer.text, subtask.actions),
+      actionCallsMessage(subtask.thought, subtask.actions),
       actionResultsMessage(subtask.actions.map((action, i) => ({ action, text: outcomes[i]!.text }))),
     );
     await append([

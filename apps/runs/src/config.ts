@@ -28,6 +28,8 @@ export const runSettings = {
   RUN_TOOL_CALL_TIMEOUT_MS: env.duration(60 * 1000),
   /** The most characters of a tool's result the model is given; a longer one is cut, with a note saying so. */
   RUN_TOOL_RESULT_MAX_CHARS: z.coerce.number().int().min(100).default(20_000),
+  /** How long a run paused for approval of its tool calls waits; calls still undecided then are denied (docs/behaviour.md §5). */
+  RUN_APPROVAL_TIMEOUT_MS: env.duration(24 * 60 * 60 * 1000),
   /** A chat call (streamed or not) still going after this long is 503 (DEADLINE_EXCEEDED); the provider request is aborted. */
   CHAT_TIMEOUT_MS: env.duration(5 * 60 * 1000),
 };

@@ -1,5 +1,6 @@
 import type { Logger } from "@loom/telemetry/logger";
-import { type AgentLoopSettings, runAgentLoop } from "./agent-loop.ts";
+import { type AgentLoopSettings, type LoopEnd, runAgentLoop } from "./agent-loop.ts";
+import { pauseRun } from "./approvals/pause.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
 import { countTransition } from "./metrics.ts";
@@ -32,40 +33,59 @@ export interface ExecuteDeps {
  * write is guarded by status and worker, so a cancel or a reaper that got
  * there first wins and this worker's late writes change nothing.
  */
-export async function executeRun(run: RunRecord, signal: AbortSignal, deps: ExecuteDeps): Promise<void> {
+export async function executeRun(
+  run: RunRecord,
+  signal: AbortSignal,
+  deps: ExecuteDeps,
+): Promise<"paused" | undefined> {
   const { store, log, model, workerId, now } = deps;
   const held = { from: ["RUNNING"] as const, worker: workerId };
-  const running = await store.transition(run.id, { from: ["STARTING"], worker: workerId }, "RUNNING", {}, now());
+  // A paused run taken back up is RUNNING already, its events begun (docs/decisions.md, "Approval of tool calls").
+  const resumed = run.status === "RUNNING" && run.pending ? run.pending : undefined;
+  const running = resumed
+    ? run
+    : await store.transition(run.id, { from: ["STARTING"], worker: workerId }, "RUNNING", {}, now());
   if (!running) return; // stopped while STARTING: whoever stopped it wrote its end
-  countTransition("STARTING", "RUNNING");
+  if (!resumed) countTransition("STARTING", "RUNNING");
 
-  const input = textArtifact(run.message);
-  let begun = false;
+  const input = resumed?.input ?? textArtifact(run.message);
+  let begun = resumed !== undefined;
   try {
-    // The conversation and the run's tools (each listed by its server now) at once.
-    const [history, runTools] = await Promise.all([
-      conversation(run, deps),
-      deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
-    ]);
-    const turns: HistoryTurn[] = [...instructionTurns(run), ...history];
-    const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
-    // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
-    begun = true;
-    await log.start(
-      run,
-      running,
-      [griptapeEvents.startStructureRun(input, now()), griptapeEvents.startPrompt(model.id, promptStack, now())],
-      runTools.unavailable.map(toolUnavailableEvent),
-    );
-    const result = await runAgentLoop(
-      running,
-      { turns: turns.map(({ role, content }) => ({ role, content })), promptStack },
-      runTools,
-      signal,
-      deps,
-    );
-    const output = textArtifact(result.text);
+    let ended: LoopEnd;
+    if (resumed) {
+      // The run's tools as listed now, for the steps after the decided one.
+      const runTools = deps.tools
+        ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs)
+        : noTools;
+      ended = await runAgentLoop(running, { resume: resumed }, runTools, signal, deps);
+    } else {
+      // The conversation and the run's tools (each listed by its server now) at once.
+      const [history, runTools] = await Promise.all([
+        conversation(run, deps),
+        deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+      ]);
+      const turns: HistoryTurn[] = [...instructionTurns(run), ...history];
+      const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
+      // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
+      begun = true;
+      await log.start(
+        run,
+        running,
+        [griptapeEvents.startStructureRun(input, now()), griptapeEvents.startPrompt(model.id, promptStack, now())],
+        runTools.unavailable.map(toolUnavailableEvent),
+      );
+      ended = await runAgentLoop(
+        running,
+        { turns: turns.map(({ role, content }) => ({ role, content })), promptStack, input },
+        runTools,
+        signal,
+        deps,
+      );
+    }
     if (signal.aborted) throw signal.reason;
+    if ("paused" in ended) return (await pauseRun(running, ended.paused, deps)) ? "paused" : undefined;
+    const result = ended.answer;
+    const output = textArtifact(result.text);
     await log.assistant(running, [
       griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
       griptapeEvents.finishStructureRun(input, output, now()),
@@ -114,7 +134,7 @@ async function finish(
   deps: ExecuteDeps,
   guard: { from: readonly ["RUNNING"]; worker: string },
   input?: TextArtifact,
-): Promise<void> {
+): Promise<undefined> {
   const at = deps.now();
   // A succeeded run on a thread appends its turn as griptape's conversation memory writes one (docs/behaviour.md §5).
   const threadMessage =
@@ -125,7 +145,14 @@ async function finish(
     run.id,
     guard,
     status,
-    { statusDetail, output, completedAt: at, leaseUntil: undefined, ...(threadMessage ? { threadMessage } : {}) },
+    {
+      statusDetail,
+      output,
+      completedAt: at,
+      leaseUntil: undefined,
+      ...(threadMessage ? { threadMessage } : {}),
+      ...(run.pending ? { pending: undefined } : {}),
+    },
     at,
   );
   if (!ended) return;

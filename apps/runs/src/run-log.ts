@@ -58,6 +58,12 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
   };
   return {
     lifecycle: (run: RunRecord) => append(run, [lifecycleEvent(run)]),
+    /** SYSTEM events of Loom's own about the run (an approval awaited, a decision). */
+    system: (run: RunRecord, notes: Array<{ type: string; payload: object }>) =>
+      append(
+        run,
+        notes.map((note) => ({ ...note, origin: "SYSTEM" as const })),
+      ),
     assistant: (run: RunRecord, payloads: Array<{ type: string; meta?: object }>) =>
       append(run, assistantEvents(run, payloads)),
     /**

@@ -10,6 +10,7 @@ import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import type { Logger } from "@loom/telemetry/logger";
 import { callTraceparent } from "@loom/telemetry/tracing";
+import { decideApprovals } from "./approvals/decide.ts";
 import type { RunLog } from "./run-log.ts";
 import { answeredDurably } from "./service/answered-durably.ts";
 import { assistantOf } from "./service/assistant.ts";
@@ -84,6 +85,20 @@ export function createRunsService(deps: RunsDeps): RpcService {
         { store, log: deps.log, bus: deps.bus, logger: deps.logger, now },
         requirePrincipal(ctx).organizationId,
         req.assistantRunId,
+      );
+      return { assistantRun: runMessage(run) };
+    },
+
+    async decideApprovals(req, ctx) {
+      const run = await decideApprovals(
+        { store, log: deps.log, bus: deps.bus, now },
+        requirePrincipal(ctx),
+        req.assistantRunId,
+        req.decisions.map((d) => ({
+          callId: d.callId,
+          approved: d.approved,
+          ...(d.reason === undefined ? {} : { reason: d.reason }),
+        })),
       );
       return { assistantRun: runMessage(run) };
     },

@@ -36,6 +36,7 @@ export interface RunSettings extends ModelConfig {
   RUN_MAX_STEPS: number;
   RUN_TOOL_CALL_TIMEOUT_MS: number;
   RUN_TOOL_RESULT_MAX_CHARS: number;
+  RUN_APPROVAL_TIMEOUT_MS: number;
 }
 
 /** MongoDB when a URL is given, else SQLite, its calls acknowledged by the service's answers (`RunsStore.durable`). */
@@ -75,6 +76,7 @@ export async function wireRuns(
     tools: {
       activities: clientFor(ActivitiesService, peers.tools),
       maxSteps: settings.RUN_MAX_STEPS,
+      approvalTimeoutMs: settings.RUN_APPROVAL_TIMEOUT_MS,
       toolCall: { timeoutMs: settings.RUN_TOOL_CALL_TIMEOUT_MS, maxResultChars: settings.RUN_TOOL_RESULT_MAX_CHARS },
     },
     bus: peers.bus,

@@ -2,6 +2,7 @@ import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageContent, NewMessage } from "../src/store/messages.ts";
+import type { PendingApproval } from "../src/store/pending-approval.ts";
 import type { RunsStore } from "../src/store/port.ts";
 import { QueueFull, type RunRecord } from "../src/store/run-records.ts";
 import type { NewThread } from "../src/store/threads.ts";
@@ -115,6 +116,92 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     ).toBeUndefined();
     expect(await store.getRun(org, run.id)).toMatchObject({ status: "CANCELLED" });
     expect(await store.renewLease(run.id, "w1", new Date(clock + 60_000))).toBe(false);
+  });
+
+  it("pauses a run for approval and takes it back up: pending kept, lease let go, guards on no worker and on pending", async () => {
+    const run = newRun();
+    await store.insertRun(run);
+    await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: tick() }, tick());
+    await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick());
+    expect(await store.claimRun(run.id, "w1", tick())).toBe(true);
+    // A model's input may hold keys MongoDB would refuse as field names.
+    const call = { id: "call_1", name: "Calc_add", input: { $a: 1, "b.c": { d: [1, "x"] } } };
+    const pending: PendingApproval = {
+      step: 2,
+      turns: [{ role: "user", content: "go" }],
+      promptStack: [{ type: "Message" }],
+      input: { type: "TextArtifact", id: "i", reference: null, meta: {}, name: "i", value: "go" },
+      promptTaskId: "p",
+      subtask: {
+        id: "s",
+        parentTaskId: "p",
+        thought: "",
+        input: { type: "TextArtifact", id: "t", reference: null, meta: {}, name: "t", value: "" },
+        actions: [],
+      },
+      calls: [{ call, activity: { toolId: "t1", toolName: "Calc", activity: "add" }, needsApproval: true }],
+      deadline: clock + 60_000,
+    };
+    const paused = await store.transition(
+      run.id,
+      { from: ["RUNNING"], worker: "w1" },
+      "RUNNING",
+      { pending, statusDetail: { reason: "AwaitingApproval" }, worker: undefined, leaseUntil: undefined },
+      tick(),
+    );
+    expect(paused).toMatchObject({ status: "RUNNING", pending });
+    expect(paused).not.toHaveProperty("worker");
+    expect((await store.getRunById(run.id))!.pending).toEqual(pending);
+    expect((await store.executingLoad()).perOrganization.get(org) ?? 0).toBe(0);
+    expect((await store.expiredLeases(new Date(clock + 3_600_000), 100)).map((r) => r.id)).not.toContain(run.id);
+    // Due only once its deadline has passed.
+    expect((await store.expiredApprovals(new Date(clock), 100)).map((r) => r.id)).not.toContain(run.id);
+    expect((await store.expiredApprovals(new Date(clock + 120_000), 100)).map((r) => r.id)).toContain(run.id);
+    // A decision's compare-and-set holds only on the pending approval as read.
+    const decided = { ...pending, calls: [{ ...pending.calls[0]!, decision: { approved: true, by: "u", at: "t" } }] };
+    const stale = { ...pending, step: 1 };
+    expect(
+      await store.transition(
+        run.id,
+        { from: ["RUNNING"], unheld: true, pending: stale },
+        "RUNNING",
+        { pending: decided },
+        tick(),
+      ),
+    ).toBeUndefined();
+    expect(
+      await store.transition(
+        run.id,
+        { from: ["RUNNING"], unheld: true, pending },
+        "RUNNING",
+        { pending: decided },
+        tick(),
+      ),
+    ).toMatchObject({ pending: decided });
+    // Back in the queue, its first claim given back; taken up by a move guarded on no worker, once.
+    await store.requeuePaused(run, tick());
+    expect((await store.queueCandidates([], [], 1000)).map((e) => e.runId)).toContain(run.id);
+    expect(await store.claimRun(run.id, "w2", tick())).toBe(true);
+    const takeUp = () =>
+      store.transition(
+        run.id,
+        { from: ["RUNNING"], unheld: true },
+        "RUNNING",
+        { worker: "w2", leaseUntil: new Date(clock + 60_000) },
+        tick(),
+      );
+    expect(await takeUp()).toMatchObject({ worker: "w2", pending: decided });
+    expect(await takeUp()).toBeUndefined();
+    expect((await store.queueCandidates([], [], 1000)).map((e) => e.runId)).not.toContain(run.id);
+    expect((await store.expiredApprovals(new Date(clock + 120_000), 100)).map((r) => r.id)).not.toContain(run.id);
+    const ended = await store.transition(
+      run.id,
+      { from: ["RUNNING"], worker: "w2" },
+      "SUCCEEDED",
+      { pending: undefined, leaseUntil: undefined },
+      tick(),
+    );
+    expect(ended).not.toHaveProperty("pending");
   });
 
   it("grants the claim of a run once, however many ask at once", async () => {

@@ -94,6 +94,7 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
             name,
             description,
             inputSchemaJson: JSON.stringify(inputSchema),
+            approvalRequired: needsApproval(server.approvalRequired, name),
           })),
         };
       } catch (error) {
@@ -281,3 +282,7 @@ function toolRunMessage(r: ToolRunRecord): MessageInitShape<typeof ToolRunSchema
     updatedAt: timestampFromDate(r.updatedAt),
   };
 }
+
+/** Whether a run's model may call the activity only once a person approved (docs/behaviour.md §5, "Approval of tool calls"). */
+const needsApproval = (approval: true | string[] | undefined, activity: string): boolean =>
+  approval === true || (approval?.includes(activity) ?? false);

@@ -8,7 +8,7 @@ import {
   nameProblem,
 } from "@loom/contracts/text";
 import { neverReachable } from "@loom/outbound/address";
-import type { EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
+import type { ApprovalRequired, EnvVar, ToolCode, ToolServer } from "@loom/proto/tools/v1/tools_pb";
 import type {
   EnvVarRecord,
   EnvVarSource,
@@ -25,6 +25,7 @@ export const toolBounds = {
   headerValue: 8192,
   envValue: 10_000,
   configFile: 1000,
+  approvalActivities: 200,
 };
 
 const transports = new Set(["mcp", "griptape"]);
@@ -110,7 +111,40 @@ export function checkServer(
       headers[name] = { secretRef: value.value.toLowerCase() };
     } else violations.push({ path: at, message: "must hold a value or a secret_ref" });
   }
-  return { url: server.url, transport: server.transport as ToolServerRecord["transport"], headers };
+  const approvalRequired = checkApprovalRequired(violations, `${path}.approval_required`, server.approvalRequired);
+  return {
+    url: server.url,
+    transport: server.transport as ToolServerRecord["transport"],
+    headers,
+    ...(approvalRequired === undefined ? {} : { approvalRequired }),
+  };
+}
+
+/** An activity name as the tools service gives it (docs/api.md, Tools). */
+const activityName = /^[A-Za-z0-9_]{1,200}$/;
+
+/**
+ * Which activities need approval (docs/decisions.md, "Approval of tool
+ * calls"): `true` is every one; `false`, an empty list or none is none
+ * (stored as absent); a list names activities, each once.
+ */
+function checkApprovalRequired(
+  violations: Violation[],
+  path: string,
+  approval: ApprovalRequired | undefined,
+): true | string[] | undefined {
+  const which = approval?.which;
+  if (which?.case === "all") return which.value ? true : undefined;
+  if (which?.case !== "activities") return undefined;
+  const names = which.value.names;
+  if (names.length > toolBounds.approvalActivities)
+    violations.push({ path, message: `must name at most ${toolBounds.approvalActivities} activities` });
+  names.forEach((name, i) => {
+    if (!activityName.test(name))
+      violations.push({ path: `${path}[${i}]`, message: "must be an activity name: 1..200 letters, digits or _" });
+    else if (names.indexOf(name) !== i) violations.push({ path: `${path}[${i}]`, message: "is named twice" });
+  });
+  return names.length > 0 ? [...names] : undefined;
 }
 
 function problemOfUrl(url: string): string | undefined {

@@ -6,7 +6,12 @@ import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
-import { type ToolCodeSchema, type ToolSchema, ToolsService } from "@loom/proto/tools/v1/tools_pb";
+import {
+  type ApprovalRequiredSchema,
+  type ToolCodeSchema,
+  type ToolSchema,
+  ToolsService,
+} from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { type ActivitiesDeps, createActivitiesHandlers } from "./activities-service.ts";
@@ -146,9 +151,19 @@ function toolMessage(t: ToolRecord): MessageInitShape<typeof ToolSchema> {
           },
         ]),
       ),
+      approvalRequired: approvalMessage(t.server.approvalRequired),
     },
     createdBy: t.createdBy,
     createdAt: timestampFromDate(t.createdAt),
     updatedAt: timestampFromDate(t.updatedAt),
   };
+}
+
+function approvalMessage(
+  approval: true | string[] | undefined,
+): MessageInitShape<typeof ApprovalRequiredSchema> | undefined {
+  if (approval === undefined) return undefined;
+  return approval === true
+    ? { which: { case: "all", value: true } }
+    : { which: { case: "activities", value: { names: approval } } };
 }

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { timestampDate } from "@bufbuild/protobuf/wkt";
 import { invalidArgument } from "@loom/contracts/errors";
 import { valueToJson } from "@loom/contracts/json-value";
-import { type AssistantRun, RunStatus } from "@loom/proto/runs/v1/runs_pb";
+import { type AssistantRun, RunStatus, type StatusDetail } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
 import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
@@ -65,6 +65,7 @@ export function runJson(run: AssistantRun | undefined) {
           status_detail: {
             reason: run.statusDetail.reason,
             ...(run.statusDetail.message !== undefined ? { message: run.statusDetail.message } : {}),
+            ...awaitingJson(run.statusDetail),
           },
         }
       : {}),
@@ -80,6 +81,43 @@ export function runJson(run: AssistantRun | undefined) {
     updated_at: isoTime(run.updatedAt),
   };
 }
+
+/** A paused run's calls awaiting approval and its deadline (Loom's, docs/api.md §3); nothing for another run. */
+function awaitingJson(detail: StatusDetail) {
+  if (!detail.approvalDeadline) return {};
+  return {
+    calls: detail.awaitingCalls.map((c) => ({
+      call_id: c.callId,
+      tool_id: c.toolId,
+      tool: c.tool,
+      activity: c.activity,
+      input: c.input ?? {},
+      ...(c.decision
+        ? {
+            decision: {
+              approved: c.decision.approved,
+              ...(c.decision.reason === undefined ? {} : { reason: c.decision.reason }),
+              by: c.decision.by,
+              at: isoTime(c.decision.at),
+            },
+          }
+        : {}),
+    })),
+    deadline: isoTime(detail.approvalDeadline),
+  };
+}
+
+const decideBody = z.strictObject({
+  decisions: z
+    .array(
+      z.strictObject({
+        call_id: z.string().min(1),
+        approved: z.boolean(),
+        reason: z.string().max(2000).optional().meta({ description: "Given to the model with a denial" }),
+      }),
+    )
+    .min(1),
+});
 
 export function runOperations({ runs }: ServiceClients, billingStanding: BillingStanding) {
   const runPath = z.object({ assistant_run_id: uuid });
@@ -168,6 +206,28 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       response: { status: 200, description: "The run after the cancel", schema: assistantRunSchema },
       handle: async ({ params, call }) =>
         runJson((await runs.cancelAssistantRun({ assistantRunId: params.assistant_run_id }, call)).assistantRun),
+    }),
+    defineOperation({
+      id: "DecideAssistantRunApprovals",
+      method: "POST",
+      path: "/assistant-runs/{assistant_run_id}/approvals",
+      summary:
+        "Loom's extension: approves or denies tool calls of a run awaiting approval (status_detail.reason AwaitingApproval); once every call is decided the run resumes",
+      params: runPath,
+      body: { schema: decideBody, required: true },
+      response: { status: 200, description: "The run after the decisions", schema: assistantRunSchema },
+      handle: async ({ params, body, call }) =>
+        runJson(
+          (
+            await runs.decideApprovals(
+              {
+                assistantRunId: params.assistant_run_id,
+                decisions: body.decisions.map((d) => ({ callId: d.call_id, approved: d.approved, reason: d.reason })),
+              },
+              call,
+            )
+          ).assistantRun,
+        ),
     }),
   ];
 }

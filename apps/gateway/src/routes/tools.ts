@@ -1,5 +1,11 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { Tool, ToolCodeSchema, ToolServerSchema } from "@loom/proto/tools/v1/tools_pb";
+import type {
+  ApprovalRequired,
+  ApprovalRequiredSchema,
+  Tool,
+  ToolCodeSchema,
+  ToolServerSchema,
+} from "@loom/proto/tools/v1/tools_pb";
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
@@ -50,7 +56,22 @@ function serverMessage(server: ServerJson): MessageInitShape<typeof ToolServerSc
         },
       ]),
     ),
+    ...(server.approval_required === undefined ? {} : { approvalRequired: approvalMessage(server.approval_required) }),
   };
+}
+
+function approvalMessage(approval: boolean | string[]): MessageInitShape<typeof ApprovalRequiredSchema> {
+  return typeof approval === "boolean"
+    ? { which: { case: "all", value: approval } }
+    : { which: { case: "activities", value: { names: approval } } };
+}
+
+/** `true` or the activity names, as set; absent when no activity needs approval. */
+function approvalJson(approval: ApprovalRequired | undefined): { approval_required?: true | string[] } {
+  const which = approval?.which;
+  if (which?.case === "all" && which.value) return { approval_required: true };
+  if (which?.case === "activities" && which.value.names.length > 0) return { approval_required: which.value.names };
+  return {};
 }
 
 function codeJson(code: Tool["code"]): CodeJson {
@@ -91,6 +112,7 @@ export function toolJson(t: Tool | undefined) {
                 value.case === "secretRef" ? { secret_ref: value.value } : { value: value.value ?? "" },
               ]),
             ),
+            ...approvalJson(t.server.approvalRequired),
           },
         }
       : {}),

@@ -22,11 +22,13 @@ export const faultLeaseMs = 2_000;
 
 /**
  * The split deployment (six Node processes) on NATS and FerretDB of its
- * own, with a fake OpenAI-compatible model the test controls (`runs`: more
- * settings of the runs process). Process logs
+ * own, with a fake OpenAI-compatible model the test controls (`runs`, `tools`: more
+ * settings of those processes). Process logs
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */
-export async function startFaultStack(options: { runs?: Record<string, string> } = {}): Promise<FaultStack> {
+export async function startFaultStack(
+  options: { runs?: Record<string, string>; tools?: Record<string, string> } = {},
+): Promise<FaultStack> {
   const key = `loom_fault-${randomBytes(24).toString("base64url")}`;
   const started: Array<{ close(): Promise<void> }> = [];
   try {
@@ -47,6 +49,7 @@ export async function startFaultStack(options: { runs?: Record<string, string> }
           RUN_POLL_MS: "100",
           ...options.runs,
         },
+        ...(options.tools ? { tools: options.tools } : {}),
       },
       { stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore" },
     );

@@ -35,7 +35,13 @@ export async function cancelRun(deps: CancelDeps, organizationId: string, runId:
     run.id,
     { from: activeStatuses },
     "CANCELLED",
-    { statusDetail: { reason: "Cancelled", message: "cancelled by request" }, completedAt: at, leaseUntil: undefined },
+    {
+      statusDetail: { reason: "Cancelled", message: "cancelled by request" },
+      completedAt: at,
+      leaseUntil: undefined,
+      // A run paused for approval drops what it waited with (docs/decisions.md, "Approval of tool calls").
+      ...(run.pending ? { pending: undefined } : {}),
+    },
     at,
   );
   if (!cancelled) return (await store.getRun(organizationId, run.id))!; // ended meanwhile

@@ -3,6 +3,7 @@ import { invalidArgument } from "@loom/contracts/errors";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RunStatus as RunStatusEnum } from "@loom/proto/runs/v1/runs_pb";
 import type { MessageRecord } from "../store/messages.ts";
+import type { PendingApproval } from "../store/pending-approval.ts";
 import { type RunRecord, type RunStatus, runStatuses } from "../store/run-records.ts";
 import type { ThreadRecord } from "../store/threads.ts";
 
@@ -25,7 +26,11 @@ export function runMessage(run: RunRecord) {
     input: run.input,
     output: run.output === undefined ? undefined : jsonToValue(run.output),
     status: RunStatusEnum[run.status],
-    statusDetail: run.statusDetail,
+    statusDetail: run.statusDetail && {
+      ...run.statusDetail,
+      // A paused run says which calls await approval (decided ones with the decision), and until when.
+      ...(run.pending && !run.worker && run.status === "RUNNING" ? awaitingCalls(run.pending) : {}),
+    },
     stream: run.stream,
     knowledgeBaseIds: run.knowledgeBaseIds,
     retrieverIds: run.retrieverIds,
@@ -66,5 +71,31 @@ export function messageMessage(m: MessageRecord) {
     createdAt: timestampFromDate(m.createdAt),
     createdBy: m.createdBy,
     updatedAt: timestampFromDate(m.updatedAt),
+  };
+}
+
+/** A paused run's calls needing approval and its deadline, as StatusDetail's `awaiting_calls` and `approval_deadline`. */
+function awaitingCalls(pending: PendingApproval) {
+  return {
+    awaitingCalls: pending.calls
+      .filter((c) => c.needsApproval)
+      .map(({ call, activity, decision }) => ({
+        callId: call.id,
+        toolId: activity?.toolId ?? "",
+        tool: activity?.toolName ?? call.name,
+        activity: activity?.activity ?? "",
+        input: call.input,
+        ...(decision
+          ? {
+              decision: {
+                approved: decision.approved,
+                ...(decision.reason === undefined ? {} : { reason: decision.reason }),
+                by: decision.by,
+                at: timestampFromDate(new Date(decision.at)),
+              },
+            }
+          : {}),
+      })),
+    approvalDeadline: timestampFromDate(new Date(pending.deadline)),
   };
 }

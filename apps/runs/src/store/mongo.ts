@@ -3,6 +3,7 @@ import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
 import { createMongoThreads } from "./mongo-threads.ts";
+import type { PendingApproval } from "./pending-approval.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
@@ -16,8 +17,15 @@ type IdempotencyDoc = IdempotencyRecord & { _id: string };
  */
 const docOfRun = (r: RunRecord): RunRecord =>
   r.outputSchema === undefined ? r : ({ ...r, outputSchema: JSON.stringify(r.outputSchema) } as unknown as RunRecord);
-const runOfDoc = (r: RunRecord | undefined): RunRecord | undefined =>
-  typeof r?.outputSchema === "string" ? { ...r, outputSchema: JSON.parse(r.outputSchema) as JsonObject } : r;
+const runOfDoc = (r: RunRecord | undefined): RunRecord | undefined => {
+  if (!r) return r;
+  const run = { ...r };
+  if (typeof run.outputSchema === "string") run.outputSchema = JSON.parse(run.outputSchema) as JsonObject;
+  if (typeof run.pending === "string") run.pending = JSON.parse(run.pending) as PendingApproval;
+  return run;
+};
+/** A run's pending approval as JSON text (the model's inputs may hold any key, `$` and `.` too). */
+const pendingField = (pending: PendingApproval | undefined) => ({ pending: pending && JSON.stringify(pending) });
 
 /**
  * MongoDB adapter. State changes are single-document guarded updates
@@ -48,6 +56,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   const claimTakeovers: Collection<{ _id: string; at: Date }> = db.collection("run_claim_takeovers");
   const leases: Collection<{ _id: string; worker: string; until: Date; organizationId?: string; threadId?: string }> =
     db.collection("run_leases");
+  /** The deadlines of runs with a pending approval: a small collection the sweep reads, as the leases. */
+  const approvalDeadlines: Collection<{ _id: string; deadline: Date; threadId?: string }> =
+    db.collection("run_approval_deadlines");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
@@ -119,6 +130,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await runs.createIndex({ organizationId: 1, assistantId: 1, createdAt: -1, _id: -1 });
       await runs.createIndex({ status: 1, createdAt: 1 });
       await runs.createIndex({ threadId: 1, status: 1, createdAt: 1 });
+      await approvalDeadlines.createIndex({ deadline: 1 });
       await db.collection("threads").createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await db.collection("thread_messages").createIndex({ threadId: 1, generation: 1, index: 1, _id: 1 });
       await db.collection("thread_message_slots").createIndex({ threadId: 1, generation: 1, index: -1 });
@@ -185,18 +197,40 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
         return undefined;
       const filter: Filter<Doc<RunRecord>> = { _id: id, status: { $in: [...guard.from] } };
       if (guard.worker !== undefined) filter.worker = guard.worker;
-      const { leaseUntil, ...rest } = changes;
+      if (guard.unheld) filter.worker = { $exists: false };
+      if (guard.pending) (filter as Record<string, unknown>).pending = JSON.stringify(guard.pending);
+      const { leaseUntil, pending, ...rest } = changes;
       // The end is marked before it is written: a crash in between leaves a mark the sweep drops, never an end without one.
       const marked =
         isTerminal(to) &&
         (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
       const changed = run(
-        await runs.findOneAndUpdate(filter, setAndUnset({ ...rest, status: to, updatedAt: at }), {
-          returnDocument: "after",
-        }),
+        await runs.findOneAndUpdate(
+          filter,
+          setAndUnset({ ...rest, ...("pending" in changes ? pendingField(pending) : {}), status: to, updatedAt: at }),
+          {
+            returnDocument: "after",
+          },
+        ),
       );
       if (!changed && marked) await unloggedEnds.deleteOne({ _id: id });
-      if (changed && to !== "QUEUED" && guard.from.includes("QUEUED"))
+      if (changed && "pending" in changes)
+        await (pending
+          ? approvalDeadlines.updateOne(
+              { _id: id },
+              {
+                $set: {
+                  deadline: new Date(pending.deadline),
+                  ...(changed.threadId ? { threadId: changed.threadId } : {}),
+                },
+              },
+              { upsert: true },
+            )
+          : approvalDeadlines.deleteOne({ _id: id }));
+      // Taken back up, a paused run holds its thread by its lease: its deadline is done with.
+      if (changed && guard.unheld && changes.worker) await approvalDeadlines.deleteOne({ _id: id });
+      // A paused run taken back up (`unheld`) leaves the queue it was put back in, as a queued run does.
+      if (changed && to !== "QUEUED" && (guard.from.includes("QUEUED") || guard.unheld))
         await Promise.all([queue.deleteOne({ _id: id }), freeQueueSlot(id)]);
       if (!changed || !("leaseUntil" in changes)) return changed;
       if (leaseUntil === undefined) {
@@ -243,13 +277,24 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     async releaseClaim(runId) {
       await claims.deleteOne({ _id: runId });
     },
+    async requeuePaused(r, at) {
+      await claims.deleteOne({ _id: r.id });
+      // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
+      await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: at }));
+    },
     countQueued: (organizationId) => queue.countDocuments({ organizationId }),
     async executingLoad() {
       // One read of a collection that holds only executing runs; counted here rather than with
       // $group so it runs the same on FerretDB.
       const perOrganization = new Map<string, number>();
       const threadsHeld = new Set<string>();
-      for (const lease of await leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray()) {
+      const [held, paused] = await Promise.all([
+        leases.find({}, { projection: { organizationId: 1, threadId: 1 } }).toArray(),
+        // A paused run holds its thread without a lease: the thread's queued runs wait, and take no candidate's place.
+        approvalDeadlines.find({ threadId: { $exists: true } }, { projection: { threadId: 1 } }).toArray(),
+      ]);
+      for (const { threadId } of paused) if (threadId) threadsHeld.add(threadId);
+      for (const lease of held) {
         if (lease.organizationId)
           perOrganization.set(lease.organizationId, (perOrganization.get(lease.organizationId) ?? 0) + 1);
         if (lease.threadId) threadsHeld.add(lease.threadId);
@@ -267,6 +312,19 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     },
     async endLogged(id) {
       await unloggedEnds.deleteOne({ _id: id });
+    },
+    async expiredApprovals(now, limit) {
+      const due = await approvalDeadlines
+        .find({ deadline: { $lt: now } })
+        .limit(limit)
+        .toArray();
+      if (due.length === 0) return [];
+      const found = (await runs.find({ _id: { $in: due.map((d) => d._id) } }).toArray()).map((d) => run(d)!);
+      // A run that ended otherwise (reaped after it was taken up again) needs its deadline no more.
+      const ended = found.filter((r) => isTerminal(r.status)).map((r) => r.id);
+      if (ended.length > 0) await approvalDeadlines.deleteMany({ _id: { $in: ended } });
+      // A run taken up again keeps its pending approval (and deadline) until it ends or pauses anew: not awaiting.
+      return found.filter((r) => r.status === "RUNNING" && r.pending && !r.worker);
     },
     async unloggedEnds(before, limit) {
       const marks = await unloggedEnds

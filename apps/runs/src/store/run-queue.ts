@@ -49,6 +49,13 @@ export interface RunQueue {
    * An entry may briefly precede its run (the run is stored right after it).
    */
   queueCandidates(skipOrganizations: string[], skipThreads: string[], limit: number): Promise<QueueEntry[]>;
+  /**
+   * Puts a run paused for approval back in the queue, all its calls decided
+   * (docs/decisions.md, "Approval of tool calls"): its claim of the first
+   * start is given back, so the entry can be claimed like a new run's, and
+   * the claimer takes it up with a move guarded by `unheld`.
+   */
+  requeuePaused(run: RunRecord, at: Date): Promise<void>;
   /** Takes a run off the queue (it was claimed, cancelled, or never got stored). */
   dropQueueEntry(runId: string): Promise<void>;
   countQueued(organizationId: string): Promise<number>;

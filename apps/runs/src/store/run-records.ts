@@ -3,6 +3,7 @@ import type { IdArray } from "@loom/contracts/id-arrays";
 import type { Page } from "@loom/contracts/paging";
 import type { RunStatus } from "@loom/contracts/run-lifecycle";
 import type { MessageContent } from "./messages.ts";
+import type { PendingApproval } from "./pending-approval.ts";
 
 // The statuses are named once, in @loom/contracts (the events service and the gateway know them too).
 export { activeStatuses, isTerminal, type RunStatus, runStatuses } from "@loom/contracts/run-lifecycle";
@@ -62,6 +63,11 @@ export interface RunRecord extends Record<IdArray, string[]> {
    * set, the run keeps its thread (docs/decisions.md, "Threads and their messages").
    */
   threadMessage?: MessageContent;
+  /**
+   * A RUNNING run paused for approval of its tool calls (no worker, no
+   * lease): what it needs to continue (docs/decisions.md, "Approval of tool calls").
+   */
+  pending?: PendingApproval;
 }
 
 /** When a transition may happen: the run's status is one of `from`, and the other fields, when given, hold too. */
@@ -71,11 +77,15 @@ export interface RunGuard {
   worker?: string;
   /** The run's lease must have run out before this time (the reaper's guard against a renewal in between). */
   leaseExpiredBefore?: Date;
+  /** No worker may hold the run (a paused run, taken back up by a claim). */
+  unheld?: boolean;
+  /** The run's pending approval must be this one, as read (a decision's compare-and-set). */
+  pending?: PendingApproval;
 }
 
 /** What a transition may set besides the status. */
 export type RunChanges = Partial<
-  Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil" | "threadMessage">
+  Pick<RunRecord, "statusDetail" | "output" | "completedAt" | "worker" | "leaseUntil" | "threadMessage" | "pending">
 >;
 
 /** The runs themselves: stored, read, moved from status to status, and their ends logged. */
@@ -121,4 +131,6 @@ export interface RunRecordStore {
    * no-op), then the mark cleared.
    */
   appendRunMessage(run: RunRecord): Promise<void>;
+  /** Runs paused for approval (RUNNING, no worker) whose deadline is before `now`. */
+  expiredApprovals(now: Date, limit: number): Promise<RunRecord[]>;
 }

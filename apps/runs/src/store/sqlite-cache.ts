@@ -16,6 +16,7 @@ export function copyOfRun(run: RunRecord): RunRecord {
   for (const [field] of idArrays) copy[field] = [...run[field]];
   if (run.completedAt) copy.completedAt = new Date(run.completedAt.getTime());
   if (run.leaseUntil) copy.leaseUntil = new Date(run.leaseUntil.getTime());
+  if (run.pending) copy.pending = structuredClone(run.pending);
   return copy;
 }
 

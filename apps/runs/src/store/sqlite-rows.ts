@@ -3,6 +3,7 @@ import type { IdArray } from "@loom/contracts/id-arrays";
 import { dateOf, type Row } from "@loom/store/sqlite";
 import type { IdempotencyRecord } from "./idempotency.ts";
 import type { MessageRecord } from "./messages.ts";
+import type { PendingApproval } from "./pending-approval.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import type { RunChanges, RunRecord, StatusDetail } from "./run-records.ts";
 import type { ThreadRecord } from "./threads.ts";
@@ -32,6 +33,7 @@ export const changeColumns: Record<
   output: ["output", (v: unknown) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
   completedAt: ["completed_at", (v: Date) => v.getTime(), (stored: number) => dateOf(stored)],
   worker: ["worker", (v: string) => v, (stored: string) => stored],
+  pending: ["pending", (v: PendingApproval) => JSON.stringify(v), (stored: string) => JSON.parse(stored)],
 };
 
 /** A run row (with its lease's `until`, joined) as a record: NULL columns become absent fields. */
@@ -60,6 +62,8 @@ export function runOf(row: Row | undefined): RunRecord | undefined {
   if (row.completed_at !== null) run.completedAt = dateOf(row.completed_at)!;
   if (row.worker !== null) run.worker = row.worker as string;
   if (row.traceparent !== null && row.traceparent !== undefined) run.traceparent = row.traceparent as string;
+  if (row.pending !== null && row.pending !== undefined)
+    run.pending = JSON.parse(row.pending as string) as PendingApproval;
   if (row.lease_until !== null && row.lease_until !== undefined) run.leaseUntil = dateOf(row.lease_until)!;
   return run;
 }

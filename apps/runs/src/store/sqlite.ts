@@ -70,6 +70,9 @@ export const runsMigrations = [
    CREATE INDEX runs_messages_by_thread ON runs_messages (thread_id, idx, id);`,
   // 8: the run's rules as read at its creation (docs/behaviour.md §5); NULL on the runs before, which had none.
   `ALTER TABLE runs_runs ADD COLUMN instructions TEXT; ALTER TABLE runs_runs ADD COLUMN output_schema TEXT;`,
+  // 9: a run paused for approval of its tool calls, and its deadline for the sweep (docs/decisions.md, "Approval of tool calls").
+  `ALTER TABLE runs_runs ADD COLUMN pending TEXT;
+   CREATE INDEX runs_runs_awaiting_approval ON runs_runs (json_extract(pending, '$.deadline')) WHERE pending IS NOT NULL;`,
 ];
 
 /** A run with its lease: every read of runs selects this. */
@@ -226,6 +229,11 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
         where += " AND worker = ?";
         params.push(guard.worker);
       }
+      if (guard.unheld) where += " AND worker IS NULL";
+      if (guard.pending) {
+        where += " AND pending = ?";
+        params.push(JSON.stringify(guard.pending));
+      }
       if (guard.leaseExpiredBefore) {
         where += " AND EXISTS (SELECT 1 FROM runs_leases WHERE run_id = ? AND until < ?)";
         params.push(id, guard.leaseExpiredBefore.getTime());
@@ -322,8 +330,27 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
     async releaseClaim(runId) {
       claims.delete(runId);
     },
+    async requeuePaused(run, at) {
+      claims.delete(run.id);
+      const queued =
+        prepare(
+          "INSERT INTO runs_queue (run_id, organization_id, thread_id, created_at) VALUES (?, ?, ?, ?) ON CONFLICT DO NOTHING",
+        ).run(run.id, run.organizationId, null, at.getTime()).changes === 1;
+      // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
+      if (queued)
+        cache.loadedQueueAndLeases()?.enqueue({ runId: run.id, organizationId: run.organizationId, createdAt: at });
+    },
     countQueued: async (organizationId) => cache.queueAndLeases().countQueued(organizationId),
-    executingLoad: async () => cache.queueAndLeases().executingLoad(),
+    async executingLoad() {
+      const load = cache.queueAndLeases().executingLoad();
+      // A paused run holds its thread without a lease: the thread's queued runs wait, and take no candidate's place.
+      for (const row of prepare(
+        `SELECT thread_id FROM runs_runs INDEXED BY runs_runs_awaiting_approval
+         WHERE pending IS NOT NULL AND status = 'RUNNING' AND worker IS NULL AND thread_id IS NOT NULL`,
+      ).all())
+        load.threads.add(row.thread_id as string);
+      return load;
+    },
     async expiredLeases(now, limit) {
       // CROSS JOIN keeps the leases (the runs in flight) the outer loop: the planner, without statistics, would rather walk every run.
       const rows = prepare(
@@ -342,6 +369,14 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
          WHERE u.at < ? ORDER BY u.at LIMIT ?`,
       )
         .all(before.getTime(), limit)
+        .map((row) => runOf(row)!),
+    expiredApprovals: async (now, limit) =>
+      prepare(
+        `SELECT r.*, NULL AS lease_until FROM runs_runs r INDEXED BY runs_runs_awaiting_approval
+         WHERE r.pending IS NOT NULL AND json_extract(r.pending, '$.deadline') < ?
+         AND r.status = 'RUNNING' AND r.worker IS NULL LIMIT ?`,
+      )
+        .all(now.getTime(), limit)
         .map((row) => runOf(row)!),
     // A run's turn is appended with its move: none is ever marked to complete.
     appendRunMessage: async () => {},

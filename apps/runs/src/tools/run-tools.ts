@@ -13,6 +13,8 @@ export interface RunActivity {
   toolName: string;
   /** The activity's name: a call's `path`. */
   activity: string;
+  /** A call of it waits for a person's approval (the tool's `server.approval_required`). */
+  approvalRequired?: boolean;
 }
 
 /** A tool of the run that could not list its activities: the run goes on without it. */
@@ -85,7 +87,12 @@ export async function loadRunTools(
         description: activity.description,
         inputSchema: inputSchema(activity.inputSchemaJson),
       });
-      byName.set(modelName, { toolId, toolName: answer.toolName, activity: activity.name });
+      byName.set(modelName, {
+        toolId,
+        toolName: answer.toolName,
+        activity: activity.name,
+        ...(activity.approvalRequired ? { approvalRequired: true } : {}),
+      });
     }
   }
   return { modelTools, byName, unavailable };

@@ -49,8 +49,9 @@ export function createClaim(deps: ClaimDeps): (entry: QueueEntry) => Promise<Run
         queueWait.observe(Math.max(0, at.getTime() - started.createdAt.getTime()) / 1000);
         return started;
       }
+      const resumed = await settleEntry(entry);
+      if (resumed) return resumed;
       if (entry.threadId) await store.unlockThread(entry.threadId, entry.runId);
-      await settleEntry(entry);
       return undefined;
     } catch (error) {
       logger.warn({ err: error, run_id: entry.runId }, "claiming a run failed; giving the claim back");
@@ -81,11 +82,33 @@ export function createClaim(deps: ClaimDeps): (entry: QueueEntry) => Promise<Run
    * (cancelled while queued) or is not stored yet (its create is between the
    * queue entry and the run, or died there).
    */
-  async function settleEntry(entry: QueueEntry): Promise<void> {
+  async function settleEntry(entry: QueueEntry): Promise<RunRecord | undefined> {
     const run = await store.getRunById(entry.runId);
-    if (run && run.status !== "QUEUED") return store.dropQueueEntry(entry.runId);
-    if (!run && now().getTime() - entry.createdAt.getTime() > orphanEntryMs) return store.dropQueueEntry(entry.runId);
-    await store.releaseClaim(entry.runId); // not stored yet: a later pass claims it
+    if (run?.status === "RUNNING" && run.pending && !run.worker) return resume(run);
+    if (run && run.status !== "QUEUED") await store.dropQueueEntry(entry.runId);
+    else if (!run && now().getTime() - entry.createdAt.getTime() > orphanEntryMs)
+      await store.dropQueueEntry(entry.runId);
+    else await store.releaseClaim(entry.runId); // not stored yet: a later pass claims it
+    return undefined;
+  }
+
+  /**
+   * A paused run whose calls were all decided, put back in the queue
+   * (docs/decisions.md, "Approval of tool calls"): taken up by this worker,
+   * still RUNNING, its status detail cleared; the executor goes on from its
+   * `pending`. Its thread is still its own (a paused run keeps it).
+   */
+  async function resume(run: RunRecord): Promise<RunRecord | undefined> {
+    const at = now();
+    const resumed = await store.transition(
+      run.id,
+      { from: ["RUNNING"], unheld: true },
+      "RUNNING",
+      { worker: workerId, leaseUntil: new Date(at.getTime() + deps.leaseMs), statusDetail: undefined },
+      at,
+    );
+    if (!resumed) await store.dropQueueEntry(run.id); // taken up or ended meanwhile
+    return resumed;
   }
 
   /**

@@ -55,17 +55,19 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
   // The execution continues the trace of the request that created the run (its stored traceparent).
   const traced = { kind: SpanKind.CONSUMER, attributes: { "loom.run_id": run.id, "loom.worker": workerId } };
   const done = inSpan("ExecuteRun", traced, contextOf(run.traceparent), async () => {
+    let paused = false;
     try {
-      await executeRun(run, controller.signal, {
-        store,
-        log: deps.log,
-        model: deps.model,
-        tools: deps.tools,
-        logger,
-        workerId,
-        historyWindow: deps.historyWindow,
-        now,
-      });
+      paused =
+        (await executeRun(run, controller.signal, {
+          store,
+          log: deps.log,
+          model: deps.model,
+          tools: deps.tools,
+          logger,
+          workerId,
+          historyWindow: deps.historyWindow,
+          now,
+        })) === "paused";
     } catch (error) {
       logger.error({ err: error, run_id: run.id }, "run execution failed");
     } finally {
@@ -73,7 +75,8 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
       clearInterval(renew);
       executed();
       // Kept while the run's turn is still to be appended (`unlockThread`): the sweep appends it, then lets go.
-      if (run.threadId) await store.unlockThread(run.threadId, run.id).catch(() => {});
+      // Kept by a paused run too: the thread's next run waits for its answer (docs/decisions.md, "Approval of tool calls").
+      if (run.threadId && !paused) await store.unlockThread(run.threadId, run.id).catch(() => {});
       finished();
     }
   });

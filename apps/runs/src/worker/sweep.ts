@@ -1,4 +1,5 @@
 import type { Logger } from "@loom/telemetry/logger";
+import { denyAtDeadline } from "../approvals/deadline.ts";
 import { countTransition } from "../metrics.ts";
 import { logEnd } from "../run-end.ts";
 import type { RunLog } from "../run-log.ts";
@@ -17,7 +18,7 @@ export interface SweepDeps {
   log: RunLog;
   logger: Logger;
   now: () => Date;
-  /** Runs were found lost: the queued runs they held back may start. */
+  /** Runs were found lost (the queued runs they held back may start), or paused runs re-queued. */
   lostFound(): void;
 }
 
@@ -25,7 +26,8 @@ export interface SweepDeps {
  * The worker's sweep: every run whose lease ran out ends ERROR WorkerLost
  * (all of them, page by page), then every ended run whose terminal event is
  * still unwritten gets it (and, first, its turn on its thread if that is still
- * to be appended). Any replica's sweep ends any replica's runs.
+ * to be appended), then every run paused for approval past its deadline
+ * resumes with its undecided calls denied. Any replica's sweep ends any replica's runs.
  */
 export function createSweep(deps: SweepDeps): () => Promise<void> {
   const { store, logger, now } = deps;
@@ -67,6 +69,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
           statusDetail: { reason: "WorkerLost", message: "the worker running this run stopped" },
           completedAt: at,
           leaseUntil: undefined,
+          ...(run.pending ? { pending: undefined } : {}),
         },
         at,
       );
@@ -125,9 +128,28 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
     return logEnd(run, ends, []);
   }
 
+  /** Runs paused for approval past their deadline: their undecided calls denied, the runs back in the queue. */
+  async function expireApprovals(): Promise<void> {
+    const at = now();
+    const due = await store.expiredApprovals(at, sweepPage);
+    const requeued = await inBatches(due, async (run) => {
+      try {
+        return run.pending ? await denyAtDeadline(deps, { ...run, pending: run.pending }, at) : false;
+      } catch (error) {
+        logger.warn(
+          { err: error, run_id: run.id },
+          "denying a run's calls at its deadline failed; the next sweep tries again",
+        );
+        return false;
+      }
+    });
+    if (requeued.includes(true)) deps.lostFound(); // this worker looks at the queue now
+  }
+
   return async function sweep(): Promise<void> {
     await reap();
     await logUnloggedEnds();
+    await expireApprovals();
   };
 }
 

@@ -26,6 +26,8 @@ export interface ToolServerRecord {
   url: string;
   transport: ToolTransport;
   headers: Record<string, HeaderValue>;
+  /** The activities a run's model calls only once approved: `true` for all, else their names; absent for none. */
+  approvalRequired?: true | string[];
 }
 
 export interface ToolRecord {
