@@ -138,7 +138,7 @@ export async function runAgentLoop(
     const outcomes = await Promise.all(
       stepCalls.map(({ call, activity, decision }) =>
         decision && !decision.approved
-          ? deniedOutcome(call, decision, settings.toolCall.maxResultChars)
+          ? Promise.resolve(deniedOutcome(call, decision, settings.toolCall.maxResultChars))
           : inSpan(
               `tool ${call.name}`,
               { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },

@@ -107,7 +107,7 @@ function track(child: ChildProcess): void {
 
 async function waitHealthy(child: ChildProcess, script: string, healthUrl: string): Promise<void> {
   // Generous: several processes start at once on a busy two-core machine.
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${script} exited with ${child.exitCode}`);
     const ok = await fetch(healthUrl).then(
