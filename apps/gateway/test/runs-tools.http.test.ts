@@ -1,4 +1,7 @@
+import { randomUUID } from "node:crypto";
+import { Writable } from "node:stream";
 import { isTerminal, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
+import { createLogger } from "@loom/telemetry/logger";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
 import { anthropicAnswer, anthropicToolUse } from "@loom/testing/fake-anthropic";
 import { answer, callTools, type FakeOpenAI, inTurn, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
@@ -119,6 +122,12 @@ describe.each(cases)("runs with tools (%s, %s store)", (_name, store, provider) 
   let mcp: McpTestServer;
   let assistantId: string;
   const created: string[] = [];
+  // Every line every service and the gateway write, at the most detailed level.
+  let logged = "";
+  const logger = createLogger("test", "trace", {
+    format: "json",
+    destination: new Writable({ write: (chunk: Buffer, _encoding, done) => ((logged += chunk.toString()), done()) }),
+  });
 
   beforeAll(async () => {
     model = await startFakeOpenAI();
@@ -131,6 +140,7 @@ describe.each(cases)("runs with tools (%s, %s store)", (_name, store, provider) 
         RUN_TOOL_RESULT_MAX_CHARS: 200,
       },
       tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" },
+      logger,
     });
     admin = apiClient(stack.gatewayUrl, stack.bootstrapKey);
     const tool = (await admin.post("/tools", { name: "Calc", server: { url: mcp.url, transport: "mcp" } })).body;
@@ -182,6 +192,26 @@ describe.each(cases)("runs with tools (%s, %s store)", (_name, store, provider) 
   }
   const types = (events: any[]) => events.filter((e) => e.origin === "ASSISTANT").map((e) => e.type);
   const payloadsOf = (events: any[], type: string) => events.filter((e) => e.type === type).map((e) => e.payload);
+
+  it("a tool's secret header: the MCP server gets the value; no answer, event or log line of the run holds it", async () => {
+    const value = `sk-${randomUUID()}`;
+    const secretId = (await admin.post("/secrets", { name: "calc-token", value })).body.secret_id as string;
+    const server = { url: mcp.url, transport: "mcp", headers: { Authorization: { secret_ref: secretId } } };
+    const tool = (await admin.post("/tools", { name: "Sealed", server })).body;
+    const assistant = (await admin.post("/assistants", { name: "sealed", tool_ids: [tool.tool_id] })).body.assistant_id;
+    model.reply(
+      inTurn(provider.callTools([{ id: "call_s", name: "Sealed_add", input: { a: 1, b: 1 } }]), provider.answer("2.")),
+    );
+    const runId = await run({ stream: true }, assistant);
+    const { run: done, events } = await settled(runId);
+    expect(done.status).toBe("SUCCEEDED");
+    expect(mcp.calls.map((c) => [c.tool, c.headers.authorization])).toEqual([["add", value]]);
+    const toolRuns = (await admin.get(`/tools/${tool.tool_id}/runs`)).body;
+    const said = JSON.stringify([done, events, toolRuns, model.requests.map((r) => r.body)]);
+    expect(said).not.toContain(value);
+    expect(logged).toContain('"procedure":"InvokeActivity"'); // the capture sees the call's lines
+    expect(logged).not.toContain(value);
+  });
 
   it("one call: the tool runs on its MCP server, its result goes back to the model, whose answer is the output", async () => {
     model.reply(
