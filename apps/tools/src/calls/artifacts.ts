@@ -42,7 +42,9 @@ export const listArtifact = (items: Artifact[]): Artifact => ({
 export function imageArtifact(base64: string, mimeType: string | undefined): Artifact {
   let size: ReturnType<typeof imageSize>;
   try {
-    size = imageSize(Buffer.from(base64, "base64"));
+    // An exact copy: image-size reads through DataViews over the whole ArrayBuffer from the view's offset, and a
+    // small Buffer is a slice of Node's shared pool, so the bytes after the image (other data) would be read too.
+    size = imageSize(new Uint8Array(Buffer.from(base64, "base64")));
   } catch {
     return blobArtifact(base64, mimeType);
   }
