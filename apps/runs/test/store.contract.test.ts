@@ -1,5 +1,6 @@
 import { newId } from "@loom/contracts/ids";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
+import { MongoClient } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { MessageContent, NewMessage } from "../src/store/messages.ts";
 import type { PendingApproval } from "../src/store/pending-approval.ts";
@@ -203,6 +204,51 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     );
     expect(ended).not.toHaveProperty("pending");
   });
+
+  // MongoDB writes a pause in several steps (SQLite in one transaction, so this state cannot arise there).
+  if (kind === "mongo")
+    it("repairs a pause whose lease removal and deadline a crash lost: not reaped, its deadline due again", async () => {
+      const run = newRun();
+      await store.insertRun(run);
+      await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: tick() }, tick());
+      await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick());
+      const pending = {
+        step: 1,
+        turns: [],
+        promptStack: [],
+        input: { type: "TextArtifact", id: "i", reference: null, meta: {}, name: "i", value: "go" },
+        promptTaskId: "p",
+        subtask: { id: "s", parentTaskId: "p", thought: "", input: {}, actions: [] },
+        calls: [],
+        deadline: clock + 60_000,
+      } as unknown as PendingApproval;
+      await store.transition(
+        run.id,
+        { from: ["RUNNING"], worker: "w1" },
+        "RUNNING",
+        { pending, statusDetail: { reason: "AwaitingApproval" }, worker: undefined, leaseUntil: undefined },
+        tick(),
+      );
+      // The crash: the run's pause is written, its lease still there, its deadline row not.
+      const client = await MongoClient.connect(testServers.mongoUrl!);
+      try {
+        await client
+          .db(db)
+          .collection("run_leases")
+          .insertOne({ _id: run.id as never, worker: "w1", until: new Date(clock) });
+        await client
+          .db(db)
+          .collection("run_approval_deadlines")
+          .deleteOne({ _id: run.id as never });
+      } finally {
+        await client.close();
+      }
+      expect((await store.expiredLeases(new Date(clock + 3_600_000), 100)).map((r) => r.id)).not.toContain(run.id);
+      expect((await store.expiredLeases(new Date(clock + 3_600_000), 100)).map((r) => r.id)).not.toContain(run.id);
+      expect((await store.executingLoad()).perOrganization.get(org) ?? 0).toBe(0);
+      expect((await store.expiredApprovals(new Date(clock + 120_000), 100)).map((r) => r.id)).toContain(run.id);
+      expect((await store.getRunById(run.id))!).toMatchObject({ status: "RUNNING", pending });
+    });
 
   it("grants the claim of a run once, however many ask at once", async () => {
     const id = newId();

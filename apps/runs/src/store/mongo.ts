@@ -307,8 +307,21 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
         .limit(limit)
         .toArray();
       const until = new Map(expired.map((l) => [l._id, l.until]));
-      const held = await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray();
-      return held.map((d) => ({ ...run(d)!, leaseUntil: until.get(d._id) }));
+      const held = (await runs.find({ _id: { $in: [...until.keys()] }, status: executing }).toArray()).map(
+        (d) => run(d)!,
+      );
+      // A paused run holds no lease: one left by a crash between a pause's write and the lease's removal is stale,
+      // not a lost worker. It is removed, and the pause's deadline written again (the same crash may have lost it).
+      const paused = held.filter((r) => !r.worker && r.pending);
+      for (const r of paused) {
+        await approvalDeadlines.updateOne(
+          { _id: r.id },
+          { $set: { deadline: new Date(r.pending!.deadline), ...(r.threadId ? { threadId: r.threadId } : {}) } },
+          { upsert: true },
+        );
+        await leases.deleteOne({ _id: r.id });
+      }
+      return held.filter((r) => !paused.includes(r)).map((r) => ({ ...r, leaseUntil: until.get(r.id) }));
     },
     async endLogged(id) {
       await unloggedEnds.deleteOne({ _id: id });
