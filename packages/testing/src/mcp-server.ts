@@ -14,8 +14,6 @@ export interface ReceivedCall {
   tool: string;
   arguments: Record<string, unknown>;
   headers: IncomingHttpHeaders;
-  /** When its handler ran (`performance.now()`): `add` answers at once, so also about when it answered. */
-  at: number;
 }
 
 /** One HTTP request as it arrived: its method, path and headers (to check what a client sends, and what it never does). */
@@ -82,7 +80,7 @@ export async function startMcpServer(options: McpTestServerOptions = {}) {
   const build = (headers: IncomingHttpHeaders) => {
     const server = new McpServer({ name: "loom-test-tools", version: "1.0.0" });
     const record = (tool: string, args: Record<string, unknown>) => {
-      if (recording) calls.push({ tool, arguments: args, headers, at: performance.now() });
+      if (recording) calls.push({ tool, arguments: args, headers });
     };
     server.registerTool(
       "add",
