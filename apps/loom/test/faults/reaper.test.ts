@@ -10,7 +10,7 @@ const leaseMs = 15_000;
 /** The worker's sweep interval (apps/runs/src/worker.ts, `sweepIntervalMs`). */
 const sweepMs = 1_000;
 /** Time to reap the runs whose leases ran out last (see the bounds below). */
-const reapSlackMs = 8_000;
+const reapSlackMs = 10_000;
 
 /**
  * Issue 31, item 5: the runs process is SIGKILLed with 64 runs RUNNING and
@@ -91,7 +91,7 @@ describe.skipIf(!needsOwnServers("lost runs reaped after a SIGKILL", "nats", "fe
       );
       // A lease runs out at most one lease after the kill (renewed every third of it); the sweep looks every second
       // and ends all it finds at once. The slack is the reaping itself: a few writes a run to a FerretDB whose SQLite
-      // backend takes one writer at a time, on a machine that may be loaded (seen: ~7 runs a second at load 18 on 2 cores).
+      // backend takes one writer at a time, on a machine that may be loaded (seen: ~7 runs a second at load 18 on 2 cores; 8 s in a CI run).
       expect(reapedAt - killedAt).toBeLessThan(leaseMs + sweepMs + reapSlackMs);
       expect(firstStartedAt - killedAt).toBeLessThan(leaseMs + sweepMs + reapSlackMs);
     });

@@ -40,11 +40,13 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
    * frees the organization's place and the thread at once.
    */
   async function reap(): Promise<void> {
-    const at = now();
     const seen = new Set<string>();
     const lost: RunRecord[] = [];
     for (;;) {
-      // A run whose reaping failed is found again: each is tried once a sweep.
+      // The time is read again each page: leases that ran out while the last page was ended are ended now too,
+      // before the terminal events, rather than a sweep later. A run whose reaping failed is found again: each is
+      // tried once a sweep.
+      const at = now();
       const expired = (await store.expiredLeases(at, sweepPage)).filter((run) => !seen.has(run.id));
       if (expired.length === 0) break;
       expired.forEach((run) => seen.add(run.id));
