@@ -30,6 +30,7 @@ import { billingOperations } from "./routes/billing.ts";
 import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
 import { assistantEventOperations } from "./routes/events.ts";
+import { knowledgeBaseOperations } from "./routes/knowledge-bases.ts";
 import { messageOperations } from "./routes/messages.ts";
 import { ruleOperations } from "./routes/rules.ts";
 import { rulesetOperations } from "./routes/rulesets.ts";
@@ -96,6 +97,7 @@ export function publicOperations(
     ...toolOperations(clients),
     ...secretOperations(clients),
     ...toolActivityOperations(clients),
+    ...knowledgeBaseOperations(clients),
   ];
 }
 

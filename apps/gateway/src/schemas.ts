@@ -416,3 +416,41 @@ export const toolRunSchema = z.strictObject({
 export const toolRunListSchema = z.strictObject({ tool_runs: z.array(toolRunSchema), pagination: paginationSchema });
 
 export const toolRunLogsSchema = z.strictObject({ logs: z.array(z.string()) });
+
+/**
+ * Loom's own index of a knowledge base, as Griptape Cloud's `gtc_pg_vector`
+ * kind (a platform-managed index): the only kind its clients parse whose keys
+ * say what Loom keeps (docs/decisions.md, "Knowledge bases").
+ */
+export const knowledgeBaseConfigSchema = z.strictObject({
+  gtc_pg_vector: z.strictObject({
+    embedding_model: z.string().nullable().meta({
+      description: "The model that embeds its chunks (`provider:model`); `null`: none, keyword search only",
+    }),
+    // Required by the clients; Loom's queries take only `query_args.count`, described in docs/api.md.
+    query_schema: z.null(),
+    use_default_embedding_model: z.literal(false),
+  }),
+});
+
+/** Griptape Cloud's KnowledgeBaseDetail, of Loom's one kind (docs/api.md, Knowledge bases). */
+export const knowledgeBaseSchema = z.strictObject({
+  knowledge_base_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  description: z.string(),
+  type: z.literal("gtc_pg_vector"),
+  config: knowledgeBaseConfigSchema,
+  asset_paths: z.array(z.string()).meta({
+    description:
+      "`<bucket_id>/<asset name>`, `<bucket_id>/<folder>/` (every asset under it) or `<bucket_id>/` (the bucket)",
+  }),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const knowledgeBaseListSchema = z.strictObject({
+  knowledge_bases: z.array(knowledgeBaseSchema),
+  pagination: paginationSchema,
+});

@@ -1,5 +1,5 @@
+import { assetNameProblem } from "@loom/contracts/asset-names";
 import { assetNamePatternSource, charLength } from "@loom/contracts/text";
-import { assetNameProblem } from "@loom/storage/asset-names";
 import { describe, expect, it } from "vitest";
 
 /** Every string of up to `length` characters over `alphabet`. */

@@ -1,5 +1,6 @@
 import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
+import { embeddingSettings } from "@loom/knowledge/embedding-models";
 import { runSettings } from "@loom/runs/config";
 import { env, httpSettings } from "@loom/runtime/config";
 import { storageSettings } from "@loom/storage/config";
@@ -30,6 +31,7 @@ export const loomConfigSchema = z
     /** Unset: the key made once and kept in LOOM_DATA_DIR/secrets-key. */
     SECRETS_KEY: secretsSettings.SECRETS_KEY.optional(),
     ...toolCallSettings,
+    ...embeddingSettings,
     PORT: env.port(8080),
     // Loopback by default: a laptop's first start prints an admin key.
     HOST: z.string().default("127.0.0.1"),

@@ -6,6 +6,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { buildApp } from "@loom/gateway/app";
 import { oneTransport, serviceClients } from "@loom/gateway/clients";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openKnowledgeStore, wireKnowledge } from "@loom/knowledge/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { connectionLimitsFrom } from "@loom/server/connection-limits";
 import { heldUntil } from "@loom/server/held-until";
@@ -111,6 +112,10 @@ async function startServices(
       publicUrl: () => config.PUBLIC_URL ?? listening!.url,
     },
   );
+  // The knowledge service asks storage whether a knowledge base's buckets are the organization's.
+  const knowledge = await wireKnowledge(await openKnowledgeStore(store("knowledge")), config, {
+    storage: inProcessTransport([storage.service], serviceToken, logger),
+  });
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {
     identity: identity.service,
@@ -119,6 +124,7 @@ async function startServices(
     events,
     storage: storage.service,
     tools,
+    knowledge,
   };
   const services = serviceNames.map((name) => wired[name]);
 

@@ -1,6 +1,7 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { blobPathPrefix } from "@loom/blob-plane/exchange";
+import { assetNameProblem } from "@loom/contracts/asset-names";
 import { invalidArgument, notFound } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
@@ -9,7 +10,6 @@ import { AssetUrlOperation, StorageService } from "@loom/proto/storage/v1/storag
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import type { Logger } from "@loom/telemetry/logger";
-import { assetNameProblem } from "./asset-names.ts";
 import { type AssetAccess, blobKey, type StorageLimits } from "./assets.ts";
 import type { BlobStore } from "./blobs/port.ts";
 import type { BlobOperation, BlobTokens } from "./signed-urls.ts";

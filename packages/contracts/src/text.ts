@@ -42,7 +42,7 @@ const assetSegment = `(?:${segmentStart}${segmentCharacter}*|\\.${segmentStart}$
 /**
  * The asset name rules of docs/behaviour.md §7 but the length (no `.`, `..` or
  * empty segment, backslash, control character or leading `/`) as a JSON
- * Schema pattern, for /openapi.json only: the storage service checks names
+ * Schema pattern, for /openapi.json only: the services check names
  * (asset-names.ts), and a gateway test holds this pattern to that check.
  */
 export const assetNamePatternSource = `^${assetSegment}(?:/${assetSegment})*$`;

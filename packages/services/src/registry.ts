@@ -4,6 +4,7 @@ import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { StorageService } from "@loom/proto/storage/v1/storage_pb";
@@ -96,6 +97,15 @@ export const services = {
     database: "loom_tools",
     keeps: "tools, their secrets and tool runs",
     calls: [],
+  },
+  knowledge: {
+    rpc: { knowledgeBases: KnowledgeBasesService },
+    urlVariable: "KNOWLEDGE_URL",
+    port: 8087,
+    database: "loom_knowledge",
+    keeps: "knowledge bases",
+    // Storage: the buckets a knowledge base names must be the organization's (GetBucket).
+    calls: ["storage"],
   },
 } as const satisfies Record<string, ServiceEntry>;
 

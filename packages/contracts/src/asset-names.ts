@@ -1,4 +1,4 @@
-import { nameProblem } from "@loom/contracts/text";
+import { nameProblem } from "./text.ts";
 
 /**
  * Asset names (docs/behaviour.md §7): 1..256 characters, `/` allowed (folders by

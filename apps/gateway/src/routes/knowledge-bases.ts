@@ -1,0 +1,175 @@
+import type { KnowledgeBase } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
+import { z } from "zod";
+import type { ServiceClients } from "../clients.ts";
+import { isoTime, pagination } from "../json.ts";
+import { defineOperation } from "../operation.ts";
+import { knowledgeBaseListSchema, knowledgeBaseSchema } from "../schemas.ts";
+import { boundedName, boundedText, pageQuery, uuid } from "../validation.ts";
+
+const ownIndex = "must be gtc_pg_vector: Loom keeps every knowledge base in its own index";
+
+/**
+ * What a request may say of the index: only Loom's own kind, `gtc_pg_vector`
+ * (docs/decisions.md, "Knowledge bases"). Loom has no default embedding
+ * model: a knowledge base names one of EMBEDDING_MODELS, or none.
+ */
+const configInput = z.strictObject(
+  {
+    gtc_pg_vector: z
+      .object({
+        embedding_model: z
+          .string()
+          .min(1)
+          .nullable()
+          .optional()
+          .meta({ description: "One of EMBEDDING_MODELS (`provider:model`); `null` or absent: keyword search only" }),
+        use_default_embedding_model: z
+          .literal(false, { error: "Loom has no default embedding model: name one in embedding_model" })
+          .optional(),
+      })
+      .optional(),
+  },
+  {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? "the only kind is gtc_pg_vector: Loom keeps every knowledge base in its own index"
+        : undefined,
+  },
+);
+
+const createBody = z.object({
+  name: boundedName(200),
+  description: boundedText(200).optional(),
+  type: z.literal("gtc_pg_vector", { error: ownIndex }).optional(),
+  config: configInput.optional(),
+  asset_paths: z.array(z.string()).optional(),
+  // The clients' `embedding_model` names an OpenAI model without its provider; Loom's is in the config.
+  embedding_model: z
+    .never({ error: "name the model in config.gtc_pg_vector.embedding_model, as provider:model" })
+    .optional(),
+  use_default_embedding_model: z
+    .literal(false, { error: "Loom has no default embedding model: name one in config.gtc_pg_vector.embedding_model" })
+    .optional(),
+});
+
+const updateBody = createBody.partial();
+
+/** The model a request names: a name, "" for none (`null`), undefined when it says nothing. */
+const embeddingModelOf = (config: z.output<typeof configInput> | undefined): string | undefined => {
+  const model = config?.gtc_pg_vector?.embedding_model;
+  return model === null ? "" : model;
+};
+
+/** A knowledge base in Griptape Cloud's KnowledgeBaseDetail shape (docs/api.md, Knowledge bases). */
+export function knowledgeBaseJson(kb: KnowledgeBase | undefined) {
+  if (!kb) throw new Error("the knowledge service answered without a knowledge base");
+  return {
+    knowledge_base_id: kb.knowledgeBaseId,
+    organization_id: kb.organizationId,
+    name: kb.name,
+    description: kb.description,
+    type: "gtc_pg_vector" as const,
+    config: {
+      gtc_pg_vector: {
+        embedding_model: kb.embeddingModel === "" ? null : kb.embeddingModel,
+        query_schema: null,
+        use_default_embedding_model: false as const,
+      },
+    },
+    asset_paths: kb.assetPaths,
+    created_at: isoTime(kb.createdAt),
+    created_by: kb.createdBy,
+    updated_at: isoTime(kb.updatedAt),
+  };
+}
+
+export function knowledgeBaseOperations({ knowledgeBases }: ServiceClients) {
+  const knowledgeBasePath = z.object({ knowledge_base_id: uuid });
+  return [
+    defineOperation({
+      id: "ListKnowledgeBases",
+      method: "GET",
+      path: "/knowledge-bases",
+      summary: "The organization's knowledge bases, newest first",
+      query: pageQuery,
+      response: { status: 200, description: "A page of knowledge bases", schema: knowledgeBaseListSchema },
+      async handle({ query, call }) {
+        const res = await knowledgeBases.listKnowledgeBases(
+          { page: { page: query.page, pageSize: query.page_size } },
+          call,
+        );
+        return { knowledge_bases: res.knowledgeBases.map(knowledgeBaseJson), pagination: pagination(res.page) };
+      },
+    }),
+    defineOperation({
+      id: "CreateKnowledgeBase",
+      method: "POST",
+      path: "/knowledge-bases",
+      summary:
+        "Creates a knowledge base fed from assets of the organization's buckets, with an embedding model or keyword search only",
+      body: { schema: createBody, required: true },
+      response: { status: 201, description: "The new knowledge base", schema: knowledgeBaseSchema },
+      handle: async ({ body, call }) =>
+        knowledgeBaseJson(
+          (
+            await knowledgeBases.createKnowledgeBase(
+              {
+                name: body.name,
+                description: body.description,
+                embeddingModel: embeddingModelOf(body.config),
+                assetPaths: body.asset_paths ?? [],
+              },
+              call,
+            )
+          ).knowledgeBase,
+        ),
+    }),
+    defineOperation({
+      id: "GetKnowledgeBase",
+      method: "GET",
+      path: "/knowledge-bases/{knowledge_base_id}",
+      summary: "One knowledge base",
+      params: knowledgeBasePath,
+      response: { status: 200, description: "The knowledge base", schema: knowledgeBaseSchema },
+      handle: async ({ params, call }) =>
+        knowledgeBaseJson(
+          (await knowledgeBases.getKnowledgeBase({ knowledgeBaseId: params.knowledge_base_id }, call)).knowledgeBase,
+        ),
+    }),
+    defineOperation({
+      id: "UpdateKnowledgeBase",
+      method: "PATCH",
+      path: "/knowledge-bases/{knowledge_base_id}",
+      summary:
+        "Changes the given fields of a knowledge base; `asset_paths` sent replaces the stored ones, an embedding model sent replaces the stored one (`null`: none)",
+      params: knowledgeBasePath,
+      body: { schema: updateBody, required: false },
+      response: { status: 200, description: "The knowledge base as it is now", schema: knowledgeBaseSchema },
+      handle: async ({ params, body, call }) =>
+        knowledgeBaseJson(
+          (
+            await knowledgeBases.updateKnowledgeBase(
+              {
+                knowledgeBaseId: params.knowledge_base_id,
+                name: body?.name,
+                description: body?.description,
+                embeddingModel: embeddingModelOf(body?.config),
+                assetPaths: body?.asset_paths && { values: body.asset_paths },
+              },
+              call,
+            )
+          ).knowledgeBase,
+        ),
+    }),
+    defineOperation({
+      id: "DeleteKnowledgeBase",
+      method: "DELETE",
+      path: "/knowledge-bases/{knowledge_base_id}",
+      summary: "Deletes a knowledge base",
+      params: knowledgeBasePath,
+      response: { status: 204, description: "Deleted" },
+      handle: async ({ params, call }) =>
+        void (await knowledgeBases.deleteKnowledgeBase({ knowledgeBaseId: params.knowledge_base_id }, call)),
+    }),
+  ];
+}

@@ -1,0 +1,134 @@
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { timestampFromDate } from "@bufbuild/protobuf/wkt";
+import type { Client, ServiceImpl } from "@connectrpc/connect";
+import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
+import { newId } from "@loom/contracts/ids";
+import { pageInfo, pageWindow } from "@loom/contracts/paging";
+import { checkText, nameProblem } from "@loom/contracts/text";
+import { type KnowledgeBaseSchema, KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
+import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
+import { requirePrincipal } from "@loom/server/principal";
+import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
+import { checkAssetPaths } from "./asset-paths.ts";
+import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
+
+export interface KnowledgeDeps {
+  store: KnowledgeBasesStore;
+  /** The storage service, asked whether the buckets a knowledge base names are the organization's. */
+  storage: Client<typeof StorageService>;
+  /** The embedding models a knowledge base may pick (EMBEDDING_MODELS). */
+  embeddingModels: readonly string[];
+  now?: () => Date;
+}
+
+/** Where a knowledge base's embedding model is in the public JSON (docs/api.md, Knowledge bases). */
+const embeddingModelPath = "body.config.gtc_pg_vector.embedding_model";
+
+/** The knowledge service: knowledge bases (KnowledgeBasesService). */
+export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
+  const { store, storage, embeddingModels } = deps;
+  const now = deps.now ?? (() => new Date());
+
+  /** The model as given, when it is "" (none) or a configured one; a violation otherwise. */
+  function checkEmbeddingModel(violations: Violation[], model: string | undefined): void {
+    if (model === undefined || model === "" || embeddingModels.includes(model)) return;
+    violations.push({
+      path: embeddingModelPath,
+      message:
+        embeddingModels.length === 0
+          ? "no embedding model is configured (EMBEDDING_MODELS): leave it out for keyword search"
+          : `must be one of the configured embedding models: ${embeddingModels.join(", ")}`,
+    });
+  }
+
+  const impl: ServiceImpl<typeof KnowledgeBasesService> = {
+    async createKnowledgeBase(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200, nameProblem);
+      checkText(violations, "body.description", req.description, 200);
+      checkEmbeddingModel(violations, req.embeddingModel);
+      const assetPaths = await checkAssetPaths(violations, "body.asset_paths", req.assetPaths, storage, principal);
+      if (violations.length > 0) throw invalidArgument(violations);
+      const at = now();
+      const kb: KnowledgeBaseRecord = {
+        id: newId(),
+        organizationId: principal.organizationId,
+        name: req.name,
+        description: req.description ?? "",
+        embeddingModel: req.embeddingModel ?? "",
+        assetPaths,
+        createdBy: principal.userId,
+        createdAt: at,
+        updatedAt: at,
+      };
+      await store.insert(kb);
+      return { knowledgeBase: knowledgeBaseMessage(kb) };
+    },
+
+    async getKnowledgeBase(req, ctx) {
+      const found = await store.get(requirePrincipal(ctx).organizationId, req.knowledgeBaseId);
+      if (!found) throw notFound("knowledge base");
+      return { knowledgeBase: knowledgeBaseMessage(found) };
+    },
+
+    async updateKnowledgeBase(req, ctx) {
+      const principal = requirePrincipal(ctx);
+      const { organizationId } = principal;
+      const violations: Violation[] = [];
+      checkText(violations, "body.name", req.name, 200, nameProblem);
+      checkText(violations, "body.description", req.description, 200);
+      checkEmbeddingModel(violations, req.embeddingModel);
+      const patch: KnowledgeBasePatch = {
+        name: req.name,
+        description: req.description,
+        // A changed model makes the stored vectors another model's: the ingest slice re-embeds (docs/decisions.md).
+        embeddingModel: req.embeddingModel,
+        assetPaths:
+          req.assetPaths &&
+          (await checkAssetPaths(violations, "body.asset_paths", req.assetPaths.values, storage, principal)),
+      };
+      if (violations.length > 0) throw invalidArgument(violations);
+      const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as KnowledgeBasePatch;
+      const updated =
+        Object.keys(given).length === 0
+          ? await store.get(organizationId, req.knowledgeBaseId)
+          : await store.update(organizationId, req.knowledgeBaseId, given, now());
+      if (!updated) throw notFound("knowledge base");
+      return { knowledgeBase: knowledgeBaseMessage(updated) };
+    },
+
+    async deleteKnowledgeBase(req, ctx) {
+      // The ingest slice deletes the knowledge base's chunks here, after its record (docs/decisions.md, "Knowledge bases").
+      if (!(await store.delete(requirePrincipal(ctx).organizationId, req.knowledgeBaseId)))
+        throw notFound("knowledge base");
+      return {};
+    },
+
+    async listKnowledgeBases(req, ctx) {
+      const window = pageWindow(req.page);
+      const { items, totalCount } = await store.list(
+        requirePrincipal(ctx).organizationId,
+        window.skip,
+        window.pageSize,
+      );
+      return { knowledgeBases: items.map(knowledgeBaseMessage), page: pageInfo(window, totalCount) };
+    },
+  };
+
+  return storeBackedService("knowledge", (router) => router.service(KnowledgeBasesService, impl), store);
+}
+
+function knowledgeBaseMessage(kb: KnowledgeBaseRecord): MessageInitShape<typeof KnowledgeBaseSchema> {
+  return {
+    knowledgeBaseId: kb.id,
+    organizationId: kb.organizationId,
+    name: kb.name,
+    description: kb.description,
+    embeddingModel: kb.embeddingModel,
+    assetPaths: kb.assetPaths,
+    createdBy: kb.createdBy,
+    createdAt: timestampFromDate(kb.createdAt),
+    updatedAt: timestampFromDate(kb.updatedAt),
+  };
+}

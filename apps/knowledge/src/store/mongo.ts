@@ -1,0 +1,41 @@
+import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
+import type { Collection, Db } from "mongodb";
+import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
+
+/** MongoDB adapter: a collection of knowledge bases, scoped by organizationId in every query. */
+export function createMongoKnowledgeBasesStore(
+  db: Db,
+  ping: () => Promise<boolean>,
+  close: () => Promise<void>,
+): KnowledgeBasesStore {
+  const knowledgeBases: Collection<Doc<KnowledgeBaseRecord>> = db.collection("knowledge_bases");
+  return {
+    async init() {
+      await knowledgeBases.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+    },
+    ready: ping,
+    close,
+    async insert(kb) {
+      await knowledgeBases.insertOne(toDoc(kb));
+    },
+    get: async (organizationId, id) =>
+      fromDoc<KnowledgeBaseRecord>(await knowledgeBases.findOne({ _id: id, organizationId })),
+    update: async (organizationId, id, patch, at) =>
+      fromDoc<KnowledgeBaseRecord>(
+        await knowledgeBases.findOneAndUpdate(
+          { _id: id, organizationId },
+          { $set: { ...patch, updatedAt: at } },
+          { returnDocument: "after" },
+        ),
+      ),
+    delete: async (organizationId, id) =>
+      (await knowledgeBases.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    async list(organizationId, skip, limit) {
+      const [docs, totalCount] = await Promise.all([
+        knowledgeBases.find({ organizationId }).sort(newestFirstSort).skip(skip).limit(limit).toArray(),
+        knowledgeBases.countDocuments({ organizationId }),
+      ]);
+      return { items: docs.map((d) => fromDoc<KnowledgeBaseRecord>(d)!), totalCount };
+    },
+  };
+}

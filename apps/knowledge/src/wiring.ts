@@ -1,0 +1,31 @@
+import type { Transport } from "@connectrpc/connect";
+import { StorageService } from "@loom/proto/storage/v1/storage_pb";
+import type { RpcService } from "@loom/server/rpc-service";
+import { clientFor } from "@loom/server/transports";
+import { openStore, type StoreSettings } from "@loom/store/open";
+import { type EmbeddingSettings, embeddingModelNames } from "./embedding-models.ts";
+import { createKnowledgeService } from "./service.ts";
+import { createMongoKnowledgeBasesStore } from "./store/mongo.ts";
+import type { KnowledgeBasesStore } from "./store/port.ts";
+import { createSqliteKnowledgeBasesStore } from "./store/sqlite.ts";
+
+/** MongoDB when a URL is given, else SQLite. */
+export const openKnowledgeStore = (settings: StoreSettings): Promise<KnowledgeBasesStore> =>
+  openStore(settings, {
+    sqlite: createSqliteKnowledgeBasesStore,
+    mongo: (m) => createMongoKnowledgeBasesStore(m.db, m.ping, m.close),
+  });
+
+/**
+ * Store → service: shared by main.ts, the all-in-one process and the tests.
+ * EMBEDDING_MODELS is checked first, so a bad one fails the start.
+ */
+export async function wireKnowledge(
+  store: KnowledgeBasesStore,
+  settings: EmbeddingSettings,
+  peers: { storage: Transport },
+): Promise<RpcService> {
+  const embeddingModels = embeddingModelNames(settings);
+  await store.init();
+  return createKnowledgeService({ store, storage: clientFor(StorageService, peers.storage), embeddingModels });
+}
