@@ -1,11 +1,19 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset, rule, tool and secret operation and GetUser answer with the status code the
+message, ruleset, rule, tool, secret and knowledge base operation (but the
+knowledge bases' queries and searches) and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
 import uuid
 
 from griptape_cloud_client import AuthenticatedClient
+from griptape_cloud_client.api.knowledge_bases import (
+    create_knowledge_base,
+    delete_knowledge_base,
+    get_knowledge_base,
+    list_knowledge_bases,
+    update_knowledge_base,
+)
 from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
 from griptape_cloud_client.api.rules import create_rule, delete_rule, get_rule, list_rules, update_rule
 from griptape_cloud_client.api.rulesets import create_ruleset, delete_ruleset, get_ruleset, list_rulesets, update_ruleset
@@ -14,6 +22,7 @@ from griptape_cloud_client.api.tools import create_tool, delete_tool, get_tool, 
 from griptape_cloud_client.api.threads import create_thread, delete_thread, get_thread, list_threads, update_thread
 from griptape_cloud_client.api.users import get_user
 from griptape_cloud_client.models import (
+    CreateKnowledgeBaseRequestContent,
     CreateMessageRequestContent,
     CreateRuleRequestContent,
     CreateRulesetRequestContent,
@@ -22,8 +31,13 @@ from griptape_cloud_client.models import (
     CreateToolRequestContent,
     EnvVar,
     EnvVarSource,
+    GTCPGVectorKnowledgeBaseDetail,
+    GTCPGVectorKnowledgeBaseInput,
+    KnowledgeBaseConfigInputUnionType1,
+    KnowledgeBaseConfigUnionType1,
     MessageInput,
     Metadata,
+    UpdateKnowledgeBaseRequestContent,
     UpdateMessageRequestContent,
     UpdateRuleRequestContent,
     UpdateRulesetRequestContent,
@@ -181,5 +195,36 @@ if secret:
         call(delete_tool, 204, tool_id=tool.tool_id)
     call(delete_secret, 204, secret_id=secretid)
     check("deleted secret is gone", get_secret.sync_detailed(client=client, secret_id=secretid).status_code, 404)
+
+# Knowledge bases: Loom's own index is the gtc_pg_vector kind, which the client's config union parses as its
+# second member (the first, pg_vector, needs a key Loom never sends); no embedding model here: keyword search only
+own_index = KnowledgeBaseConfigInputUnionType1(gtc_pg_vector=GTCPGVectorKnowledgeBaseInput())
+bucket = os.environ["LOOM_BUCKET"]
+kb = call(
+    create_knowledge_base,
+    201,
+    body=CreateKnowledgeBaseRequestContent(
+        name="compat knowledge", type_="gtc_pg_vector", config=own_index, asset_paths=[f"{bucket}/docs/", f"{bucket}/readme.md"]
+    ),
+)
+if kb:
+    kbid = kb.knowledge_base_id
+    check("created knowledge base's config kind", type(kb.config), KnowledgeBaseConfigUnionType1)
+    check("created knowledge base's index", isinstance(kb.config.gtc_pg_vector, GTCPGVectorKnowledgeBaseDetail), True)
+    check("created knowledge base's embedding model", kb.config.gtc_pg_vector.embedding_model, None)
+    check("created knowledge base's asset_paths", kb.asset_paths, [f"{bucket}/docs/", f"{bucket}/readme.md"])
+    got = call(get_knowledge_base, 200, knowledge_base_id=kbid)
+    check("got knowledge base's type", got and got.type_, "gtc_pg_vector")
+    listed = call(list_knowledge_bases, 200, page_size=100)
+    check("knowledge base listed", listed and kbid in [k.knowledge_base_id for k in listed.knowledge_bases], True)
+    updated = call(
+        update_knowledge_base,
+        200,
+        knowledge_base_id=kbid,
+        body=UpdateKnowledgeBaseRequestContent(type_="gtc_pg_vector", config=own_index, description="for CI", asset_paths=[f"{bucket}/"]),
+    )
+    check("updated knowledge base", updated and (updated.description, updated.asset_paths), ("for CI", [f"{bucket}/"]))
+    call(delete_knowledge_base, 204, knowledge_base_id=kbid)
+    check("deleted knowledge base is gone", get_knowledge_base.sync_detailed(client=client, knowledge_base_id=kbid).status_code, 404)
 
 checks.report(f"{len(set(called))} operations ({', '.join(sorted(set(called)))})")
