@@ -1,12 +1,19 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset, rule, tool, secret and knowledge base operation (but the
-knowledge bases' queries and searches) and GetUser answer with the status code the
+message, ruleset, rule, tool, secret, knowledge base (but their queries and
+searches) and data connector operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
 import uuid
 
 from griptape_cloud_client import AuthenticatedClient
+from griptape_cloud_client.api.data_connectors import (
+    create_data_connector,
+    delete_data_connector,
+    get_data_connector,
+    list_data_connectors,
+    update_data_connector,
+)
 from griptape_cloud_client.api.knowledge_bases import (
     create_knowledge_base,
     delete_knowledge_base,
@@ -22,6 +29,7 @@ from griptape_cloud_client.api.tools import create_tool, delete_tool, get_tool, 
 from griptape_cloud_client.api.threads import create_thread, delete_thread, get_thread, list_threads, update_thread
 from griptape_cloud_client.api.users import get_user
 from griptape_cloud_client.models import (
+    CreateDataConnectorRequestContent,
     CreateKnowledgeBaseRequestContent,
     CreateMessageRequestContent,
     CreateRuleRequestContent,
@@ -30,6 +38,9 @@ from griptape_cloud_client.models import (
     CreateThreadRequestContent,
     CreateToolRequestContent,
     EnvVar,
+    DataConnectorConfigInputUnionType5,
+    DataConnectorConfigUnionType5,
+    DataLakeConnectorInput,
     EnvVarSource,
     GTCPGVectorKnowledgeBaseDetail,
     GTCPGVectorKnowledgeBaseInput,
@@ -37,6 +48,7 @@ from griptape_cloud_client.models import (
     KnowledgeBaseConfigUnionType1,
     MessageInput,
     Metadata,
+    UpdateDataConnectorRequestContent,
     UpdateKnowledgeBaseRequestContent,
     UpdateMessageRequestContent,
     UpdateRuleRequestContent,
@@ -207,6 +219,38 @@ kb = call(
         name="compat knowledge", type_="gtc_pg_vector", config=own_index, asset_paths=[f"{bucket}/docs/", f"{bucket}/readme.md"]
     ),
 )
+# Data connectors: Loom's one kind is data_lake (a bucket of the organization), the last member of the client's union
+connector = call(
+    create_data_connector,
+    201,
+    body=CreateDataConnectorRequestContent(
+        name="compat connector",
+        type_="data_lake",
+        config=DataConnectorConfigInputUnionType5(data_lake=DataLakeConnectorInput(bucket_id=bucket, asset_paths=["docs/"])),
+    ),
+)
+if connector:
+    dcid = connector.data_connector_id
+    check("created connector's config kind", type(connector.config), DataConnectorConfigUnionType5)
+    check("created connector's source", (connector.config.data_lake.bucket_id, connector.config.data_lake.asset_paths), (bucket, ["docs/"]))
+    got = call(get_data_connector, 200, data_connector_id=dcid)
+    check("got connector's type", got and got.type_, "data_lake")
+    listed = call(list_data_connectors, 200, page_size=100)
+    check("connector listed", listed and dcid in [c.data_connector_id for c in listed.data_connectors], True)
+    updated = call(update_data_connector, 200, data_connector_id=dcid, body=UpdateDataConnectorRequestContent(description="for CI"))
+    check("updated connector's description", updated and updated.description, "for CI")
+    # A knowledge base names it in Loom's data_connector_ids, sent and read back as an additional property
+    body = CreateKnowledgeBaseRequestContent(name="fed by a connector", type_="gtc_pg_vector", config=own_index)
+    body.additional_properties["data_connector_ids"] = [dcid]
+    fed = call(create_knowledge_base, 201, body=body)
+    check("knowledge base's data_connector_ids", fed and fed.additional_properties.get("data_connector_ids"), [dcid])
+    call(delete_data_connector, 204, data_connector_id=dcid)
+    check("deleted connector is gone", get_data_connector.sync_detailed(client=client, data_connector_id=dcid).status_code, 404)
+    if fed:
+        after = call(get_knowledge_base, 200, knowledge_base_id=fed.knowledge_base_id)
+        check("knowledge base no longer names the deleted connector", after and after.additional_properties.get("data_connector_ids"), [])
+        call(delete_knowledge_base, 204, knowledge_base_id=fed.knowledge_base_id)
+
 if kb:
     kbid = kb.knowledge_base_id
     check("created knowledge base's config kind", type(kb.config), KnowledgeBaseConfigUnionType1)

@@ -29,6 +29,7 @@ import { assistantOperations } from "./routes/assistants.ts";
 import { billingOperations } from "./routes/billing.ts";
 import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
+import { dataConnectorOperations } from "./routes/data-connectors.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { knowledgeBaseOperations } from "./routes/knowledge-bases.ts";
 import { messageOperations } from "./routes/messages.ts";
@@ -98,6 +99,7 @@ export function publicOperations(
     ...secretOperations(clients),
     ...toolActivityOperations(clients),
     ...knowledgeBaseOperations(clients),
+    ...dataConnectorOperations(clients),
   ];
 }
 

@@ -445,6 +445,8 @@ export const knowledgeBaseSchema = z.strictObject({
     description:
       "`<bucket_id>/<asset name>`, `<bucket_id>/<folder>/` (every asset under it) or `<bucket_id>/` (the bucket)",
   }),
+  // Loom's: the data connectors it is fed from too (docs/api.md, Knowledge bases).
+  data_connector_ids: z.array(uuidString),
   created_at: timestamp,
   created_by: z.string(),
   updated_at: timestamp,
@@ -452,5 +454,31 @@ export const knowledgeBaseSchema = z.strictObject({
 
 export const knowledgeBaseListSchema = z.strictObject({
   knowledge_bases: z.array(knowledgeBaseSchema),
+  pagination: paginationSchema,
+});
+
+/** Griptape Cloud's DataConnectorDetail, of the one kind Loom serves: `data_lake`, a bucket of the organization. */
+export const dataConnectorSchema = z.strictObject({
+  data_connector_id: uuidString,
+  organization_id: uuidString,
+  name: z.string(),
+  description: z.string(),
+  type: z.literal("data_lake"),
+  config: z.strictObject({
+    data_lake: z.strictObject({
+      bucket_id: uuidString,
+      asset_paths: z.array(z.string()).meta({
+        description:
+          'Asset names and folders (ending in "/": every asset under it) in the bucket; empty: the whole bucket',
+      }),
+    }),
+  }),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+});
+
+export const dataConnectorListSchema = z.strictObject({
+  data_connectors: z.array(dataConnectorSchema),
   pagination: paginationSchema,
 });

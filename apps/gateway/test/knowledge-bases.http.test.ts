@@ -40,6 +40,7 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
   let bucketId: string;
   let otherBucketId: string;
   let strangersBucketId: string;
+  let connectorId: string;
 
   beforeAll(async () => {
     stack = await startStack(store, {
@@ -52,6 +53,13 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
     bucketId = (await admin.post("/buckets", { name: "handbook" })).body.bucket_id;
     otherBucketId = (await admin.post("/buckets", { name: "wiki" })).body.bucket_id;
     strangersBucketId = (await stranger.post("/buckets", { name: "theirs" })).body.bucket_id;
+    connectorId = (
+      await admin.post("/data-connectors", {
+        name: "wiki",
+        type: "data_lake",
+        config: { data_lake: { bucket_id: otherBucketId } },
+      })
+    ).body.data_connector_id;
   });
   afterAll(() => stack?.close());
 
@@ -65,6 +73,7 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
         type: "gtc_pg_vector",
         config: { gtc_pg_vector: { embedding_model: model } },
         asset_paths: [`${bucketId}/policies/leave.md`, `${bucketId}/guides/`, `${otherBucketId}/`],
+        data_connector_ids: [connectorId.toUpperCase()],
       });
       expect(res.status).toBe(201);
       const kb = knowledgeBaseSchema.parse(res.body);
@@ -76,6 +85,7 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
         type: "gtc_pg_vector",
         config: { gtc_pg_vector: { embedding_model: model, query_schema: null, use_default_embedding_model: false } },
         asset_paths: [`${bucketId}/policies/leave.md`, `${bucketId}/guides/`, `${otherBucketId}/`],
+        data_connector_ids: [connectorId],
         created_at: kb.created_at,
         created_by: adminUserId,
         updated_at: kb.created_at,
@@ -92,6 +102,7 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
         type: "gtc_pg_vector",
         config: { gtc_pg_vector: { embedding_model: null } },
         asset_paths: [],
+        data_connector_ids: [],
       });
     });
 
@@ -123,6 +134,7 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
       [{ name: "" }, ["body.name"]],
       [{ description: "x".repeat(201) }, ["body.description"]],
       [{ asset_paths: "all" }, ["body.asset_paths"]],
+      [{ data_connector_ids: ["not-an-id"] }, ["body.data_connector_ids[0]"]],
     ])("400 naming the field for %j, and nothing is written", async (fields, paths) => {
       const before = await countBases();
       const body = expectError(
@@ -173,6 +185,22 @@ describe.each(storeKinds("knowledge bases over HTTP"))("knowledge bases over HTT
         "ValidationError",
       );
       expect(tooMany.errors.map((e) => e.path)).toEqual(["body.asset_paths"]);
+      const strangersConnector = (
+        await stranger.post("/data-connectors", {
+          name: "theirs",
+          config: { data_lake: { bucket_id: strangersBucketId } },
+        })
+      ).body.data_connector_id;
+      const connectors = expectError(
+        await admin.post("/knowledge-bases", {
+          name: "Bad connectors",
+          data_connector_ids: [connectorId, strangersConnector, uuid(), connectorId],
+        }),
+        400,
+        "ValidationError",
+      );
+      expect(connectors.errors.map((e) => e.path)).toEqual([1, 2, 3].map((i) => `body.data_connector_ids[${i}]`));
+      expect(connectors.errors[2]?.message).toMatch(/is named twice/);
       expect(await countBases()).toBe(before);
     });
   });

@@ -5,11 +5,13 @@ import { invalidArgument, notFound, type Violation } from "@loom/contracts/error
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
+import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
 import { type KnowledgeBaseSchema, KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkAssetPaths } from "./asset-paths.ts";
+import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-connectors-service.ts";
 import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
 
 export interface KnowledgeDeps {
@@ -24,7 +26,7 @@ export interface KnowledgeDeps {
 /** Where a knowledge base's embedding model is in the public JSON (docs/api.md, Knowledge bases). */
 const embeddingModelPath = "body.config.gtc_pg_vector.embedding_model";
 
-/** The knowledge service: knowledge bases (KnowledgeBasesService). */
+/** The knowledge service: knowledge bases (KnowledgeBasesService) and the data connectors they name (DataConnectorsService), one store. */
 export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
   const { store, storage, embeddingModels } = deps;
   const now = deps.now ?? (() => new Date());
@@ -49,6 +51,13 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
       checkText(violations, "body.description", req.description, 200);
       checkEmbeddingModel(violations, req.embeddingModel);
       const assetPaths = await checkAssetPaths(violations, "body.asset_paths", req.assetPaths, storage, principal);
+      const dataConnectorIds = await checkDataConnectorIds(
+        violations,
+        "body.data_connector_ids",
+        req.dataConnectorIds,
+        store,
+        principal.organizationId,
+      );
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const kb: KnowledgeBaseRecord = {
@@ -58,6 +67,7 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
         description: req.description ?? "",
         embeddingModel: req.embeddingModel ?? "",
         assetPaths,
+        dataConnectorIds,
         createdBy: principal.userId,
         createdAt: at,
         updatedAt: at,
@@ -87,6 +97,15 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
         assetPaths:
           req.assetPaths &&
           (await checkAssetPaths(violations, "body.asset_paths", req.assetPaths.values, storage, principal)),
+        dataConnectorIds:
+          req.dataConnectorIds &&
+          (await checkDataConnectorIds(
+            violations,
+            "body.data_connector_ids",
+            req.dataConnectorIds.values,
+            store,
+            organizationId,
+          )),
       };
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as KnowledgeBasePatch;
@@ -116,7 +135,16 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
     },
   };
 
-  return storeBackedService("knowledge", (router) => router.service(KnowledgeBasesService, impl), store);
+  // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
+  const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
+  return storeBackedService(
+    "knowledge",
+    (router) => {
+      router.service(KnowledgeBasesService, impl);
+      router.service(DataConnectorsService, dataConnectors);
+    },
+    store,
+  );
 }
 
 function knowledgeBaseMessage(kb: KnowledgeBaseRecord): MessageInitShape<typeof KnowledgeBaseSchema> {
@@ -127,6 +155,7 @@ function knowledgeBaseMessage(kb: KnowledgeBaseRecord): MessageInitShape<typeof 
     description: kb.description,
     embeddingModel: kb.embeddingModel,
     assetPaths: kb.assetPaths,
+    dataConnectorIds: kb.dataConnectorIds,
     createdBy: kb.createdBy,
     createdAt: timestampFromDate(kb.createdAt),
     updatedAt: timestampFromDate(kb.updatedAt),

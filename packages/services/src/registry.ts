@@ -4,6 +4,7 @@ import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
@@ -99,11 +100,12 @@ export const services = {
     calls: [],
   },
   knowledge: {
-    rpc: { knowledgeBases: KnowledgeBasesService },
+    // Data connectors live beside the knowledge bases that name them. One service, two contracts.
+    rpc: { knowledgeBases: KnowledgeBasesService, dataConnectors: DataConnectorsService },
     urlVariable: "KNOWLEDGE_URL",
     port: 8087,
     database: "loom_knowledge",
-    keeps: "knowledge bases",
+    keeps: "knowledge bases and data connectors",
     // Storage: the buckets a knowledge base names must be the organization's (GetBucket).
     calls: ["storage"],
   },

@@ -4,7 +4,7 @@ import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { knowledgeBaseListSchema, knowledgeBaseSchema } from "../schemas.ts";
-import { boundedName, boundedText, pageQuery, uuid } from "../validation.ts";
+import { boundedName, boundedText, idArray, pageQuery, uuid } from "../validation.ts";
 
 const ownIndex = "must be gtc_pg_vector: Loom keeps every knowledge base in its own index";
 
@@ -43,6 +43,8 @@ const createBody = z.object({
   type: z.literal("gtc_pg_vector", { error: ownIndex }).optional(),
   config: configInput.optional(),
   asset_paths: z.array(z.string()).optional(),
+  // Loom's: data connectors of the organization (docs/api.md, Knowledge bases).
+  data_connector_ids: idArray.optional(),
   // The clients' `embedding_model` names an OpenAI model without its provider; Loom's is in the config.
   embedding_model: z
     .never({ error: "name the model in config.gtc_pg_vector.embedding_model, as provider:model" })
@@ -77,6 +79,7 @@ export function knowledgeBaseJson(kb: KnowledgeBase | undefined) {
       },
     },
     asset_paths: kb.assetPaths,
+    data_connector_ids: kb.dataConnectorIds,
     created_at: isoTime(kb.createdAt),
     created_by: kb.createdBy,
     updated_at: isoTime(kb.updatedAt),
@@ -106,7 +109,7 @@ export function knowledgeBaseOperations({ knowledgeBases }: ServiceClients) {
       method: "POST",
       path: "/knowledge-bases",
       summary:
-        "Creates a knowledge base fed from assets of the organization's buckets, with an embedding model or keyword search only",
+        "Creates a knowledge base fed from assets of the organization's buckets (by path, or through data connectors), with an embedding model or keyword search only",
       body: { schema: createBody, required: true },
       response: { status: 201, description: "The new knowledge base", schema: knowledgeBaseSchema },
       handle: async ({ body, call }) =>
@@ -118,6 +121,7 @@ export function knowledgeBaseOperations({ knowledgeBases }: ServiceClients) {
                 description: body.description,
                 embeddingModel: embeddingModelOf(body.config),
                 assetPaths: body.asset_paths ?? [],
+                dataConnectorIds: body.data_connector_ids ?? [],
               },
               call,
             )
@@ -141,7 +145,7 @@ export function knowledgeBaseOperations({ knowledgeBases }: ServiceClients) {
       method: "PATCH",
       path: "/knowledge-bases/{knowledge_base_id}",
       summary:
-        "Changes the given fields of a knowledge base; `asset_paths` sent replaces the stored ones, an embedding model sent replaces the stored one (`null`: none)",
+        "Changes the given fields of a knowledge base; `asset_paths` or `data_connector_ids` sent replace the stored ones, an embedding model sent replaces the stored one (`null`: none)",
       params: knowledgeBasePath,
       body: { schema: updateBody, required: false },
       response: { status: 200, description: "The knowledge base as it is now", schema: knowledgeBaseSchema },
@@ -155,6 +159,7 @@ export function knowledgeBaseOperations({ knowledgeBases }: ServiceClients) {
                 description: body?.description,
                 embeddingModel: embeddingModelOf(body?.config),
                 assetPaths: body?.asset_paths && { values: body.asset_paths },
+                dataConnectorIds: body?.data_connector_ids && { values: body.data_connector_ids },
               },
               call,
             )

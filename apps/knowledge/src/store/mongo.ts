@@ -1,17 +1,22 @@
 import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
+import { createMongoDataConnectorStore } from "./data-connectors-mongo.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
 
-/** MongoDB adapter: a collection of knowledge bases, scoped by organizationId in every query. */
+/** MongoDB adapter: a collection of knowledge bases (and the connectors part's), scoped by organizationId in every query. */
 export function createMongoKnowledgeBasesStore(
   db: Db,
   ping: () => Promise<boolean>,
   close: () => Promise<void>,
 ): KnowledgeBasesStore {
   const knowledgeBases: Collection<Doc<KnowledgeBaseRecord>> = db.collection("knowledge_bases");
+  const connectorStore = createMongoDataConnectorStore(db);
   return {
+    ...connectorStore,
     async init() {
       await knowledgeBases.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
+      await knowledgeBases.createIndex({ organizationId: 1, dataConnectorIds: 1 });
+      await connectorStore.init();
     },
     ready: ping,
     close,

@@ -1,5 +1,6 @@
 import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
+import type { DataConnectorStore } from "./data-connectors.ts";
 
 export interface KnowledgeBaseRecord {
   id: string;
@@ -10,6 +11,8 @@ export interface KnowledgeBaseRecord {
   embeddingModel: string;
   /** `<bucket_id>/<asset name>`, `<bucket_id>/<folder>/` or `<bucket_id>/`, in the order given. */
   assetPaths: string[];
+  /** Data connectors of the organization, in the order given. */
+  dataConnectorIds: string[];
   createdBy: string;
   createdAt: Date;
   updatedAt: Date;
@@ -17,14 +20,15 @@ export interface KnowledgeBaseRecord {
 
 /** Fields an update may set; absent ones stay as they are. */
 export type KnowledgeBasePatch = Partial<
-  Pick<KnowledgeBaseRecord, "name" | "description" | "embeddingModel" | "assetPaths">
+  Pick<KnowledgeBaseRecord, "name" | "description" | "embeddingModel" | "assetPaths" | "dataConnectorIds">
 >;
 
 /**
- * The knowledge service's knowledge bases. Every read and write is scoped to
- * one organization: another's knowledge bases do not exist.
+ * The knowledge service's store: its knowledge bases and, in the same
+ * database, the data connectors they name (the `DataConnectorStore` part).
+ * Every read and write is scoped to one organization: another's do not exist.
  */
-export interface KnowledgeBasesStore extends StoreLifecycle {
+export interface KnowledgeBasesStore extends StoreLifecycle, DataConnectorStore {
   insert(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
   update(
