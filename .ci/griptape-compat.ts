@@ -22,9 +22,9 @@ import { assistantWithTools } from "./griptape-assistant-tools.ts";
  * spans to a structure run; its GriptapeCloudToolTool builds its activities
  * from a Loom tool backed by a real MCP server (the repo's test server) and
  * calls them; and the generated griptape-cloud-client parses every thread,
- * message, ruleset, rule, tool, secret, knowledge base and data connector operation and GetUser. Then (once) its
- * assistant driver runs an assistant whose tool is an MCP server
- * (griptape-assistant-tools.ts).
+ * message, ruleset, rule, tool, secret, knowledge base and data connector
+ * operation and GetUser. Then (once) its assistant driver runs an assistant
+ * whose tool is an MCP server (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
 const python = process.argv[2]!;
