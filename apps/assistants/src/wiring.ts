@@ -1,4 +1,7 @@
+import type { Transport } from "@connectrpc/connect";
+import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { RpcService } from "@loom/server/rpc-service";
+import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import { createAssistantsService } from "./service.ts";
 import { createMongoAssistantsStore } from "./store/mongo.ts";
@@ -13,7 +16,7 @@ export const openAssistantsStore = (settings: StoreSettings): Promise<Assistants
   });
 
 /** Store → service: shared by main.ts, the all-in-one process and the tests. */
-export async function wireAssistants(store: AssistantsStore): Promise<RpcService> {
+export async function wireAssistants(store: AssistantsStore, peers: { knowledge: Transport }): Promise<RpcService> {
   await store.init();
-  return createAssistantsService({ store });
+  return createAssistantsService({ store, knowledgeBases: clientFor(KnowledgeBasesService, peers.knowledge) });
 }

@@ -22,8 +22,10 @@ describe.each(storeKinds("ResolveRulesets"))("ResolveRulesets (%s store)", (kind
   const strangerCall = { headers: headersFor({ userId: newId(), organizationId: newId() }) };
 
   beforeAll(async () => {
+    // No knowledge base ids here: the knowledge service (none behind this transport) is never asked.
     service = await wireAssistants(
       await openAssistantsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
+      { knowledge: inProcessTransport([], "test-token", logger) },
     );
     const transport = inProcessTransport([service], "test-token", logger);
     rulesets = clientFor(RulesetsService, transport);

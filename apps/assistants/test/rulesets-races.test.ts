@@ -1,6 +1,7 @@
 import { newId } from "@loom/contracts/ids";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
+import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
@@ -45,7 +46,17 @@ describe.each(storeKinds("rulesets races"))(
       };
       rulesets = clientFor(
         RulesetsService,
-        inProcessTransport([createAssistantsService({ store: racing })], "test-token", logger),
+        inProcessTransport(
+          [
+            createAssistantsService({
+              store: racing,
+              // No knowledge base ids here: the knowledge service (none behind this transport) is never asked.
+              knowledgeBases: clientFor(KnowledgeBasesService, inProcessTransport([], "test-token", logger)),
+            }),
+          ],
+          "test-token",
+          logger,
+        ),
       );
     });
     afterAll(async () => {

@@ -29,8 +29,9 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
   describe("CreateAssistant", () => {
     it("creates with every field, answering 201 in the public shape", async () => {
       const ruleset = async () => (await admin.post("/rulesets", { name: "r" })).body.ruleset_id as string;
+      const knowledgeBase = (await admin.post("/knowledge-bases", { name: "k" })).body.knowledge_base_id as string;
       const ids = {
-        knowledge_base_ids: [uuid()],
+        knowledge_base_ids: [knowledgeBase],
         retriever_ids: [uuid()],
         ruleset_ids: [await ruleset(), await ruleset()],
         structure_ids: [],

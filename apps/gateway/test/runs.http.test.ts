@@ -118,7 +118,9 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     });
 
     it("records the effective ids: the run's arrays replace the assistant's, additional ones append without duplicates", async () => {
-      const [a, b, c, d, e] = [uuid(), uuid(), uuid(), uuid(), uuid()];
+      // c and d are knowledge bases (which must exist), and stand for tools too (whose ids are not checked).
+      const knowledgeBase = async () => (await admin.post("/knowledge-bases", { name: "k" })).body.knowledge_base_id;
+      const [a, b, c, d, e] = [uuid(), uuid(), await knowledgeBase(), await knowledgeBase(), uuid()];
       const r = (await admin.post("/rulesets", { name: "r" })).body.ruleset_id as string;
       const id = await assistant({ tool_ids: [a, b], ruleset_ids: [r], knowledge_base_ids: [c] });
       const replaced = (await run(id, { tool_ids: [c], additional_tool_ids: [c, d], ruleset_ids: [] })).body;

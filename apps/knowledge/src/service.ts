@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
-import { newId } from "@loom/contracts/ids";
+import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
@@ -132,6 +132,20 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
         window.pageSize,
       );
       return { knowledgeBases: items.map(knowledgeBaseMessage), page: pageInfo(window, totalCount) };
+    },
+
+    async resolveKnowledgeBases(req, ctx) {
+      const asked = req.knowledgeBaseIds.map((id) => id.toLowerCase());
+      const found = new Map(
+        (await store.getMany(requirePrincipal(ctx).organizationId, asked.filter(isUuid))).map((kb) => [kb.id, kb]),
+      );
+      return {
+        knowledgeBases: asked.flatMap((id) => {
+          const kb = found.get(id);
+          return kb ? [knowledgeBaseMessage(kb)] : [];
+        }),
+        missingIds: req.knowledgeBaseIds.filter((_, i) => !found.has(asked[i]!)),
+      };
     },
   };
 

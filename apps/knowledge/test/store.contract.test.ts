@@ -80,6 +80,15 @@ describe.each(storeKinds("knowledge bases store contract"))("knowledge bases sto
     expect(await store.update(org, newId(), { name: "x" }, at)).toBeUndefined();
   });
 
+  it("reads several by id, only within its organization", async () => {
+    const [a, b] = [knowledgeBase(), knowledgeBase()];
+    const foreign = knowledgeBase({ organizationId: otherOrg });
+    for (const kb of [a, b, foreign]) await store.insert(kb);
+    const found = await store.getMany(org, [b.id, newId(), foreign.id, a.id]);
+    expect(found.sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual([a, b].sort((x, y) => (x.id < y.id ? -1 : 1)));
+    expect(await store.getMany(org, [])).toEqual([]);
+  });
+
   it("deletes only within its organization", async () => {
     const kb = knowledgeBase();
     await store.insert(kb);

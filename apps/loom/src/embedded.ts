@@ -72,30 +72,6 @@ async function startServices(
   const identityStore = await openIdentityStore(store("identity"));
   const bus = await openBus(config.NATS_URL, "loom", logger);
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
-  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
-  // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
-  // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
-  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
-    runLogsCoveredByRuns: true,
-  });
-  const tools = await wireTools(
-    await openToolsStore(store("tools")),
-    {
-      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
-      // The all-in-one allows loopback: a tool server on the same machine is its common case.
-      limits: callLimits(config, { allowLoopback: true }),
-    },
-    logger.child({ service: "tools" }),
-  );
-  // The runs service calls assistants, events and tools, in process like everything else.
-  const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
-  const runs = await wireRuns(await openRunsStore(store("runs")), config, {
-    assistants: peers,
-    events: peers,
-    tools: peers,
-    bus,
-    logger: logger.child({ service: "runs" }),
-  });
   // Signed URLs point at PUBLIC_URL, or at this process's own address once it listens (PORT may be 0).
   let listening: RunningServer | undefined;
   const storageSettings = {
@@ -115,6 +91,34 @@ async function startServices(
   // The knowledge service asks storage whether a knowledge base's buckets are the organization's.
   const knowledge = await wireKnowledge(await openKnowledgeStore(store("knowledge")), config, {
     storage: inProcessTransport([storage.service], serviceToken, logger),
+  });
+  // The assistants service asks the knowledge service whether an assistant's knowledge bases exist.
+  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")), {
+    knowledge: inProcessTransport([knowledge], serviceToken, logger),
+  });
+  // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
+  // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
+  const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
+    runLogsCoveredByRuns: true,
+  });
+  const tools = await wireTools(
+    await openToolsStore(store("tools")),
+    {
+      secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
+      // The all-in-one allows loopback: a tool server on the same machine is its common case.
+      limits: callLimits(config, { allowLoopback: true }),
+    },
+    logger.child({ service: "tools" }),
+  );
+  // The runs service calls assistants, events, tools and knowledge, in process like everything else.
+  const peers = inProcessTransport([assistants, events, tools, knowledge], serviceToken, logger);
+  const runs = await wireRuns(await openRunsStore(store("runs")), config, {
+    assistants: peers,
+    events: peers,
+    tools: peers,
+    knowledge: peers,
+    bus,
+    logger: logger.child({ service: "runs" }),
   });
   // Every service of the registry, wired: one missing here fails the typecheck.
   const wired: Record<ServiceName, RpcService> = {

@@ -38,7 +38,7 @@ export const runSettings = {
 export const runsConfigSchema = z.object({
   ...standaloneSettings("runs"),
   ...runSettings,
-  // ASSISTANTS_URL, EVENTS_URL, TOOLS_URL: the services it calls (the service registry's `calls`).
+  // ASSISTANTS_URL, EVENTS_URL, TOOLS_URL, KNOWLEDGE_URL: the services it calls (the service registry's `calls`).
   ...serviceUrlSettings(services.runs.calls),
   NATS_URL: env.url().optional(),
 });

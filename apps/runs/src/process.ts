@@ -22,10 +22,11 @@ export const serviceProcess: ServiceProcess<typeof runsConfigSchema, { model?: M
     const assistants = httpTransport(config.ASSISTANTS_URL, config.SERVICE_TOKEN);
     const events = httpTransport(config.EVENTS_URL, config.SERVICE_TOKEN);
     const tools = httpTransport(config.TOOLS_URL, config.SERVICE_TOKEN);
+    const knowledge = httpTransport(config.KNOWLEDGE_URL, config.SERVICE_TOKEN);
     const { service, worker } = await wireRuns(
       await openRunsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }),
       config,
-      { assistants, events, tools, bus, logger, model },
+      { assistants, events, tools, knowledge, bus, logger, model },
     );
     return { ...service, worker };
   },

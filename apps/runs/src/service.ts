@@ -5,6 +5,7 @@ import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
+import type { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
@@ -28,6 +29,8 @@ export interface RunsDeps {
   assistants: Client<typeof AssistantsService>;
   /** The assistants service's rulesets (same service, same URL): a run's rules are read at its creation. */
   rulesets: Client<typeof RulesetsService>;
+  /** The knowledge service: a run's knowledge bases must exist at its creation. */
+  knowledgeBases: Client<typeof KnowledgeBasesService>;
   log: RunLog;
   bus: Bus;
   logger: Logger;
@@ -51,7 +54,16 @@ export function createRunsService(deps: RunsDeps): RpcService {
   const now = deps.now ?? (() => new Date());
   // A create's two steps: its checks and its run, then storing the run.
   const prepareRun: KeyedCreateDeps["newRun"] = (...args) =>
-    newRun({ assistants: deps.assistants, rulesets: deps.rulesets, store, maxQueuedPerOrganization }, ...args);
+    newRun(
+      {
+        assistants: deps.assistants,
+        rulesets: deps.rulesets,
+        knowledgeBases: deps.knowledgeBases,
+        store,
+        maxQueuedPerOrganization,
+      },
+      ...args,
+    );
   const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) =>
     enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
   const createKeyed = createKeyedCreates({

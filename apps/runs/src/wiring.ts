@@ -3,6 +3,7 @@ import type { Bus } from "@loom/bus/bus";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
+import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import type { RpcService } from "@loom/server/rpc-service";
@@ -54,7 +55,15 @@ export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
 export async function wireRuns(
   store: RunsStore,
   settings: RunSettings,
-  peers: { assistants: Transport; events: Transport; tools: Transport; bus: Bus; logger: Logger; model?: Model },
+  peers: {
+    assistants: Transport;
+    events: Transport;
+    tools: Transport;
+    knowledge: Transport;
+    bus: Bus;
+    logger: Logger;
+    model?: Model;
+  },
 ): Promise<{ service: RpcService; worker: RunWorker }> {
   await store.init();
   const model = peers.model ?? resolveModel(settings);
@@ -64,6 +73,7 @@ export async function wireRuns(
     store,
     assistants: clientFor(AssistantsService, peers.assistants),
     rulesets: clientFor(RulesetsService, peers.assistants),
+    knowledgeBases: clientFor(KnowledgeBasesService, peers.knowledge),
     log,
     bus: peers.bus,
     logger: peers.logger,

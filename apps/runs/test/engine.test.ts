@@ -10,6 +10,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
+import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { RunStatus, RunsService } from "@loom/proto/runs/v1/runs_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
@@ -47,7 +48,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   beforeAll(async () => {
     bus = await openBus(testServers.natsUrl, "engine-test");
-    const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }));
+    // No knowledge base ids here: the knowledge service (none behind the transport given) is never asked.
+    const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }), {
+      knowledge: inProcessTransport([], token, logger),
+    });
     const events = await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger);
     peers = inProcessTransport([assistants, events], token, logger);
     assistantId = (await clientFor(AssistantsService, peers).createAssistant({ name: "engine" }, call)).assistant!
@@ -96,6 +100,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       store,
       assistants: clientFor(AssistantsService, peers),
       rulesets: clientFor(RulesetsService, peers),
+      knowledgeBases: clientFor(KnowledgeBasesService, peers),
       log,
       bus,
       logger,

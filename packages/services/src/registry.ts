@@ -59,7 +59,8 @@ export const services = {
     port: 8082,
     database: "loom_assistants",
     keeps: "assistants, rulesets and rules",
-    calls: [],
+    // Knowledge: an assistant's knowledge_base_ids must name knowledge bases of its organization (ResolveKnowledgeBases).
+    calls: ["knowledge"],
   },
   runs: {
     // Chat is served by the runs service, which owns model access.
@@ -70,7 +71,8 @@ export const services = {
     keeps: "runs",
     withoutNats: "cancel reaches only this replica's worker",
     // Tools: a run's agent loop lists and calls its tools' activities (ActivitiesService).
-    calls: ["assistants", "events", "tools"],
+    // Knowledge: a run's knowledge_base_ids must name knowledge bases of its organization (ResolveKnowledgeBases).
+    calls: ["assistants", "events", "tools", "knowledge"],
   },
   events: {
     rpc: { events: EventsService },

@@ -35,6 +35,10 @@ export function createMongoKnowledgeBasesStore(
       ),
     delete: async (organizationId, id) =>
       (await knowledgeBases.deleteOne({ _id: id, organizationId })).deletedCount === 1,
+    getMany: async (organizationId, ids) =>
+      (await knowledgeBases.find({ _id: { $in: [...ids] }, organizationId }).toArray()).map(
+        (d) => fromDoc<KnowledgeBaseRecord>(d)!,
+      ),
     async list(organizationId, skip, limit) {
       const [docs, totalCount] = await Promise.all([
         knowledgeBases.find({ organizationId }).sort(newestFirstSort).skip(skip).limit(limit).toArray(),

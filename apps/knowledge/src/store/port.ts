@@ -38,6 +38,8 @@ export interface KnowledgeBasesStore extends StoreLifecycle, DataConnectorStore 
     at: Date,
   ): Promise<KnowledgeBaseRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
+  /** The organization's knowledge bases among `ids` (lower-case uuids), in no particular order. */
+  getMany(organizationId: string, ids: readonly string[]): Promise<KnowledgeBaseRecord[]>;
   /** Newest first by created_at, ties by id. */
   list(organizationId: string, skip: number, limit: number): Promise<Page<KnowledgeBaseRecord>>;
 }

@@ -78,6 +78,11 @@ export function createSqliteKnowledgeBasesStore(handle: SqliteHandle): Knowledge
       ),
     delete: async (organizationId, id) =>
       prepare("DELETE FROM knowledge_bases WHERE id = ? AND organization_id = ?").run(id, organizationId).changes === 1,
+    // By primary key (`id IN json_each(?)`), the organization checked after, as rulesets are read.
+    getMany: async (organizationId, ids) =>
+      prepare("SELECT * FROM knowledge_bases WHERE id IN (SELECT value FROM json_each(?)) AND organization_id = ?")
+        .all(JSON.stringify(ids), organizationId)
+        .map((row) => knowledgeBaseOf(row)!),
     async list(organizationId, skip, limit) {
       const totalCount = Number(
         prepare("SELECT count(*) AS n FROM knowledge_bases WHERE organization_id = ?").get(organizationId)!.n,

@@ -4,6 +4,7 @@ import { isUuid, newId } from "@loom/contracts/ids";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
+import type { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
 import type { Principal } from "@loom/server/principal";
 import { rateLimitRefusals } from "@loom/telemetry/metrics";
@@ -12,6 +13,7 @@ import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord } from "../store/run-records.ts";
 import type { NewThread, ThreadStore } from "../store/threads.ts";
 import { assistantOf } from "./assistant.ts";
+import { checkRunKnowledgeBases } from "./run-knowledge-bases.ts";
 import { readRunRules } from "./run-rules.ts";
 
 /** A run ready to be stored, and the new thread to store with it (stored only once the run's first event is). */
@@ -24,6 +26,8 @@ export interface NewRunDeps {
   assistants: Client<typeof AssistantsService>;
   /** The assistants service's rulesets, read for the run's rules. */
   rulesets: Client<typeof RulesetsService>;
+  /** The knowledge service, asked whether the run's knowledge bases exist. */
+  knowledgeBases: Client<typeof KnowledgeBasesService>;
   store: RunQueue & ThreadStore;
   /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
   maxQueuedPerOrganization: number;
@@ -50,7 +54,7 @@ function readValue<T>(read: PromiseSettledResult<T>): T {
 
 /**
  * Everything a create checks and reads, before it writes anything (a refused
- * create writes nothing): the assistant, its rulesets, the queued cap, the thread; then the
+ * create writes nothing): the assistant, its rulesets and knowledge bases, the queued cap, the thread; then the
  * QUEUED run, with id `id`, as the request and its assistant make it.
  */
 export async function newRun(
@@ -76,8 +80,8 @@ export async function newRun(
     structureIds: req.additionalStructureIds,
     toolIds: req.additionalToolIds,
   });
-  // Read at once, so rulesets cost a run no extra round trip; refused in this order all the same.
-  const [rulesRead, queuedRead, threadRead] = await Promise.allSettled([
+  // Read at once, so rulesets and knowledge bases cost a run no extra round trip; refused in this order all the same.
+  const [rulesRead, knowledgeRead, queuedRead, threadRead] = await Promise.allSettled([
     // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
     readRunRules(deps.rulesets, principal, ids.rulesetIds, [
       given.rulesetIds
@@ -85,10 +89,18 @@ export async function newRun(
         : { field: "assistant.ruleset_ids", ids: assistant.rulesetIds },
       { field: "body.additional_ruleset_ids", ids: req.additionalRulesetIds },
     ]),
+    // An unknown knowledge base is 400, as an unknown ruleset is.
+    checkRunKnowledgeBases(deps.knowledgeBases, principal, ids.knowledgeBaseIds, [
+      given.knowledgeBaseIds
+        ? { field: "body.knowledge_base_ids", ids: given.knowledgeBaseIds }
+        : { field: "assistant.knowledge_base_ids", ids: assistant.knowledgeBaseIds },
+      { field: "body.additional_knowledge_base_ids", ids: req.additionalKnowledgeBaseIds },
+    ]),
     deps.store.countQueued(principal.organizationId),
     threadFor(deps.store, principal, req, at),
   ]);
   const rules = readValue(rulesRead);
+  readValue(knowledgeRead);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
   if (readValue(queuedRead) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
   const thread = readValue(threadRead);

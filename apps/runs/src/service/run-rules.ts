@@ -5,12 +5,7 @@ import { valueToJson } from "@loom/contracts/json-value";
 import type { Rule, RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { headersFor, type Principal } from "@loom/server/principal";
 import { type RunRules, runRules } from "../rules/instructions.ts";
-
-/** A list a run's ruleset ids came from, by its public field (`body.ruleset_ids`, `assistant.ruleset_ids`, …). */
-export interface RulesetIdSource {
-  field: string;
-  ids: string[];
-}
+import { type IdSource, unknownId } from "./id-sources.ts";
 
 /**
  * The rules of a run's rulesets, read as the caller when the run is created
@@ -23,30 +18,15 @@ export async function readRunRules(
   rulesets: Client<typeof RulesetsService>,
   principal: Principal,
   rulesetIds: string[],
-  sources: RulesetIdSource[],
+  sources: IdSource[],
 ): Promise<RunRules> {
   if (rulesetIds.length === 0) return {};
   const resolved = await rulesets.resolveRulesets({ rulesetIds }, { headers: headersFor(principal) });
   if (resolved.missingIds.length > 0)
-    throw invalidArgument(resolved.missingIds.map((id) => unknownRuleset(id, sources)));
+    throw invalidArgument(resolved.missingIds.map((id) => unknownId("ruleset", "ruleset_ids", id, sources)));
   return runRules(
     resolved.rulesets.map(({ ruleset, rules }) => ({ name: ruleset?.name ?? "", rules: rules.map(ruleOf) })),
   );
-}
-
-function unknownRuleset(id: string, sources: RulesetIdSource[]) {
-  for (const { field, ids } of sources) {
-    const index = ids.findIndex((given) => given.toLowerCase() === id.toLowerCase());
-    if (index === -1) continue;
-    const path = `${field}[${index}]`;
-    return field.startsWith("assistant.")
-      ? {
-          path,
-          message: `the assistant names ruleset ${id}, which does not exist in the organization; give ruleset_ids to replace the assistant's list`,
-        }
-      : { path, message: `no ruleset ${id} in the organization` };
-  }
-  return { path: sources[0]?.field ?? "body.ruleset_ids", message: `no ruleset ${id} in the organization` };
 }
 
 /** A rule's text, or its JSON object (a JSON schema); the assistants service stores nothing else. */
