@@ -2,7 +2,7 @@ import { newId } from "@loom/contracts/ids";
 import type { MongoHandle } from "@loom/store/mongo";
 import { Binary, type Collection, type OptionalUnlessRequiredId } from "mongodb";
 import { stemmer } from "stemmer";
-import { type CorpusStatistics, inverseDocumentFrequency, termScore } from "./bm25.ts";
+import { type CorpusStatistics, inverseDocumentFrequency, termScore, termsWorthScoring } from "./bm25.ts";
 import type { AssetKey, ChunkIndex, ChunkPosition, IndexedChunk, KnowledgeScope, RankedChunk } from "./port.ts";
 import { queryWordsOf, termFrequencies } from "./terms.ts";
 import { bestOf, checkDimension, cosineOf, dimensionOf, lengthOf, vectorOf } from "./vectors.ts";
@@ -53,6 +53,8 @@ interface TermDoc {
   knowledgeBaseId: string;
   generation: string;
   term: string;
+  /** How many chunks have it (the length of the arrays), read alone to know the term's document frequency. */
+  chunkCount: number;
   chunkIds: string[];
   frequencies: number[];
   lengths: number[];
@@ -196,7 +198,14 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
       await insertInBatches(chunks, chunkDocs);
       await insertInBatches(
         terms,
-        [...postings].map(([term, list]) => ({ _id: newId(), ...inScope(scope), generation, term, ...list })),
+        [...postings].map(([term, list]) => ({
+          _id: newId(),
+          ...inScope(scope),
+          generation,
+          term,
+          chunkCount: list.chunkIds.length,
+          ...list,
+        })),
       );
 
       // 3. The switch: one document, so searches see the old set until here and the new one after.
@@ -276,16 +285,30 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
       if (queryTerms.length === 0 || limit <= 0) return [];
       const { generations, corpus } = await current(scope);
       if (corpus.chunkCount === 0) return [];
-      const found = (
+      // Document frequencies first (counts only), then the postings of the terms worth scoring (bm25.ts).
+      const counts = (
         await terms
           .find(
             { ...inScope(scope), term: { $in: queryTerms } },
+            { projection: { generation: 1, term: 1, chunkCount: 1 } },
+          )
+          .toArray()
+      ).filter((doc) => generations.has(doc.generation));
+      const matching = new Map<string, number>(queryTerms.map((term) => [term, 0]));
+      for (const doc of counts) matching.set(doc.term, matching.get(doc.term)! + doc.chunkCount);
+      const scored = termsWorthScoring(
+        [...matching].map(([term, n]) => ({ term, matching: n })),
+        corpus.chunkCount,
+      );
+      if (scored.length === 0) return [];
+      const found = (
+        await terms
+          .find(
+            { ...inScope(scope), term: { $in: scored } },
             { projection: { generation: 1, term: 1, chunkIds: 1, frequencies: 1, lengths: 1 } },
           )
           .toArray()
       ).filter((doc) => generations.has(doc.generation));
-      const matching = new Map<string, number>();
-      for (const doc of found) matching.set(doc.term, (matching.get(doc.term) ?? 0) + doc.chunkIds.length);
       const scores = new Map<string, number>();
       for (const doc of found) {
         const idf = inverseDocumentFrequency(corpus, matching.get(doc.term)!);
