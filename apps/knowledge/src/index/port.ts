@@ -76,7 +76,10 @@ export interface ChunkIndex extends StoreLifecycle {
   removeAsset(scope: KnowledgeScope, asset: AssetKey): Promise<boolean>;
   /** Every indexed asset of the knowledge base with its version, in bucket and path order. */
   indexedAssets(scope: KnowledgeScope): Promise<IndexedAsset[]>;
-  /** Removes every chunk and asset of the knowledge base. */
+  /**
+   * Removes every chunk and asset of the knowledge base. Idempotent, and a removal a crash interrupted is finished by
+   * the next call: the knowledge base's owner calls it before it forgets the knowledge base, and again on a retry.
+   */
   removeKnowledgeBase(scope: KnowledgeScope): Promise<void>;
   /** How many chunks the knowledge base has (its limit counts them). */
   countChunks(scope: KnowledgeScope): Promise<number>;
