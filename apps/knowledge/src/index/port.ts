@@ -85,7 +85,8 @@ export interface ChunkIndex extends StoreLifecycle {
   countChunks(scope: KnowledgeScope): Promise<number>;
   /**
    * Clears what an interrupted replace or removal left behind (chunks no search sees); idempotent. Ingest calls it
-   * before a job's first asset.
+   * before a job's first asset, never while a replacement in the same knowledge base runs (it would clear the
+   * replacement's chunks before they are switched in).
    */
   sweep(scope: KnowledgeScope): Promise<void>;
   /**
