@@ -2,6 +2,7 @@ import { DatabaseSync, type StatementSync } from "node:sqlite";
 import { DependencyDown } from "@loom/runtime/dependency-down";
 import { StartupRefused } from "@loom/runtime/shutdown";
 import type { Logger } from "@loom/telemetry/logger";
+import { load as loadSqliteVec } from "sqlite-vec";
 import { type CheckpointResult, checkpointOffThread } from "./wal-checkpointer.ts";
 import { walSync } from "./wal-sync.ts";
 
@@ -111,11 +112,20 @@ const transactionControl = [
  * inside COMMIT took a fifth of the all-in-one's main thread under load:
  * docs/decisions.md). The commit group (`inCommitGroup`) spreads one sync
  * over every call of a turn. A failed sync or log write fails the handle for
- * good (`DatabaseFailed`): nothing is acknowledged after it.
+ * good (`DatabaseFailed`): nothing is acknowledged after it. sqlite-vec is
+ * loaded into every connection (its `vec0` tables: docs/decisions.md,
+ * "Knowledge index"), and loading any other extension is then turned off.
  */
 export function openSqlite(file: string, options: SqliteOptions = {}): SqliteHandle {
-  const db = new DatabaseSync(file, { enableForeignKeyConstraints: true, timeout: options.exclusive ? 0 : 5_000 });
+  const db = new DatabaseSync(file, {
+    enableForeignKeyConstraints: true,
+    timeout: options.exclusive ? 0 : 5_000,
+    allowExtension: true,
+  });
   try {
+    // sqlite-vec's vector tables (the knowledge index's); no other extension is ever loaded, by a call or by SQL.
+    loadSqliteVec(db);
+    db.enableLoadExtension(false);
     if (options.exclusive) db.exec("PRAGMA locking_mode = EXCLUSIVE");
     db.exec("PRAGMA journal_mode = WAL");
     db.exec("PRAGMA synchronous = NORMAL");
