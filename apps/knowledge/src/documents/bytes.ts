@@ -37,7 +37,10 @@ export async function* utf8Text(bytes: DocumentBytes): AsyncIterable<string> {
   if (rest) yield rest;
 }
 
-/** All the bytes in one array, refusing more than `maxBytes` (for formats that are parsed whole). */
+/**
+ * All the bytes in one array of the caller's own (a parser may take it over), refusing more than `maxBytes` (for
+ * formats that are parsed whole).
+ */
 export async function wholeBytes(bytes: DocumentBytes, maxBytes: number, what: string): Promise<Uint8Array> {
   const tooLarge = (size: number) =>
     new DocumentError(
@@ -46,7 +49,7 @@ export async function wholeBytes(bytes: DocumentBytes, maxBytes: number, what: s
     );
   if (bytes instanceof Uint8Array) {
     if (bytes.length > maxBytes) throw tooLarge(bytes.length);
-    return bytes;
+    return bytes.slice();
   }
   const parts: Uint8Array[] = [];
   let size = 0;

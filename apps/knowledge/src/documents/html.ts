@@ -216,7 +216,13 @@ function htmlBlockWriter(out: Block[]) {
         return handOn(true);
       }
       if (preDepth > 0) return;
-      if (name === "ul" || name === "ol") lists.pop();
+      if (name === "ul" || name === "ol") {
+        lists.pop();
+        handOn(true);
+        // The next list is another list: a blank line before it, not a line end.
+        if (lists.length === 0 && lastKind === "list") lastKind = "other";
+        return;
+      }
       if (name === "li") itemDepth--;
       else if (itemDepth > 0 && blockElements.has(name) && name !== "ul" && name !== "ol") return append(" ");
       if (headingLevels[name] || blockElements.has(name)) handOn(true);

@@ -17,17 +17,23 @@ export async function* markdownBlocks(text: AsyncIterable<string>): AsyncIterabl
   // Set when the window starts inside a code fence (a forced cut): the fence's opening line, so the lexer sees code.
   let openFence: string | undefined;
   let continues = false;
+  // After a scan that found no cut, the next waits for a quarter window more text (small pieces would rescan often).
+  let scanAt = windowChars;
   for await (const piece of text) {
     pending += piece;
-    while (pending.length >= windowChars) {
+    while (pending.length >= scanAt) {
       const scan = scanLines(pending, openFence);
       let cut = scan.lastBlankOutsideFence;
       let forced = false;
       if (cut === 0) {
-        if (pending.length < forcedWindowChars) break;
+        if (pending.length < forcedWindowChars) {
+          scanAt = pending.length + windowChars / 4;
+          break;
+        }
         cut = scan.lastLineEnd || pending.length;
         forced = true;
       }
+      scanAt = windowChars;
       yield* windowBlocks(pending.slice(0, cut), openFence, continues);
       openFence = forced ? (cut === scan.lastLineEnd ? scan.fenceAtLastLineEnd : scan.fenceAtEnd) : undefined;
       continues = forced;

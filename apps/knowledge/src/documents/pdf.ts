@@ -18,8 +18,8 @@ interface TextItem {
  * between two lines ends a paragraph.
  */
 export async function* pdfBlocks(bytes: Uint8Array, name: string): AsyncIterable<Block> {
-  // pdf.js takes ownership of the buffer it is given: a copy keeps the caller's bytes readable.
-  const pdf = await getDocumentProxy(bytes.slice(), { verbosity: 0 }).catch((error: unknown) => {
+  // pdf.js may take over the buffer it is given: `bytes` is this reading's own (see `wholeBytes`).
+  const pdf = await getDocumentProxy(bytes, { verbosity: 0 }).catch((error: unknown) => {
     throw unreadable(name, error);
   });
   try {

@@ -1,0 +1,91 @@
+import { execFile } from "node:child_process";
+import { join } from "node:path";
+import { promisify } from "node:util";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
+import { describe, expect, it } from "vitest";
+import { defaultChunkOptions } from "../../src/documents/chunk.ts";
+import { documentChunks } from "../../src/documents/documents.ts";
+import { paragraph } from "./chunk-checks.ts";
+import { generatedFile, mebibyte } from "./generated-files.ts";
+import { buildPdf } from "./pdf-fixtures.ts";
+
+// A full collection on demand, so what the reading keeps can be told from garbage not yet collected.
+setFlagsFromString("--expose-gc");
+const collectGarbage = runInNewContext("gc") as () => void;
+
+/** Reads every chunk and reports what a person would notice: chunks, time, and the heap kept while reading. */
+async function measure(name: string, bytes: AsyncIterable<Uint8Array> | Uint8Array, textBytes: number) {
+  collectGarbage();
+  const before = process.memoryUsage().heapUsed;
+  let keptHeap = 0;
+  let gcTime = 0;
+  let chunks = 0;
+  const started = performance.now();
+  let oversized = 0;
+  for await (const chunk of documentChunks({ name, bytes })) {
+    if (chunk.text.length > defaultChunkOptions.maxChars) oversized++;
+    if (++chunks % 5000 === 0) {
+      const gcStarted = performance.now();
+      collectGarbage();
+      gcTime += performance.now() - gcStarted;
+      keptHeap = Math.max(keptHeap, process.memoryUsage().heapUsed - before);
+    }
+  }
+  const seconds = (performance.now() - started - gcTime) / 1000;
+  expect(oversized).toBe(0);
+  const result = { chunks, rate: textBytes / mebibyte / seconds, keptHeap: keptHeap / mebibyte };
+  console.log(
+    `${name}: ${(textBytes / mebibyte).toFixed(1)} MiB of text -> ${chunks} chunks in ${seconds.toFixed(2)} s = ` +
+      `${result.rate.toFixed(1)} MiB/s through extract+chunk; heap kept while reading +${result.keptHeap.toFixed(1)} MiB`,
+  );
+  return result;
+}
+
+const run = promisify(execFile);
+
+describe("large files", { timeout: 120_000 }, () => {
+  it("a 50 MiB text file is streamed through keeping a few MiB of heap, never the file", async () => {
+    const result = await measure("large.txt", generatedFile("txt", 50), 50 * mebibyte);
+    // About one chunk per 850 characters (the size less the overlap).
+    expect(result.chunks).toBeGreaterThan(50_000);
+    // Held once, the file alone would be 50 MiB of heap.
+    expect(result.keptHeap).toBeLessThan(8);
+  });
+
+  it("a 20 MiB Markdown file likewise", async () => {
+    expect((await measure("large.md", generatedFile("md", 20), 20 * mebibyte)).keptHeap).toBeLessThan(8);
+  });
+
+  it("a 10 MiB HTML file likewise", async () => {
+    expect((await measure("large.html", generatedFile("html", 10), 10 * mebibyte)).keptHeap).toBeLessThan(8);
+  });
+
+  it("50 MiB of text and of Markdown add a few MiB to a process's RSS under the service's Node flags", async () => {
+    for (const kind of ["txt", "md"]) {
+      // The flags `pnpm start` gives every Loom process (docs/decisions.md "Node flags").
+      const { stdout } = await run(process.execPath, [
+        "--max-semi-space-size=8",
+        "--no-allocation-site-pretenuring",
+        join(import.meta.dirname, "stream-memory.ts"),
+        kind,
+        "50",
+      ]);
+      const result = JSON.parse(stdout) as { chunks: number; seconds: number; rssBefore: number; rssGrowth: number };
+      console.log(
+        `large.${kind} in its own process: 50 MiB -> ${result.chunks} chunks in ${result.seconds.toFixed(2)} s; ` +
+          `RSS ${result.rssBefore.toFixed(0)} MiB before, peak +${result.rssGrowth.toFixed(0)} MiB`,
+      );
+      expect(result.chunks).toBeGreaterThan(50_000);
+      expect(result.rssGrowth).toBeLessThan(40);
+    }
+  });
+
+  it("a PDF of 100 pages is read a page at a time (its throughput printed)", async () => {
+    const pages = Array.from({ length: 100 }, (_, p) => Array.from({ length: 6 }, (_, i) => paragraph(p * 6 + i, 3)));
+    const pdf = await buildPdf(pages);
+    const result = await measure("large.pdf", pdf, pages.flat().join("\n\n").length);
+    console.log(`large.pdf: the file is ${(pdf.length / mebibyte).toFixed(2)} MiB`);
+    expect(result.chunks).toBeGreaterThan(60);
+  });
+});
