@@ -15,12 +15,13 @@ export async function* bytePieces(bytes: DocumentBytes): AsyncIterable<Uint8Arra
 }
 
 /**
- * UTF-8 text from bytes, in pieces: a byte-order mark at the start is dropped, bytes that are not UTF-8 become U+FFFD
- * (a file with a few bad bytes is still worth reading), and line ends are `\n` (CRLF and lone CR too), so offsets
- * into the text do not depend on where the file was written.
+ * Text from bytes, in pieces: UTF-8 unless the content type names another charset that the WHATWG Encoding Standard
+ * knows (`text/plain; charset=windows-1252`); a byte-order mark at the start is dropped, bytes that are not text in
+ * the encoding become U+FFFD (a file with a few bad bytes is still worth reading), and line ends are `\n` (CRLF and
+ * lone CR too), so offsets into the text do not depend on where the file was written.
  */
-export async function* utf8Text(bytes: DocumentBytes): AsyncIterable<string> {
-  const decoder = new TextDecoder("utf-8", { fatal: false, ignoreBOM: false });
+export async function* decodedText(bytes: DocumentBytes, contentType?: string): AsyncIterable<string> {
+  const decoder = textDecoder(/;\s*charset\s*=\s*"?([^";\s]+)/i.exec(contentType ?? "")?.[1]);
   // A CR at the end of a piece may be the first half of a CRLF: it waits for the next piece.
   let heldCR = false;
   const normalize = (text: string, last: boolean): string => {
@@ -35,6 +36,15 @@ export async function* utf8Text(bytes: DocumentBytes): AsyncIterable<string> {
   }
   const rest = normalize(decoder.decode(), true);
   if (rest) yield rest;
+}
+
+function textDecoder(charset: string | undefined) {
+  try {
+    if (charset) return new TextDecoder(charset, { fatal: false, ignoreBOM: false });
+  } catch {
+    // A charset nobody knows: read as UTF-8, what nearly every text file is.
+  }
+  return new TextDecoder("utf-8", { fatal: false, ignoreBOM: false });
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Block } from "./blocks.ts";
-import { type DocumentBytes, utf8Text, wholeBytes } from "./bytes.ts";
+import { type DocumentBytes, decodedText, wholeBytes } from "./bytes.ts";
 import { type Chunk, type ChunkOptions, defaultChunkOptions } from "./chunk.ts";
 import { createChunker } from "./chunker.ts";
 import { documentFormat } from "./formats.ts";
@@ -43,11 +43,11 @@ export async function* documentBlocks(
   const format = documentFormat(input.name, input.contentType);
   switch (format) {
     case "text":
-      return yield* plainTextBlocks(utf8Text(input.bytes));
+      return yield* plainTextBlocks(decodedText(input.bytes, input.contentType));
     case "markdown":
-      return yield* markdownBlocks(utf8Text(input.bytes));
+      return yield* markdownBlocks(decodedText(input.bytes, input.contentType));
     case "html":
-      return yield* htmlBlocks(utf8Text(input.bytes));
+      return yield* htmlBlocks(decodedText(input.bytes, input.contentType));
     case "pdf": {
       const bytes = await wholeBytes(input.bytes, options.maxWholeFileBytes, JSON.stringify(input.name));
       return yield* pdfBlocks(bytes, input.name);

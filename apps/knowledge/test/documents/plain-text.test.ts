@@ -57,6 +57,16 @@ describe("plain text", () => {
     expect(chunks.map((chunk) => [chunk.text, chunk.start])).toEqual([[extracted, 0]]);
   });
 
+  it("reads another encoding when the content type names it, and UTF-8 when it names none it knows", async () => {
+    const latin1 = new Uint8Array([0x43, 0x61, 0x66, 0xe9]);
+    const read = async (contentType: string) =>
+      (await collect(documentChunks({ name: "notes.txt", contentType, bytes: latin1 }))).map((chunk) => chunk.text);
+    expect(await read("text/plain; charset=ISO-8859-1")).toEqual(["Caf\u00e9"]);
+    expect(await read('text/plain; charset="windows-1252"')).toEqual(["Caf\u00e9"]);
+    expect(await read("text/plain; charset=no-such-charset")).toEqual(["Caf\ufffd"]);
+    expect(await read("text/plain")).toEqual(["Caf\ufffd"]);
+  });
+
   it("reads the same from a stream cut anywhere, even inside a character or a CRLF", async () => {
     const text = `\ufeffZürich 東京 \u{1F600} naïve\r\n\r\n${paragraph(9, 20)}\r\n\r\n${paragraph(10, 20)}`;
     const whole = await read(asText(encode(text)));
