@@ -34,7 +34,7 @@ const generic = new Set(["", "application/octet-stream", "binary/octet-stream", 
 /**
  * The format of an asset from its content type and its name. A specific content type wins (`text/markdown`,
  * `text/html`, `application/pdf`); a generic one (none, `application/octet-stream`, `text/plain` — what most uploads of
- * a `.md` file are given) leaves it to the extension; any other `text/*` is plain text. Anything else is a
+ * a Markdown file are given) leaves it to the extension; any other `text/*` is plain text. Anything else is a
  * {@link DocumentError} naming what was seen.
  */
 export function documentFormat(name: string, contentType?: string): DocumentFormat {
