@@ -131,15 +131,20 @@ function htmlBlockWriter(out: Block[]) {
   const append = (text: string) => {
     block ??= { kind: "paragraph", lead: "", content: "", handedOn: false };
     block.content += text;
-    // A long block leaves in pieces (never a heading: its title is one piece).
-    if (block.content.length > blockPieceChars && !block.heading) {
-      const cut = block.kind === "code" ? block.content.lastIndexOf("\n") + 1 : block.content.lastIndexOf(" ");
-      if (cut > 0) {
-        const rest = block.content.slice(cut);
-        block.content = block.content.slice(0, cut);
-        handOn(false);
-        block.content = rest;
+    if (block.content.length > blockPieceChars) {
+      // A long block leaves in pieces. A "heading" this long is not one (its title would be held whole): it is text.
+      if (block.heading) {
+        block.kind = "paragraph";
+        block.lead = "";
+        delete block.heading;
       }
+      // At a line's end in code, a space elsewhere; text with neither (a long encoded string) where it is.
+      const at = block.kind === "code" ? block.content.lastIndexOf("\n") + 1 : block.content.lastIndexOf(" ");
+      const cut = at > 0 ? at : block.content.length;
+      const rest = block.content.slice(cut);
+      block.content = block.content.slice(0, cut);
+      handOn(false);
+      block.content = rest;
     }
   };
 

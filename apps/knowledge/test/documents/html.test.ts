@@ -92,6 +92,17 @@ describe("HTML", () => {
     expect(whole.extracted.endsWith("line of code\nline of code\n```")).toBe(true);
   });
 
+  it("never holds a long element whole: a giant heading is read as text, a string with no spaces is cut", async () => {
+    const text = `<h1>${"word ".repeat(30_000)}</h1><p>${"x".repeat(200_000)}</p><h2>After</h2><p>end</p>`;
+    const { chunks, extracted } = await read(html(text));
+    expect(chunks.every((chunk) => chunk.text.length <= defaultChunkOptions.maxChars)).toBe(true);
+    expect(chunks.filter((chunk) => chunk.text.includes("word")).every((chunk) => chunk.headingPath.length === 0)).toBe(
+      true,
+    );
+    expect(chunks.at(-1)).toMatchObject({ text: "## After\n\nend", headingPath: ["After"] });
+    expect(extracted.replace(/\s/g, "").length).toBe("word".length * 30_000 + 200_000 + "##Afterend".length);
+  });
+
   it("reads broken HTML as a browser would, more or less, and an empty page as no chunks", async () => {
     const { extracted } = await read(html("<p>one<p>two <b>bold<i>both</b> after</i><div>three"));
     expect(extracted).toBe("one\n\ntwo boldboth after\n\nthree");

@@ -51,6 +51,31 @@ describe("PDF", () => {
     expect(closing?.text).toContain("Caf\u00e9 cr\u00e8me.");
   });
 
+  it("tells headings by their type size and gives chunks their heading path", async () => {
+    const pages = [
+      [
+        { heading: "Annual report", size: 22 },
+        paragraph(1, 3),
+        { heading: "Method", size: 15 },
+        paragraph(2, 5),
+        { heading: "Sampling", size: 13 },
+        paragraph(3, 4),
+      ],
+      [paragraph(4, 4), { heading: "Results", size: 15 }, paragraph(5, 6)],
+    ];
+    const { chunks, extracted } = await read(asPdf(await buildPdf(pages)));
+    expectChunkRules(chunks, extracted, defaultChunkOptions);
+    const containing = (text: string) => chunks.find((chunk) => chunk.text.includes(text.slice(0, 40)));
+    expect(containing(paragraph(1, 3))?.headingPath).toEqual(["Annual report"]);
+    expect(containing(paragraph(2, 5))?.headingPath).toEqual(["Annual report", "Method"]);
+    expect(containing(paragraph(3, 4))?.headingPath).toEqual(["Annual report", "Method", "Sampling"]);
+    // A section goes on over a page break.
+    expect(containing(paragraph(4, 4))?.headingPath).toEqual(["Annual report", "Method", "Sampling"]);
+    const results = chunks.find((chunk) => chunk.text.startsWith("Results"));
+    expect(results?.headingPath).toEqual(["Annual report", "Results"]);
+    expect(results?.page).toBe(2);
+  });
+
   it("is a per-file error when malformed, truncated or not a PDF at all", async () => {
     const good = await buildPdf([["Some text."]]);
     for (const bytes of [
