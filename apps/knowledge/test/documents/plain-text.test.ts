@@ -75,6 +75,30 @@ describe("plain text", () => {
     expect(whole.chunks[0]!.text.startsWith("Zürich 東京 \u{1F600} naïve\n\n")).toBe(true);
   });
 
+  it("stops reading the file when its reader stops (a cancelled job)", async () => {
+    let sent = 0;
+    let closed = false;
+    async function* endless(): AsyncIterable<Uint8Array> {
+      try {
+        for (;;) {
+          const bytes = encode(`${paragraph(sent, 5)}\n\n`);
+          sent += bytes.length;
+          yield bytes;
+        }
+      } finally {
+        closed = true;
+      }
+    }
+    for (const format of ["notes.txt", "notes.md", "notes.html"]) {
+      sent = 0;
+      closed = false;
+      for await (const _chunk of documentChunks({ name: format, bytes: endless() })) break;
+      expect(closed).toBe(true);
+      // At most a Markdown window (64 KiB) and a piece was read.
+      expect(sent).toBeLessThan(96 * 1024);
+    }
+  });
+
   it("gives no chunks for an empty file, a BOM alone, or whitespace", async () => {
     for (const bytes of [new Uint8Array(), new Uint8Array([0xef, 0xbb, 0xbf]), encode(" \n\n\t\n")]) {
       expect(await collect(documentChunks({ name: "empty.txt", bytes }))).toEqual([]);
