@@ -23,7 +23,7 @@ import {
  * that answers them. The same seed gives the same corpus, byte for byte.
  */
 export interface CorpusDocument {
-  /** Also its file name: `042-quillfeather-x9.md`. */
+  /** Also its file name: number, name and extension, as `042-quillfeather-x9` with the extension `md`. */
   id: string;
   mediaType: "text/markdown" | "text/html" | "text/plain";
   content: string;
