@@ -21,7 +21,7 @@ export const serverBinaries = {
   embeddings: findBinary("LOOM_EMBEDDINGS_PYTHON", "", cachedVenvPythons("embeddings")),
 };
 
-/** A program: the path the variable names (if it exists), else the name on PATH, else the first fallback that exists. */
+/** A program: the path the variable names (if it exists), else the name on PATH (if a name is given), else the first fallback that exists. */
 export function findBinary(variable: string, name: string, fallbacks: string[]): string | undefined {
   const given = process.env[variable];
   if (given) return existsSync(given) ? given : undefined;
