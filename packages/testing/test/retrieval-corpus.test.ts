@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { retrievalCorpus } from "../src/retrieval/corpus.ts";
+import { bulkDocuments, retrievalCorpus } from "../src/retrieval/corpus.ts";
 import { documentFrequencies, terms } from "../src/retrieval/terms.ts";
 
 const corpus = retrievalCorpus();
@@ -53,5 +53,15 @@ describe("retrieval corpus", () => {
           `${q.id}: ${q.question}`,
         ).toEqual([]);
     }
+  });
+
+  it("also gives documents in bulk, the same for the same seed: 1,000 of them about a megabyte, in all three formats", () => {
+    const bulk = [...bulkDocuments(1000)];
+    expect(bulk).toEqual([...bulkDocuments(1000)]);
+    expect(new Set(bulk.map((doc) => doc.id)).size).toBe(1000);
+    const bytes = bulk.reduce((sum, doc) => sum + Buffer.byteLength(doc.content), 0);
+    expect(bytes).toBeGreaterThan(800_000);
+    expect(bytes).toBeLessThan(1_600_000);
+    expect(new Set(bulk.map((doc) => doc.mediaType))).toEqual(new Set(["text/markdown", "text/html", "text/plain"]));
   });
 });

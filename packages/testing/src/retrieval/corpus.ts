@@ -123,21 +123,10 @@ export function retrievalCorpus(seed = 35): RetrievalCorpus {
     /** Four digits, unique across the corpus: codes, ports and incident numbers never collide. */
     digits: () => random.unique(() => String(random.int(1000, 9999))),
   };
-  // Filler for one document: each kind's sentences dealt from a shuffled deck, so a document does not repeat itself.
-  const filling = (): Fill => {
-    const decks = new Map<keyof typeof filler, string[]>();
-    return (kind, count) => {
-      const deck = decks.get(kind) ?? [];
-      if (deck.length < count) deck.push(...random.shuffle(filler[kind]));
-      decks.set(kind, deck);
-      return deck.splice(0, count).join(" ");
-    };
-  };
-
   const drafts: Array<Draft & { fill: Fill }> = [];
   for (const kind of Object.keys(counts) as Kind[])
     for (let i = 0; i < counts[kind]; i++) {
-      const fill = filling();
+      const fill = filling(random);
       drafts.push({ ...drafters[kind](random, names, fill), fill });
     }
 
@@ -168,6 +157,36 @@ export function retrievalCorpus(seed = 35): RetrievalCorpus {
   return {
     documents,
     questions: random.shuffle(questions).map((q, i) => ({ ...q, id: `q${String(i + 1).padStart(3, "0")}` })),
+  };
+}
+
+/**
+ * Any number of documents like the corpus's — the same kinds, formats and
+ * filler, names made unique by a serial number, no questions — one at a time:
+ * for benchmarks of ingest and queries at scale (10,000 to 100,000 chunks,
+ * 100 MB of text), which need volume rather than labels. Deterministic too.
+ */
+export function* bulkDocuments(count: number, seed = 35): Generator<CorpusDocument> {
+  const random = generator(seed);
+  let serial = 0;
+  const names: Names = {
+    invented: () => `${random.pick(namePrefixes)}${random.pick(nameSuffixes)}${++serial}`,
+    place: () => `${random.pick(placePrefixes)}${random.pick(placeSuffixes)}${++serial}`,
+    person: () => `${random.pick(firstNames)} ${random.pick(lastNames)}`,
+    digits: () => String(random.int(1000, 99999)),
+  };
+  const kinds = Object.keys(counts) as Kind[];
+  for (let i = 0; i < count; i++) yield render(drafters[random.pick(kinds)](random, names, filling(random)), i);
+}
+
+/** Filler for one document: each kind's sentences dealt from a shuffled deck, so a document does not repeat itself. */
+function filling(random: Random): Fill {
+  const decks = new Map<keyof typeof filler, string[]>();
+  return (kind, count) => {
+    const deck = decks.get(kind) ?? [];
+    if (deck.length < count) deck.push(...random.shuffle(filler[kind]));
+    decks.set(kind, deck);
+    return deck.splice(0, count).join(" ");
   };
 }
 
