@@ -110,11 +110,12 @@ def parse_request(body: bytes) -> tuple[list[str], str]:
     texts = [given] if isinstance(given, str) else given
     if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
         raise BadRequest(400, "'input' must be a string or a non-empty array of strings.", "input")
-    if request.get("encoding_format", "float") not in ("float", "base64"):
+    encoding = request.get("encoding_format") or "float"
+    if encoding not in ("float", "base64"):
         raise BadRequest(400, "'encoding_format' must be 'float' or 'base64'.", "encoding_format")
-    if request.get("dimensions", DIMENSIONS) != DIMENSIONS:
+    if request.get("dimensions") not in (None, DIMENSIONS):
         raise BadRequest(400, f"This model has {DIMENSIONS} dimensions only.", "dimensions")
-    return texts, request.get("encoding_format", "float")
+    return texts, encoding
 
 
 def handler_for(model: Model):
