@@ -1,9 +1,10 @@
 import type { ChildProcess } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { freePort, startProgram, stopProcess } from "./processes.ts";
 
 /**
@@ -16,14 +17,24 @@ export const serverBinaries = {
   ferretdb: findBinary("LOOM_FERRETDB_BIN", "ferretdb", [
     join(process.env.HOME ?? "", ".cache/loom-ci/ferretdb-v1.24.2"),
   ]),
+  /** The Python of the venv holding the embedding model (no PATH look-up: any other Python lacks the model). */
+  embeddings: findBinary("LOOM_EMBEDDINGS_PYTHON", "", cachedVenvPythons("embeddings")),
 };
 
-/** A program: the path the variable names (if it exists), else the name on PATH, else the first fallback that exists. */
+/** A program: the path the variable names (if it exists), else the name on PATH (if a name is given), else the first fallback that exists. */
 export function findBinary(variable: string, name: string, fallbacks: string[]): string | undefined {
   const given = process.env[variable];
   if (given) return existsSync(given) ? given : undefined;
-  const onPath = (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name));
+  const onPath = name ? (process.env.PATH ?? "").split(delimiter).map((dir) => join(dir, name)) : [];
   return [...onPath, ...fallbacks].find((path) => path && existsSync(path));
+}
+
+/** The Pythons of .ci/python-venv.sh's venvs named `name` (one per Python version), newest version first. */
+function cachedVenvPythons(name: string): string[] {
+  const cache = process.env.LOOM_CI_CACHE ?? join(process.env.HOME ?? "", ".cache/loom-ci");
+  const venvs = existsSync(cache) ? readdirSync(cache).filter((entry) => entry.startsWith(`${name}-3.`)) : [];
+  const minor = (venv: string) => Number(venv.slice(`${name}-3.`.length));
+  return venvs.sort((a, b) => minor(b) - minor(a)).map((venv) => join(cache, venv, "bin", "python"));
 }
 
 /** Says out loud that a suite needing its own servers does not run, and why. */
@@ -32,6 +43,7 @@ export function needsOwnServers(suite: string, ...kinds: Array<keyof typeof serv
   const hint = {
     nats: "LOOM_NATS_SERVER_BIN / nats-server",
     ferretdb: "LOOM_FERRETDB_BIN / ferretdb (bash .ci/run builds it)",
+    embeddings: "LOOM_EMBEDDINGS_PYTHON / embeddings venv (bash .ci/run installs it)",
   };
   if (missing.length)
     console.warn(
@@ -136,4 +148,22 @@ export async function startOwnFerretDb(): Promise<OwnServer> {
     `--debug-addr=127.0.0.1:${await freePort()}`,
   ];
   return ownServer((port) => `mongodb://127.0.0.1:${port}/`, bin, args, dataDir);
+}
+
+/** The model the local embeddings server (embeddings-server.py) serves: all-MiniLM-L6-v2, int8 ONNX, from PyPI. */
+export const localEmbeddingModel = { id: "all-minilm-l6-v2", dimensions: 384 } as const;
+
+/**
+ * The local OpenAI-compatible embeddings server; its `url` is the base URL an
+ * OpenAI client takes (`…/v1`). It listens once the model is loaded.
+ */
+export async function startOwnEmbeddings(options: { threads?: number } = {}): Promise<OwnServer> {
+  const python = serverBinaries.embeddings;
+  if (!python) throw new Error("no Python with the embedding model");
+  const script = fileURLToPath(new URL("./embeddings-server.py", import.meta.url));
+  return ownServer(
+    (port) => `http://127.0.0.1:${port}/v1`,
+    python,
+    async (port) => [script, "--port", String(port), "--threads", String(options.threads ?? 0)],
+  );
 }
