@@ -1,7 +1,10 @@
-import { standaloneSettings } from "@loom/services/settings";
+import { services } from "@loom/services/registry";
+import { serviceUrlSettings, standaloneSettings } from "@loom/services/settings";
 import { z } from "zod";
 
 /** The assistants service run on its own (one Deployment in production). */
 export const assistantsConfigSchema = z.object({
   ...standaloneSettings("assistants"),
+  // TOOLS_URL: the service it calls (the service registry's `calls`), to check an assistant's tool ids.
+  ...serviceUrlSettings(services.assistants.calls),
 });

@@ -1,4 +1,5 @@
 import type { ServiceProcess } from "@loom/server/run-service";
+import { httpTransport } from "@loom/server/transports";
 import { services } from "@loom/services/registry";
 import { assistantsConfigSchema } from "./config.ts";
 import { openAssistantsStore, wireAssistants } from "./wiring.ts";
@@ -8,5 +9,8 @@ export const serviceProcess: ServiceProcess<typeof assistantsConfigSchema> = {
   name: "assistants",
   schema: assistantsConfigSchema,
   notes: services.assistants,
-  wire: async (config) => wireAssistants(await openAssistantsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB })),
+  wire: async (config) =>
+    wireAssistants(await openAssistantsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), {
+      tools: httpTransport(config.TOOLS_URL, config.SERVICE_TOKEN),
+    }),
 };

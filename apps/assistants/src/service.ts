@@ -1,13 +1,14 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
-import { newId } from "@loom/contracts/ids";
+import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
-import { requirePrincipal } from "@loom/server/principal";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
+import { headersFor, type Principal, requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkIds, checkKnown } from "./field-checks.ts";
 import { createRulesetsHandlers } from "./rulesets-service.ts";
@@ -15,15 +16,31 @@ import type { AssistantPatch, AssistantRecord, AssistantsStore } from "./store/p
 
 const present = (list: StringList | undefined) => list?.values;
 
-export function createAssistantsService(deps: { store: AssistantsStore; now?: () => Date }): RpcService {
-  const { store } = deps;
+export function createAssistantsService(deps: {
+  store: AssistantsStore;
+  /** The tools service, which knows the organization's tools (ResolveTools). */
+  tools: Client<typeof ToolsService>;
+  now?: () => Date;
+}): RpcService {
+  const { store, tools } = deps;
   const now = deps.now ?? (() => new Date());
 
-  /** An assistant's rulesets exist in its organization (docs/behaviour.md §5); other families' ids are checked for shape only. */
+  /**
+   * An assistant's rulesets and tools exist in its organization
+   * (docs/behaviour.md §5); the other families' ids are checked for shape only.
+   */
   async function checkRulesets(violations: Violation[], organizationId: string, ids: string[] | undefined) {
     if (!ids?.length) return;
     const found = await store.getRulesets(organizationId, ids);
     checkKnown(violations, "body.ruleset_ids", ids, new Set(found.map((r) => r.id)), "ruleset");
+  }
+  /** The tools service is asked as the caller: another organization's tool is as unknown as a deleted one. */
+  async function checkTools(violations: Violation[], principal: Principal, ids: string[] | undefined) {
+    const wellFormed = ids?.filter(isUuid) ?? [];
+    if (wellFormed.length === 0) return;
+    const { missingIds } = await tools.resolveTools({ toolIds: wellFormed }, { headers: headersFor(principal) });
+    const missing = new Set(missingIds);
+    checkKnown(violations, "body.tool_ids", ids!, new Set(wellFormed.filter((id) => !missing.has(id))), "tool");
   }
 
   const impl: ServiceImpl<typeof AssistantsService> = {
@@ -40,6 +57,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
         toolIds: checkIds(violations, "body.tool_ids", req.toolIds) ?? [],
       };
       await checkRulesets(violations, principal.organizationId, ids.rulesetIds);
+      await checkTools(violations, principal, ids.toolIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const assistant: AssistantRecord = {
@@ -64,7 +82,8 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
     },
 
     async updateAssistant(req, ctx) {
-      const { organizationId } = requirePrincipal(ctx);
+      const principal = requirePrincipal(ctx);
+      const { organizationId } = principal;
       const violations: Violation[] = [];
       checkText(violations, "body.name", req.name, 200, nameProblem);
       checkText(violations, "body.description", req.description, 200);
@@ -78,6 +97,7 @@ export function createAssistantsService(deps: { store: AssistantsStore; now?: ()
         toolIds: checkIds(violations, "body.tool_ids", present(req.toolIds)),
       };
       await checkRulesets(violations, organizationId, patch.rulesetIds);
+      await checkTools(violations, principal, patch.toolIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as AssistantPatch;
       const updated =

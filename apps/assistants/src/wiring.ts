@@ -1,4 +1,7 @@
+import type { Transport } from "@connectrpc/connect";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import type { RpcService } from "@loom/server/rpc-service";
+import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import { createAssistantsService } from "./service.ts";
 import { createMongoAssistantsStore } from "./store/mongo.ts";
@@ -12,8 +15,11 @@ export const openAssistantsStore = (settings: StoreSettings): Promise<Assistants
     mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close),
   });
 
-/** Store → service: shared by main.ts, the all-in-one process and the tests. */
-export async function wireAssistants(store: AssistantsStore): Promise<RpcService> {
+/**
+ * Store → service: shared by main.ts, the all-in-one process and the tests.
+ * `tools` reaches the tools service, which says which tool ids exist.
+ */
+export async function wireAssistants(store: AssistantsStore, peers: { tools: Transport }): Promise<RpcService> {
   await store.init();
-  return createAssistantsService({ store });
+  return createAssistantsService({ store, tools: clientFor(ToolsService, peers.tools) });
 }

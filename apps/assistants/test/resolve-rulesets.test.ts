@@ -24,6 +24,8 @@ describe.each(storeKinds("ResolveRulesets"))("ResolveRulesets (%s store)", (kind
   beforeAll(async () => {
     service = await wireAssistants(
       await openAssistantsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
+      // No assistant here names a tool: the tools service is never asked (one with no services would fail).
+      { tools: inProcessTransport([], "test-token", logger) },
     );
     const transport = inProcessTransport([service], "test-token", logger);
     rulesets = clientFor(RulesetsService, transport);

@@ -1,6 +1,7 @@
 import { newId } from "@loom/contracts/ids";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
@@ -45,7 +46,17 @@ describe.each(storeKinds("rulesets races"))(
       };
       rulesets = clientFor(
         RulesetsService,
-        inProcessTransport([createAssistantsService({ store: racing })], "test-token", logger),
+        inProcessTransport(
+          [
+            createAssistantsService({
+              store: racing,
+              // No tool ids here: the tools service is never asked (one with no services would fail).
+              tools: clientFor(ToolsService, inProcessTransport([], "test-token", logger)),
+            }),
+          ],
+          "test-token",
+          logger,
+        ),
       );
     });
     afterAll(async () => {

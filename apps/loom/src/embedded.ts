@@ -71,7 +71,6 @@ async function startServices(
   const identityStore = await openIdentityStore(store("identity"));
   const bus = await openBus(config.NATS_URL, "loom", logger);
   const identity = await wireIdentity(identityStore, config, logger.child({ service: "identity" }), bus);
-  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")));
   // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
   // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
@@ -86,7 +85,10 @@ async function startServices(
     },
     logger.child({ service: "tools" }),
   );
-  // The runs service calls assistants, events and tools, in process like everything else.
+  // The assistants service calls tools, the runs service assistants, events and tools: in process like everything else.
+  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")), {
+    tools: inProcessTransport([tools], serviceToken, logger),
+  });
   const peers = inProcessTransport([assistants, events, tools], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {
     assistants: peers,

@@ -6,6 +6,7 @@ import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import type { Logger } from "@loom/telemetry/logger";
@@ -28,6 +29,8 @@ export interface RunsDeps {
   assistants: Client<typeof AssistantsService>;
   /** The assistants service's rulesets (same service, same URL): a run's rules are read at its creation. */
   rulesets: Client<typeof RulesetsService>;
+  /** The tools service: the tool ids a run gives must name tools of its organization. */
+  tools: Client<typeof ToolsService>;
   log: RunLog;
   bus: Bus;
   logger: Logger;
@@ -51,7 +54,10 @@ export function createRunsService(deps: RunsDeps): RpcService {
   const now = deps.now ?? (() => new Date());
   // A create's two steps: its checks and its run, then storing the run.
   const prepareRun: KeyedCreateDeps["newRun"] = (...args) =>
-    newRun({ assistants: deps.assistants, rulesets: deps.rulesets, store, maxQueuedPerOrganization }, ...args);
+    newRun(
+      { assistants: deps.assistants, rulesets: deps.rulesets, tools: deps.tools, store, maxQueuedPerOrganization },
+      ...args,
+    );
   const storeRun: KeyedCreateDeps["enqueue"] = (run, takeover) =>
     enqueue({ store, log: deps.log, bus: deps.bus, maxQueuedPerOrganization }, run, takeover);
   const createKeyed = createKeyedCreates({

@@ -5,6 +5,7 @@ import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
@@ -64,6 +65,7 @@ export async function wireRuns(
     store,
     assistants: clientFor(AssistantsService, peers.assistants),
     rulesets: clientFor(RulesetsService, peers.assistants),
+    tools: clientFor(ToolsService, peers.tools),
     log,
     bus: peers.bus,
     logger: peers.logger,

@@ -11,6 +11,7 @@ import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { RunStatus, RunsService } from "@loom/proto/runs/v1/runs_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
@@ -47,7 +48,9 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   beforeAll(async () => {
     bus = await openBus(testServers.natsUrl, "engine-test");
-    const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }));
+    const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }), {
+      tools: inProcessTransport([], token, logger), // no assistant here names a tool: never asked
+    });
     const events = await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger);
     peers = inProcessTransport([assistants, events], token, logger);
     assistantId = (await clientFor(AssistantsService, peers).createAssistant({ name: "engine" }, call)).assistant!
@@ -96,6 +99,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       store,
       assistants: clientFor(AssistantsService, peers),
       rulesets: clientFor(RulesetsService, peers),
+      tools: clientFor(ToolsService, peers), // no run here names a tool: never asked
       log,
       bus,
       logger,

@@ -57,7 +57,8 @@ export const services = {
     port: 8082,
     database: "loom_assistants",
     keeps: "assistants, rulesets and rules",
-    calls: [],
+    // Tools: an assistant's tool ids must name tools of its organization (ToolsService.ResolveTools).
+    calls: ["tools"],
   },
   runs: {
     // Chat is served by the runs service, which owns model access.

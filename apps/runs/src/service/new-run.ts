@@ -5,6 +5,7 @@ import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb"
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import type { Principal } from "@loom/server/principal";
 import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { effectiveIds, renderInput } from "../input.ts";
@@ -13,6 +14,7 @@ import type { RunRecord } from "../store/run-records.ts";
 import type { NewThread, ThreadStore } from "../store/threads.ts";
 import { assistantOf } from "./assistant.ts";
 import { readRunRules } from "./run-rules.ts";
+import { checkRunToolIds } from "./run-tool-ids.ts";
 
 /** A run ready to be stored, and the new thread to store with it (stored only once the run's first event is). */
 export interface NewRun {
@@ -24,6 +26,8 @@ export interface NewRunDeps {
   assistants: Client<typeof AssistantsService>;
   /** The assistants service's rulesets, read for the run's rules. */
   rulesets: Client<typeof RulesetsService>;
+  /** The tools service, asked whether the tool ids a run gives exist. */
+  tools: Client<typeof ToolsService>;
   store: RunQueue & ThreadStore;
   /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
   maxQueuedPerOrganization: number;
@@ -50,7 +54,7 @@ function readValue<T>(read: PromiseSettledResult<T>): T {
 
 /**
  * Everything a create checks and reads, before it writes anything (a refused
- * create writes nothing): the assistant, its rulesets, the queued cap, the thread; then the
+ * create writes nothing): the assistant, its rulesets, the tools it names, the queued cap, the thread; then the
  * QUEUED run, with id `id`, as the request and its assistant make it.
  */
 export async function newRun(
@@ -76,8 +80,8 @@ export async function newRun(
     structureIds: req.additionalStructureIds,
     toolIds: req.additionalToolIds,
   });
-  // Read at once, so rulesets cost a run no extra round trip; refused in this order all the same.
-  const [rulesRead, queuedRead, threadRead] = await Promise.allSettled([
+  // Read at once, so rulesets and tools cost a run no extra round trip; refused in this order all the same.
+  const [rulesRead, toolsRead, queuedRead, threadRead] = await Promise.allSettled([
     // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
     readRunRules(deps.rulesets, principal, ids.rulesetIds, [
       given.rulesetIds
@@ -85,10 +89,16 @@ export async function newRun(
         : { field: "assistant.ruleset_ids", ids: assistant.rulesetIds },
       { field: "body.additional_ruleset_ids", ids: req.additionalRulesetIds },
     ]),
+    // The tools the request names exist (docs/behaviour.md §5); an unknown one is 400.
+    checkRunToolIds(deps.tools, principal, [
+      { field: "body.tool_ids", ids: given.toolIds ?? [] },
+      { field: "body.additional_tool_ids", ids: req.additionalToolIds },
+    ]),
     deps.store.countQueued(principal.organizationId),
     threadFor(deps.store, principal, req, at),
   ]);
   const rules = readValue(rulesRead);
+  readValue(toolsRead);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
   if (readValue(queuedRead) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
   const thread = readValue(threadRead);

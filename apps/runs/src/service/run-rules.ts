@@ -5,12 +5,10 @@ import { valueToJson } from "@loom/contracts/json-value";
 import type { Rule, RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { headersFor, type Principal } from "@loom/server/principal";
 import { type RunRules, runRules } from "../rules/instructions.ts";
+import { firstPathOf, type IdSource } from "./id-sources.ts";
 
 /** A list a run's ruleset ids came from, by its public field (`body.ruleset_ids`, `assistant.ruleset_ids`, …). */
-export interface RulesetIdSource {
-  field: string;
-  ids: string[];
-}
+export type RulesetIdSource = IdSource;
 
 /**
  * The rules of a run's rulesets, read as the caller when the run is created
@@ -35,18 +33,14 @@ export async function readRunRules(
 }
 
 function unknownRuleset(id: string, sources: RulesetIdSource[]) {
-  for (const { field, ids } of sources) {
-    const index = ids.findIndex((given) => given.toLowerCase() === id.toLowerCase());
-    if (index === -1) continue;
-    const path = `${field}[${index}]`;
-    return field.startsWith("assistant.")
-      ? {
-          path,
-          message: `the assistant names ruleset ${id}, which does not exist in the organization; give ruleset_ids to replace the assistant's list`,
-        }
-      : { path, message: `no ruleset ${id} in the organization` };
-  }
-  return { path: sources[0]?.field ?? "body.ruleset_ids", message: `no ruleset ${id} in the organization` };
+  const found = firstPathOf(id, sources);
+  if (!found) return { path: sources[0]?.field ?? "body.ruleset_ids", message: `no ruleset ${id} in the organization` };
+  return found.field.startsWith("assistant.")
+    ? {
+        path: found.path,
+        message: `the assistant names ruleset ${id}, which does not exist in the organization; give ruleset_ids to replace the assistant's list`,
+      }
+    : { path: found.path, message: `no ruleset ${id} in the organization` };
 }
 
 /** A rule's text, or its JSON object (a JSON schema); the assistants service stores nothing else. */
