@@ -131,6 +131,7 @@ describe("a dependency that cannot be used at start", () => {
     const closed = await freePort(); // nothing listens there
     const result = await runServiceToExit("assistants", {
       MONGODB_URL: `mongodb://loom:s3cret@127.0.0.1:${closed}/?serverSelectionTimeoutMS=9000`,
+      TOOLS_URL: "http://127.0.0.1:1", // the service it calls (never, here: it does not start)
     });
     expectRefused(
       result,

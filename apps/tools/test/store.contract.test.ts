@@ -62,6 +62,14 @@ describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (
     expect(await store.get(otherOrg, full.id)).toBeUndefined();
   });
 
+  it("reads several tools by id at once, only within their organization", async () => {
+    const [a, b, theirs] = [tool(), tool({ server }), tool({ organizationId: otherOrg })];
+    for (const t of [a, b, theirs]) await store.insert(t);
+    const found = await store.getMany(org, [b.id, newId(), a.id, theirs.id]);
+    expect(found.sort((x, y) => x.id.localeCompare(y.id))).toEqual([a, b].sort((x, y) => x.id.localeCompare(y.id)));
+    expect(await store.getMany(org, [])).toEqual([]);
+  });
+
   it("updates only the given fields, only within its organization", async () => {
     const t = tool({ name: "before", toolConfigFile: "kept", envVars: [{ name: "A", value: "1" }] });
     await store.insert(t);

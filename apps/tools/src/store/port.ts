@@ -58,6 +58,8 @@ export type ToolPatch = Partial<
 export interface ToolsStore extends StoreLifecycle, SecretStore, ToolRunsStore {
   insert(tool: ToolRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<ToolRecord | undefined>;
+  /** The organization's tools among `ids` (lower-case uuids), in no set order; ids of no such tool are left out. */
+  getMany(organizationId: string, ids: readonly string[]): Promise<ToolRecord[]>;
   update(organizationId: string, id: string, patch: ToolPatch, at: Date): Promise<ToolRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id. */

@@ -91,6 +91,12 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
     },
     get: async (organizationId, id) =>
       toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    getMany: async (organizationId, ids) =>
+      // By primary key, the organization checked after: as rulesets are read (docs/decisions.md, "Runs obey their rulesets").
+      prepare("SELECT * FROM tools_tools WHERE id IN (SELECT value FROM json_each(?))")
+        .all(JSON.stringify(ids))
+        .map((row) => toolOf(row)!)
+        .filter((tool) => tool.organizationId === organizationId),
     // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
     update: async (organizationId, id, patch, at) =>
       toolOf(
