@@ -130,6 +130,8 @@ describe.each(storeKinds("knowledge chunk index contract"))("knowledge chunk ind
     // to 1e-6, so they are left out of the score (bm25.ts, termsWorthScoring); "which" and "has" are in none.
     const corpus = { chunkCount: 9, averageLength: (8 * 7 + 8) / 9 };
     expect(found[0]!.score).toBeCloseTo(termScore(corpus, inverseDocumentFrequency(corpus, 1), 1, 8), 6);
+    // Two words of one term are one term: scored once.
+    expect((await index.keywordSearch(scope, "zeppelin zeppelins", 1))[0]!.score).toBeCloseTo(found[0]!.score, 9);
     expect(texts(await index.keywordSearch(scope, "ZEPPELINS", 1))).toEqual([
       "the service keeps a zeppelin in the hangar",
     ]);

@@ -1,7 +1,6 @@
 import { newId } from "@loom/contracts/ids";
 import type { MongoHandle } from "@loom/store/mongo";
 import { Binary, type Collection, type OptionalUnlessRequiredId } from "mongodb";
-import { stemmer } from "stemmer";
 import { type CorpusStatistics, flooredAt, inverseDocumentFrequency, termScore, termsWorthScoring } from "./bm25.ts";
 import type { AssetKey, ChunkIndex, ChunkPosition, IndexedChunk, KnowledgeScope, RankedChunk } from "./port.ts";
 import { queryWordsOf, termFrequencies } from "./terms.ts";
@@ -254,7 +253,7 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
     },
 
     async keywordSearch(scope, query, limit) {
-      const queryTerms = [...new Set(queryWordsOf(query).map((word) => stemmer(word)))];
+      const queryTerms = queryWordsOf(query).map(({ term }) => term);
       if (queryTerms.length === 0 || limit <= 0) return [];
       const { generations, corpus } = await current(scope);
       if (corpus.chunkCount === 0) return [];

@@ -237,7 +237,8 @@ export function createSqliteChunkIndex(handle: SqliteHandle): ChunkIndex {
     sweep: async () => {},
 
     async keywordSearch(scope, query, limit) {
-      const words = queryWordsOf(query);
+      // The words as typed: FTS5 stems them itself.
+      const words = queryWordsOf(query).map(({ word }) => word);
       const tables = baseOf(scope);
       if (!tables || words.length === 0 || limit <= 0) return [];
       const chunkCount = chunkCountOf(scope);
