@@ -51,6 +51,8 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
       await tools.insertOne({ ...toDoc(tool), server: storedServer(server) });
     },
     get: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    getForCall: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    durable: async () => {},
     update: async (organizationId, id, patch, at) =>
       toolOf(
         await tools.findOneAndUpdate(

@@ -91,6 +91,9 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
     },
     get: async (organizationId, id) =>
       toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    getForCall: async (organizationId, id) =>
+      toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    durable: () => handle.durable(),
     // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
     update: async (organizationId, id, patch, at) =>
       toolOf(
