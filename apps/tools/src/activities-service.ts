@@ -70,7 +70,9 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
     const resolved = await serverHeaders(server.headers, secrets, tool.organizationId, now());
     secretValues.push(...resolved.secretValues);
     const target = { url: server.url, headers: resolved.headers };
-    return server.transport === "griptape" ? griptapeClient(target, scope) : mcpClient(target, scope);
+    return server.transport === "griptape"
+      ? griptapeClient(target, scope)
+      : mcpClient(target, scope, tool.organizationId);
   };
 
   const ended = (run: ToolRunRecord, status: ToolRunStatus, logs: string[], output?: unknown, statusDetail?: string) =>
