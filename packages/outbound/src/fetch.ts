@@ -1,9 +1,9 @@
+import { timeLimit } from "@loom/runtime/time-limit";
 import { type RequestInit as UndiciRequestInit, fetch as undiciFetch } from "undici";
 import { type CheckedUrl, checkUrl, type Resolve, systemResolve } from "./check.ts";
 import { type PinnedConnections, singleUse } from "./connections.ts";
 import { OutboundLimitExceeded } from "./errors.ts";
 import type { OutboundPolicy } from "./policy.ts";
-import { timeLimit } from "./time-limit.ts";
 
 export interface OutboundFetchOptions {
   policy: OutboundPolicy;
