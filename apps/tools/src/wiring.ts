@@ -14,12 +14,13 @@ import type { ToolsStore } from "./store/port.ts";
 import { createSqliteToolsStore } from "./store/sqlite.ts";
 import { createSecretValues } from "./stored-secret-values.ts";
 
-/** MongoDB when a URL is given, else SQLite. */
+/** MongoDB when a URL is given, else SQLite; a call's read of its tool is acknowledged by its tool run's insert. */
 export const openToolsStore = (settings: StoreSettings): Promise<ToolsStore> =>
-  openStore(settings, {
-    sqlite: createSqliteToolsStore,
-    mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close),
-  });
+  openStore(
+    settings,
+    { sqlite: createSqliteToolsStore, mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close) },
+    { getForCall: "by durable()" },
+  );
 
 /** The keys of secret values, from SECRETS_KEY and SECRETS_PREVIOUS_KEYS. */
 export const keyringOf = (settings: SecretsSettings): SecretKeyring =>

@@ -60,6 +60,10 @@ describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (
     expect(await store.get(org, full.id)).toEqual(full);
     expect(await store.get(org, bare.id)).toEqual(bare);
     expect(await store.get(otherOrg, full.id)).toBeUndefined();
+    // A call's read: the same tool, as durable as the writes after it (the durable() wait covers the read).
+    expect(await store.getForCall(org, full.id)).toEqual(full);
+    expect(await store.getForCall(otherOrg, full.id)).toBeUndefined();
+    await store.durable();
   });
 
   it("reads several tools by id at once, only within their organization", async () => {

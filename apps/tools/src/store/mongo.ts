@@ -53,6 +53,8 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
     get: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
     getMany: async (organizationId, ids) =>
       (await tools.find({ _id: { $in: [...ids] }, organizationId }).toArray()).map((d) => toolOf(d)!),
+    getForCall: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    durable: async () => {},
     update: async (organizationId, id, patch, at) =>
       toolOf(
         await tools.findOneAndUpdate(

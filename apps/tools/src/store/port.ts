@@ -60,6 +60,14 @@ export interface ToolsStore extends StoreLifecycle, SecretStore, ToolRunsStore {
   get(organizationId: string, id: string): Promise<ToolRecord | undefined>;
   /** The organization's tools among `ids` (lower-case uuids), in no set order; ids of no such tool are left out. */
   getMany(organizationId: string, ids: readonly string[]): Promise<ToolRecord[]>;
+  /**
+   * `get` for a call of the tool's server, whose tool run is inserted next: on SQLite it does not wait for the disk
+   * (every earlier write, which the read may have seen, is on disk once that insert is), so that a call waits for one
+   * flush, not two. A caller that answers without inserting waits for `durable()` first.
+   */
+  getForCall(organizationId: string, id: string): Promise<ToolRecord | undefined>;
+  /** Resolves once every write made so far is on disk (SQLite; at once on MongoDB, whose writes are acknowledged). */
+  durable(): Promise<void>;
   update(organizationId: string, id: string, patch: ToolPatch, at: Date): Promise<ToolRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id. */

@@ -97,6 +97,9 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
         .all(JSON.stringify(ids))
         .map((row) => toolOf(row)!)
         .filter((tool) => tool.organizationId === organizationId),
+    getForCall: async (organizationId, id) =>
+      toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    durable: () => handle.durable(),
     // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
     update: async (organizationId, id, patch, at) =>
       toolOf(
