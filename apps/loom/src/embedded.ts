@@ -103,6 +103,7 @@ async function startServices(
       secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
       // The all-in-one allows loopback: a tool server on the same machine is its common case.
       limits: callLimits(config, { allowLoopback: true }),
+      sweepEveryMs: config.TOOL_RUN_SWEEP_INTERVAL_MS,
     },
     logger.child({ service: "tools" }),
   );

@@ -114,6 +114,12 @@ export interface ToolRunsStore {
   /** Ends a run still in progress; undefined when there is none with this id. */
   endRun(organizationId: string, id: string, end: ToolRunEnd): Promise<ToolRunRecord | undefined>;
   getRun(organizationId: string, id: string): Promise<ToolRunRecord | undefined>;
+  /**
+   * Ends runs of every organization still RUNNING that started before `startedBefore`, as `end` says; at most
+   * `limit` of them, oldest first. Each is ended only if it is still RUNNING when written (a run ended meanwhile, by
+   * its call or by another replica's sweep, is left as it is). Gives how many it ended.
+   */
+  endRunsStartedBefore(startedBefore: Date, end: ToolRunEnd, limit: number): Promise<number>;
   /** A tool's runs, newest first by created_at, ties by id; only those in `statuses` unless it is empty. */
   listRuns(
     organizationId: string,
