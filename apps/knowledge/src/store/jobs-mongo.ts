@@ -1,6 +1,6 @@
 import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
-import type { KnowledgeBaseJobRecord, KnowledgeBaseJobStore } from "./jobs.ts";
+import type { JobStatus, KnowledgeBaseJobRecord, KnowledgeBaseJobStore } from "./jobs.ts";
 
 interface LockDoc {
   _id: string;
@@ -9,7 +9,7 @@ interface LockDoc {
   leaseUntil: Date;
 }
 
-const unfinished = { $in: ["QUEUED", "RUNNING"] };
+const unfinished = { $in: ["QUEUED", "RUNNING"] as JobStatus[] };
 
 /**
  * MongoDB adapter of the jobs part: a collection of jobs scoped by organizationId, and one of locks keyed by
