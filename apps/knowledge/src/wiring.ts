@@ -35,6 +35,11 @@ export const openKnowledgeStores = async (settings: StoreSettings): Promise<Know
 
 export type KnowledgeSettings = EmbeddingSettings & Partial<IngestSettings>;
 
+/** The knowledge service as its process holds it: with its chunk index, which tests read. */
+export interface WiredKnowledgeService extends RpcService {
+  index: ChunkIndex;
+}
+
 /**
  * Stores → service and a started ingest worker: shared by main.ts, the all-in-one process and the tests.
  * EMBEDDING_MODELS is checked first, so a bad one fails the start.
@@ -43,7 +48,7 @@ export async function wireKnowledge(
   { store, index }: KnowledgeStores,
   settings: KnowledgeSettings,
   peers: { storage: Transport; logger: Logger },
-): Promise<RpcService> {
+): Promise<WiredKnowledgeService> {
   const embeddingModels = embeddingModelNames(settings);
   await store.init();
   await index.init();
@@ -76,6 +81,7 @@ export async function wireKnowledge(
   worker.start();
   return {
     ...service,
+    index,
     async close() {
       await worker.stop();
       await index.close();

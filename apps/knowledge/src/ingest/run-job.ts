@@ -103,7 +103,6 @@ export async function runIngestJob(
     }
     const chunks = await fileChunks(deps, principal, asset, signal, fileError);
     if (!chunks) continue;
-    account.bytesIngested += chunks.bytes;
     const after = chunkCount - (before?.chunkCount ?? 0) + chunks.texts.length;
     if (after > limits.maxChunksPerBase) {
       fileError({
@@ -124,6 +123,7 @@ export async function runIngestJob(
     if (!(await goOn())) return cancelled;
     await index.replaceAsset(scope, { bucketId: asset.bucketId, path: asset.name, version }, newChunks, now());
     chunkCount = after;
+    account.bytesIngested += chunks.bytes;
     await saveAccount();
   }
   await saveAccount();
