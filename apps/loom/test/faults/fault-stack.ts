@@ -8,7 +8,7 @@ export interface FaultStack {
   /** This suite's own NATS and FerretDB: stop and start them at will. */
   nats: OwnServer;
   mongo: OwnServer;
-  /** The model every run calls (DEFAULT_MODEL=openai-compatible:fake-model). */
+  /** The model every run calls (DEFAULT_MODEL=openai-compatible:fake-model), and the knowledge service's embedder. */
   model: FakeOpenAI;
   split: SplitStack;
   api: ApiClient;
@@ -27,7 +27,7 @@ export const faultLeaseMs = 2_000;
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */
 export async function startFaultStack(
-  options: { runs?: Record<string, string>; tools?: Record<string, string> } = {},
+  options: { runs?: Record<string, string>; tools?: Record<string, string>; knowledge?: Record<string, string> } = {},
 ): Promise<FaultStack> {
   const key = `loom_fault-${randomBytes(24).toString("base64url")}`;
   const started: Array<{ close(): Promise<void> }> = [];
@@ -50,6 +50,10 @@ export async function startFaultStack(
           ...options.runs,
         },
         ...(options.tools ? { tools: options.tools } : {}),
+        // The knowledge service embeds with the same fake (its embeddings endpoint), when a test configures a model.
+        ...(options.knowledge
+          ? { knowledge: { OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, ...options.knowledge } }
+          : {}),
       },
       { stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore" },
     );
