@@ -270,4 +270,12 @@ describe.each(storeKinds("knowledge base jobs over HTTP"))("knowledge base jobs 
     expect(await index().indexedAssets(scope())).toEqual([]);
     expect(await index().countChunks(scope())).toBe(0);
   });
+
+  it("fails a job, saying so, when storage does not answer after its retries", async () => {
+    const kb = (await admin.post("/knowledge-bases", { name: "No storage", asset_paths: [`${bucketId}/`] })).body;
+    await stack.stopService("storage");
+    const job = await finished((await ingest(kb.knowledge_base_id)).knowledge_base_job_id);
+    expect(job.status).toBe("FAILED");
+    expect(job.status_detail).toMatch(/^storage did not answer \(listing the assets of bucket .*\) after 3 attempts/);
+  });
 });

@@ -89,10 +89,10 @@ export async function runIngestJob(
   const model = kb.embeddingModel === "" ? undefined : embeddingModel(kb.embeddingModel, deps.embedding);
 
   for (const [key, asset] of [...assets].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (!(await goOn())) return cancelled;
     const before = indexedVersions.get(key);
     const version = versionOf(asset);
     if (before?.version === version) continue;
+    if (!(await goOn())) return cancelled;
     if (account.bytesIngested + asset.size > limits.maxBytesPerJob) {
       fileError({
         path: key,
