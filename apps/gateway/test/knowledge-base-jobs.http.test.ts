@@ -213,6 +213,23 @@ describe.each(storeKinds("knowledge base jobs over HTTP"))("knowledge base jobs 
     expectError(await admin.get(`/knowledge-bases/${kbId}/knowledge-base-jobs?status=DONE`), 400, "ValidationError");
   });
 
+  it("reads every file again, without vectors, once the knowledge base's model is taken away", async () => {
+    const before = embedded().length;
+    const patched = await admin.patch(`/knowledge-bases/${kbId}`, {
+      config: { gtc_pg_vector: { embedding_model: null } },
+    });
+    expect(patched.status).toBe(200);
+    const job = await finished((await ingest(kbId)).knowledge_base_job_id);
+    expect(job).toMatchObject({
+      status: "SUCCEEDED",
+      bytes_ingested: sizes["guide.md"]! + sizes["notes.txt"]! + sizes["report.pdf"]!,
+    });
+    expect(embedded().length).toBe(before);
+    expect(await found("numbat")).toEqual(["notes.txt"]);
+    expect(await index().vectorSearch(scope(), Float32Array.from(vectorOf("x")), 5)).toEqual([]);
+    await admin.patch(`/knowledge-bases/${kbId}`, { config: { gtc_pg_vector: { embedding_model: model } } });
+  });
+
   it("keeps within KNOWLEDGE_MAX_BYTES_PER_JOB and KNOWLEDGE_MAX_CHUNKS_PER_BASE: the files past them are errors", async () => {
     const bucket = (await admin.post("/buckets", { name: "big" })).body.bucket_id;
     await upload(bucket, "huge.txt", "a ".repeat(limits.bytesPerJob / 2 + 1), "text/plain");

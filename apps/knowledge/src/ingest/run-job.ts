@@ -75,10 +75,16 @@ export async function runIngestJob(
   }
   await index.sweep(scope);
   const assets = await listSourceAssets(deps.storage, principal, sourcePaths(kb, connectors), account.errors);
-  // A chunk's vectors are its model's: a knowledge base whose model changed has every file embedded again.
+  // A chunk's vectors are its model's: the model is part of an asset's version.
   const versionOf = (asset: SourceAsset) => `${asset.version}|${kb.embeddingModel}`;
 
-  const indexed = await index.indexedAssets(scope);
+  let indexed = await index.indexedAssets(scope);
+  // Another model's vectors (or none, or another dimension, which one knowledge base's index cannot hold beside
+  // them): the index starts again, and every file is read below.
+  if (indexed.some((a) => !a.version.endsWith(`|${kb.embeddingModel}`))) {
+    await index.removeKnowledgeBase(scope);
+    indexed = [];
+  }
   for (const old of indexed) {
     if (assets.has(`${old.bucketId}/${old.path}`)) continue;
     if (!(await goOn())) return cancelled;
