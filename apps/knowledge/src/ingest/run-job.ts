@@ -107,18 +107,20 @@ export async function runIngestJob(
       });
       continue;
     }
-    const chunks = await fileChunks(deps, principal, asset, signal, fileError);
+    // The most chunks this file may have: the knowledge base's room, its own old chunks given back.
+    const room = limits.maxChunksPerBase - chunkCount + (before?.chunkCount ?? 0);
+    const chunks = await fileChunks(deps, principal, asset, room, signal, fileError);
     if (!chunks) continue;
-    const after = chunkCount - (before?.chunkCount ?? 0) + chunks.texts.length;
-    if (after > limits.maxChunksPerBase) {
+    if (chunks === "over") {
       fileError({
         path: key,
         type: "limit_exceeded",
-        message: `${key} makes ${chunks.texts.length} chunks, which would take the knowledge base past its ${limits.maxChunksPerBase} chunks (KNOWLEDGE_MAX_CHUNKS_PER_BASE)`,
+        message: `${key} makes more chunks than the knowledge base has room for (${Math.max(room, 0)} of its ${limits.maxChunksPerBase}, KNOWLEDGE_MAX_CHUNKS_PER_BASE)`,
       });
       await saveAccount();
       continue;
     }
+    const after = chunkCount - (before?.chunkCount ?? 0) + chunks.texts.length;
     const vectors = model && (await embedTexts(model, chunks.texts, goOn, signal));
     if (model && !vectors) return cancelled;
     const newChunks: NewChunk[] = chunks.texts.map((text, i) => ({
@@ -138,15 +140,17 @@ export async function runIngestJob(
 
 /**
  * A file's chunks, read from storage as a stream (only the chunks are held, never the whole file, except a PDF,
- * which pdf.js parses whole within its ceiling); undefined, with a per-file error, when the file cannot be read.
+ * which pdf.js parses whole within its ceiling), at most `maxChunks` ("over" past them: the rest is not read);
+ * undefined, with a per-file error, when the file cannot be read.
  */
 async function fileChunks(
   deps: IngestDeps,
   principal: Principal,
   asset: SourceAsset,
+  maxChunks: number,
   signal: AbortSignal,
   fileError: (error: JobFileError) => void,
-): Promise<{ texts: string[]; positions: NewChunk["position"][]; bytes: number } | undefined> {
+): Promise<{ texts: string[]; positions: NewChunk["position"][]; bytes: number } | "over" | undefined> {
   const path = `${asset.bucketId}/${asset.name}`;
   try {
     // An unsupported file is known by its name and type: its bytes are not fetched.
@@ -159,6 +163,8 @@ async function fileChunks(
       ...(asset.contentType !== undefined && { contentType: asset.contentType }),
       bytes: bytes.pieces,
     })) {
+      // Past the room, the file is left out: cutting stops there rather than holding chunks that will not be kept.
+      if (texts.length >= maxChunks) return "over";
       texts.push(chunkIndexText(chunk));
       positions.push({
         index: chunk.index,
