@@ -288,6 +288,31 @@ describe.each(storeKinds("knowledge base jobs over HTTP"))("knowledge base jobs 
     expect(await index().countChunks(scope())).toBe(0);
   });
 
+  it("a running job of a deleted knowledge base stops at its next check and writes nothing", async () => {
+    const bucket = (await admin.post("/buckets", { name: "doomed" })).body.bucket_id;
+    await upload(bucket, "x.txt", "The xenops nests here.", "text/plain");
+    await upload(bucket, "y.txt", "The yellowhammer sings.", "text/plain");
+    const kb = (
+      await admin.post("/knowledge-bases", {
+        name: "Doomed",
+        config: { gtc_pg_vector: { embedding_model: model } },
+        asset_paths: [`${bucket}/`],
+      })
+    ).body.knowledge_base_id;
+    const held: Array<() => void> = [];
+    embedder.reply((request, res) => held.push(() => embeddingsAnswer(request, res)));
+    const job = await ingest(kb);
+    for (let i = 0; i < 100 && held.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(held.length).toBe(1);
+    expect((await admin.delete(`/knowledge-bases/${kb}`)).status).toBe(204);
+    embedder.reply(embeddingsAnswer);
+    held.splice(0).forEach((release) => release());
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expectError(await admin.get(`/knowledge-base-jobs/${job.knowledge_base_job_id}`), 404, "NotFound");
+    expect(embeddedTexts()).not.toContain("The yellowhammer sings.");
+    expect(await index().indexedAssets({ organizationId: orgId, knowledgeBaseId: kb })).toEqual([]);
+  });
+
   it("fails a job, saying so, when storage does not answer after its retries", async () => {
     const kb = (await admin.post("/knowledge-bases", { name: "No storage", asset_paths: [`${bucketId}/`] })).body;
     await stack.stopService("storage");
