@@ -66,6 +66,7 @@ export async function wireKnowledge(
           index,
           storage,
           embedding: settings,
+          embeddingModels,
           limits: {
             maxChunksPerBase: settings.KNOWLEDGE_MAX_CHUNKS_PER_BASE ?? 200_000,
             maxBytesPerJob: settings.KNOWLEDGE_MAX_BYTES_PER_JOB ?? 256 * 1024 * 1024,

@@ -20,6 +20,8 @@ export interface IngestDeps {
   index: ChunkIndex;
   storage: Client<typeof StorageService>;
   embedding: EmbeddingSettings;
+  /** The models EMBEDDING_MODELS lists now: a knowledge base's may have been taken out since it was chosen. */
+  embeddingModels: readonly string[];
   limits: IngestLimits;
   now: () => Date;
 }
@@ -59,6 +61,11 @@ export async function runIngestJob(
   const kb = await store.get(job.organizationId, job.knowledgeBaseId);
   if (!kb) return { status: "FAILED", statusDetail: "the knowledge base was deleted" };
   const scope: KnowledgeScope = { organizationId: job.organizationId, knowledgeBaseId: kb.id };
+  if (kb.embeddingModel !== "" && !deps.embeddingModels.includes(kb.embeddingModel))
+    return {
+      status: "FAILED",
+      statusDetail: `the knowledge base's embedding model ${kb.embeddingModel} is no longer configured (EMBEDDING_MODELS): configure it again, or change the knowledge base's model`,
+    };
   const principal: Principal = { userId: job.createdBy, organizationId: job.organizationId };
   // Taken up again after a lost worker, the job keeps what it counted: the files it finished are skipped below.
   const account: Account = { bytesIngested: job.bytesIngested, errors: [] };
