@@ -1,6 +1,6 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
 message, ruleset, rule, tool, secret, knowledge base (but their queries and
-searches) and data connector operation and GetUser answer with the status code the
+searches), knowledge base job and data connector operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
@@ -13,6 +13,12 @@ from griptape_cloud_client.api.data_connectors import (
     get_data_connector,
     list_data_connectors,
     update_data_connector,
+)
+from griptape_cloud_client.api.knowledge_base_jobs import (
+    cancel_knowledge_base_job,
+    create_knowledge_base_job,
+    get_knowledge_base_job,
+    list_knowledge_base_jobs,
 )
 from griptape_cloud_client.api.knowledge_bases import (
     create_knowledge_base,
@@ -46,6 +52,7 @@ from griptape_cloud_client.models import (
     GTCPGVectorKnowledgeBaseInput,
     KnowledgeBaseConfigInputUnionType1,
     KnowledgeBaseConfigUnionType1,
+    KnowledgeBaseJobStatus,
     MessageInput,
     Metadata,
     UpdateDataConnectorRequestContent,
@@ -67,7 +74,7 @@ check = checks.check
 called = []
 
 
-def call(operation, status, **kwargs):
+def call(operation, expected_status, **kwargs):
     """One operation: the status it documents for success, and for a body a
     parsed model of the operation's own response type (not an error body)."""
     name = operation.__name__.rsplit(".", 1)[-1]
@@ -77,8 +84,8 @@ def call(operation, status, **kwargs):
     except Exception as error:  # the client's from_dict raising on a missing key
         checks.fail(f"{name}: {type(error).__name__}: {error}")
         return None
-    check(f"{name} status", res.status_code, status)
-    if status == 204:
+    check(f"{name} status", res.status_code, expected_status)
+    if expected_status == 204:
         return None
     if res.parsed is None or type(res.parsed).__name__.endswith("ErrorResponseContent"):
         checks.fail(f"{name}: not parsed as its response ({res.content[:200]!r})")
@@ -268,6 +275,17 @@ if kb:
         body=UpdateKnowledgeBaseRequestContent(type_="gtc_pg_vector", config=own_index, description="for CI", asset_paths=[f"{bucket}/"]),
     )
     check("updated knowledge base", updated and (updated.description, updated.asset_paths), ("for CI", [f"{bucket}/"]))
+    # Ingest jobs: queued with 202; got, listed (with the status filter the client sends), cancelled
+    job = call(create_knowledge_base_job, 202, knowledge_base_id=kbid)
+    if job:
+        jobid = job.knowledge_base_job_id
+        check("created job's status", job.status, KnowledgeBaseJobStatus.QUEUED)
+        got_job = call(get_knowledge_base_job, 200, knowledge_base_job_id=jobid)
+        check("got job's knowledge base", got_job and got_job.knowledge_base_id, kbid)
+        jobs = call(list_knowledge_base_jobs, 200, knowledge_base_id=kbid, page_size=100, status=list(KnowledgeBaseJobStatus))
+        check("job listed", jobs and [j.knowledge_base_job_id for j in jobs.knowledge_base_jobs], [jobid])
+        cancelled = call(cancel_knowledge_base_job, 200, knowledge_base_job_id=jobid)
+        check("cancelled job's status", cancelled and cancelled.status.value in ("CANCELLED", "RUNNING", "SUCCEEDED"), True)
     call(delete_knowledge_base, 204, knowledge_base_id=kbid)
     check("deleted knowledge base is gone", get_knowledge_base.sync_detailed(client=client, knowledge_base_id=kbid).status_code, 404)
 

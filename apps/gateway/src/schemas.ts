@@ -482,3 +482,39 @@ export const dataConnectorListSchema = z.strictObject({
   data_connectors: z.array(dataConnectorSchema),
   pagination: paginationSchema,
 });
+
+export const knowledgeBaseJobStatuses = ["QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"] as const;
+
+/** Griptape Cloud's KnowledgeBaseJobDetail (docs/api.md, Knowledge base jobs). */
+export const knowledgeBaseJobSchema = z.strictObject({
+  knowledge_base_job_id: uuidString,
+  knowledge_base_id: uuidString,
+  organization_id: uuidString,
+  status: z.enum(knowledgeBaseJobStatuses),
+  status_detail: z.string().nullable().meta({ description: "Why it FAILED or was CANCELLED; null otherwise" }),
+  bytes_ingested: z
+    .number()
+    .int()
+    .nonnegative()
+    .meta({ description: "Bytes of the files read (unchanged files are skipped)" }),
+  errors: z
+    .array(
+      z.strictObject({
+        message: z.string(),
+        type: z.string().meta({
+          description: "unsupported_type, too_large, unreadable, no_text, limit_exceeded or not_found",
+        }),
+        path: z.string().meta({ description: "`<bucket_id>/<asset name>` (or the connector or bucket that is gone)" }),
+      }),
+    )
+    .meta({ description: "The files the job could not ingest; it went on with the others" }),
+  created_at: timestamp,
+  created_by: z.string(),
+  updated_at: timestamp,
+  completed_at: timestamp.nullable(),
+});
+
+export const knowledgeBaseJobListSchema = z.strictObject({
+  knowledge_base_jobs: z.array(knowledgeBaseJobSchema),
+  pagination: paginationSchema,
+});

@@ -132,27 +132,31 @@ export function booleanParam(fallback: boolean) {
 }
 
 /**
- * `status=A,B` and `status=A&status=B` alike (docs/behaviour.md §4), for a run's
- * or a tool run's status (the same values); documented as the repeated form. Given, it must name at least one status (`status=`
- * alone is a mistake, not "every status").
+ * `status=A,B` and `status=A&status=B` alike (docs/behaviour.md §4), each one of `statuses`; documented as the
+ * repeated form. Given, it must name at least one status (`status=` alone is a mistake, not "every status").
  */
-export const statusQuery = z
-  .union([z.string(), z.array(z.string())])
-  .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...runStatuses] }, minItems: 1 })
-  .optional()
-  .transform((v) =>
-    v === undefined
-      ? undefined
-      : [v]
-          .flat()
-          .flatMap((s) => s.split(","))
-          .map((s) => s.trim())
-          .filter(Boolean),
-  )
-  .pipe(
-    z
-      .array(z.enum(runStatuses, { message: `must be one of ${runStatuses.join(", ")}` }))
-      .min(1, "must name at least one status")
-      .optional()
-      .transform((v) => v ?? []),
-  );
+export function statusQueryOf<const S extends readonly [string, ...string[]]>(statuses: S) {
+  return z
+    .union([z.string(), z.array(z.string())])
+    .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...statuses] }, minItems: 1 })
+    .optional()
+    .transform((v) =>
+      v === undefined
+        ? undefined
+        : [v]
+            .flat()
+            .flatMap((s) => s.split(","))
+            .map((s) => s.trim())
+            .filter(Boolean),
+    )
+    .pipe(
+      z
+        .array(z.enum(statuses, { message: `must be one of ${statuses.join(", ")}` }))
+        .min(1, "must name at least one status")
+        .optional()
+        .transform((v) => v ?? []),
+    );
+}
+
+/** A run's or a tool run's status (the same values). */
+export const statusQuery = statusQueryOf(runStatuses);

@@ -6,12 +6,15 @@ import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
+import { KnowledgeBaseJobsService } from "@loom/proto/knowledge/v1/knowledge_base_jobs_pb";
 import { type KnowledgeBaseSchema, KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkAssetPaths } from "./asset-paths.ts";
 import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-connectors-service.ts";
+import type { ChunkIndex } from "./index/port.ts";
+import { createJobsHandlers } from "./jobs-service.ts";
 import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
 
 export interface KnowledgeDeps {
@@ -20,6 +23,10 @@ export interface KnowledgeDeps {
   storage: Client<typeof StorageService>;
   /** The embedding models a knowledge base may pick (EMBEDDING_MODELS). */
   embeddingModels: readonly string[];
+  /** The chunk index: a deleted knowledge base's chunks leave it. */
+  index: ChunkIndex;
+  /** Tells the ingest worker a job is queued. */
+  jobQueued: () => void;
   now?: () => Date;
 }
 
@@ -28,7 +35,7 @@ const embeddingModelPath = "body.config.gtc_pg_vector.embedding_model";
 
 /** The knowledge service: knowledge bases (KnowledgeBasesService) and the data connectors they name (DataConnectorsService), one store. */
 export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
-  const { store, storage, embeddingModels } = deps;
+  const { store, storage, embeddingModels, index } = deps;
   const now = deps.now ?? (() => new Date());
 
   /** The model as given, when it is "" (none) or a configured one; a violation otherwise. */
@@ -118,9 +125,13 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
     },
 
     async deleteKnowledgeBase(req, ctx) {
-      // The ingest slice deletes the knowledge base's chunks here, after its record (docs/decisions.md, "Knowledge bases").
-      if (!(await store.delete(requirePrincipal(ctx).organizationId, req.knowledgeBaseId)))
-        throw notFound("knowledge base");
+      const { organizationId } = requirePrincipal(ctx);
+      const knowledgeBaseId = req.knowledgeBaseId.toLowerCase();
+      if (!(await store.delete(organizationId, knowledgeBaseId))) throw notFound("knowledge base");
+      // After the record, so a stop in between leaves only what no query reaches (docs/decisions.md, "Ingest
+      // jobs"): its jobs (a running one sees its job gone at its next check and stops), then its chunks.
+      await store.deleteJobsOf(organizationId, knowledgeBaseId);
+      await index.removeKnowledgeBase({ organizationId, knowledgeBaseId });
       return {};
     },
 
@@ -151,11 +162,13 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
 
   // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
   const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
+  const jobs = createJobsHandlers({ store, queued: deps.jobQueued, now });
   return storeBackedService(
     "knowledge",
     (router) => {
       router.service(KnowledgeBasesService, impl);
       router.service(DataConnectorsService, dataConnectors);
+      router.service(KnowledgeBaseJobsService, jobs);
     },
     store,
   );

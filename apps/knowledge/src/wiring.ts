@@ -3,7 +3,13 @@ import { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
+import type { Logger } from "@loom/telemetry/logger";
 import { type EmbeddingSettings, embeddingModelNames } from "./embedding-models.ts";
+import { openChunkIndex } from "./index/open.ts";
+import type { ChunkIndex } from "./index/port.ts";
+import type { IngestSettings } from "./ingest/limits.ts";
+import { runIngestJob } from "./ingest/run-job.ts";
+import { createIngestWorker } from "./ingest/worker.ts";
 import { createKnowledgeService } from "./service.ts";
 import { createMongoKnowledgeBasesStore } from "./store/mongo.ts";
 import type { KnowledgeBasesStore } from "./store/port.ts";
@@ -16,16 +22,71 @@ export const openKnowledgeStore = (settings: StoreSettings): Promise<KnowledgeBa
     mongo: (m) => createMongoKnowledgeBasesStore(m.db, m.ping, m.close),
   });
 
+/** The knowledge service's two stores, in the same database: its records and the chunk index. */
+export interface KnowledgeStores {
+  store: KnowledgeBasesStore;
+  index: ChunkIndex;
+}
+
+export const openKnowledgeStores = async (settings: StoreSettings): Promise<KnowledgeStores> => ({
+  store: await openKnowledgeStore(settings),
+  index: await openChunkIndex(settings),
+});
+
+export type KnowledgeSettings = EmbeddingSettings & Partial<IngestSettings>;
+
+/** The knowledge service as its process holds it: with its chunk index, which tests read. */
+export interface WiredKnowledgeService extends RpcService {
+  index: ChunkIndex;
+}
+
 /**
- * Store → service: shared by main.ts, the all-in-one process and the tests.
+ * Stores → service and a started ingest worker: shared by main.ts, the all-in-one process and the tests.
  * EMBEDDING_MODELS is checked first, so a bad one fails the start.
  */
 export async function wireKnowledge(
-  store: KnowledgeBasesStore,
-  settings: EmbeddingSettings,
-  peers: { storage: Transport },
-): Promise<RpcService> {
+  { store, index }: KnowledgeStores,
+  settings: KnowledgeSettings,
+  peers: { storage: Transport; logger: Logger },
+): Promise<WiredKnowledgeService> {
   const embeddingModels = embeddingModelNames(settings);
   await store.init();
-  return createKnowledgeService({ store, storage: clientFor(StorageService, peers.storage), embeddingModels });
+  await index.init();
+  const storage = clientFor(StorageService, peers.storage);
+  const now = () => new Date();
+  const worker = createIngestWorker({
+    store,
+    logger: peers.logger,
+    leaseMs: settings.KNOWLEDGE_INGEST_LEASE_MS ?? 30_000,
+    pollMs: settings.KNOWLEDGE_INGEST_POLL_MS ?? 2_000,
+    run: (job, goOn, signal) =>
+      runIngestJob(
+        {
+          store,
+          index,
+          storage,
+          embedding: settings,
+          embeddingModels,
+          limits: {
+            maxChunksPerBase: settings.KNOWLEDGE_MAX_CHUNKS_PER_BASE ?? 200_000,
+            maxBytesPerJob: settings.KNOWLEDGE_MAX_BYTES_PER_JOB ?? 256 * 1024 * 1024,
+          },
+          now,
+        },
+        job,
+        goOn,
+        signal,
+      ),
+  });
+  const service = createKnowledgeService({ store, index, storage, embeddingModels, jobQueued: worker.wake, now });
+  worker.start();
+  return {
+    ...service,
+    index,
+    async close() {
+      await worker.stop();
+      await index.close();
+      await service.close();
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openKnowledgeStore, wireKnowledge } from "../src/wiring.ts";
+import { openKnowledgeStores, wireKnowledge } from "../src/wiring.ts";
 
 const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
 
@@ -21,9 +21,9 @@ describe.each(storeKinds("ResolveKnowledgeBases"))("ResolveKnowledgeBases (%s st
   beforeAll(async () => {
     // No asset paths here: the storage service (none behind this transport) is never asked.
     service = await wireKnowledge(
-      await openKnowledgeStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
+      await openKnowledgeStores({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
       {},
-      { storage: inProcessTransport([], "test-token", logger) },
+      { storage: inProcessTransport([], "test-token", logger), logger },
     );
     knowledgeBases = clientFor(KnowledgeBasesService, inProcessTransport([service], "test-token", logger));
   });

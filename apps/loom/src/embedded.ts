@@ -6,7 +6,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { buildApp } from "@loom/gateway/app";
 import { oneTransport, serviceClients } from "@loom/gateway/clients";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
-import { openKnowledgeStore, wireKnowledge } from "@loom/knowledge/wiring";
+import { openKnowledgeStores, wireKnowledge } from "@loom/knowledge/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { connectionLimitsFrom } from "@loom/server/connection-limits";
 import { heldUntil } from "@loom/server/held-until";
@@ -89,8 +89,9 @@ async function startServices(
     },
   );
   // The knowledge service asks storage whether a knowledge base's buckets are the organization's.
-  const knowledge = await wireKnowledge(await openKnowledgeStore(store("knowledge")), config, {
+  const knowledge = await wireKnowledge(await openKnowledgeStores(store("knowledge")), config, {
     storage: inProcessTransport([storage.service], serviceToken, logger),
+    logger: logger.child({ service: "knowledge" }),
   });
   // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
   // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.

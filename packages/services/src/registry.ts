@@ -5,6 +5,7 @@ import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
+import { KnowledgeBaseJobsService } from "@loom/proto/knowledge/v1/knowledge_base_jobs_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
@@ -103,13 +104,18 @@ export const services = {
     calls: [],
   },
   knowledge: {
-    // Data connectors live beside the knowledge bases that name them. One service, two contracts.
-    rpc: { knowledgeBases: KnowledgeBasesService, dataConnectors: DataConnectorsService },
+    // Data connectors and ingest jobs live beside the knowledge bases they serve. One service, three contracts.
+    rpc: {
+      knowledgeBases: KnowledgeBasesService,
+      dataConnectors: DataConnectorsService,
+      knowledgeBaseJobs: KnowledgeBaseJobsService,
+    },
     urlVariable: "KNOWLEDGE_URL",
     port: 8087,
     database: "loom_knowledge",
-    keeps: "knowledge bases and data connectors",
-    // Storage: the buckets a knowledge base names must be the organization's (GetBucket).
+    keeps: "knowledge bases, data connectors, ingest jobs and the chunk index",
+    // Storage: the buckets a knowledge base names must be the organization's (GetBucket); ingest lists and reads
+    // their assets (ListAssets, CreateAssetUrl).
     calls: ["storage"],
   },
 } as const satisfies Record<string, ServiceEntry>;

@@ -1,6 +1,7 @@
 import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
 import { createMongoDataConnectorStore } from "./data-connectors-mongo.ts";
+import { createMongoJobStore } from "./jobs-mongo.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
 
 /** MongoDB adapter: a collection of knowledge bases (and the connectors part's), scoped by organizationId in every query. */
@@ -11,12 +12,15 @@ export function createMongoKnowledgeBasesStore(
 ): KnowledgeBasesStore {
   const knowledgeBases: Collection<Doc<KnowledgeBaseRecord>> = db.collection("knowledge_bases");
   const connectorStore = createMongoDataConnectorStore(db);
+  const jobStore = createMongoJobStore(db);
   return {
     ...connectorStore,
+    ...jobStore,
     async init() {
       await knowledgeBases.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await knowledgeBases.createIndex({ organizationId: 1, dataConnectorIds: 1 });
       await connectorStore.init();
+      await jobStore.init();
     },
     ready: ping,
     close,

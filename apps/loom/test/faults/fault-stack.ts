@@ -8,7 +8,7 @@ export interface FaultStack {
   /** This suite's own NATS and FerretDB: stop and start them at will. */
   nats: OwnServer;
   mongo: OwnServer;
-  /** The model every run calls (DEFAULT_MODEL=openai-compatible:fake-model). */
+  /** The model every run calls (DEFAULT_MODEL=openai-compatible:fake-model), and the knowledge service's embedder. */
   model: FakeOpenAI;
   split: SplitStack;
   api: ApiClient;
@@ -21,14 +21,19 @@ export interface FaultStack {
 export const faultLeaseMs = 2_000;
 
 /**
- * The split deployment (six Node processes) on NATS and FerretDB of its
- * own, with a fake OpenAI-compatible model the test controls (`runs`, `tools`: more
- * settings of those processes; `runsReplicas`: runs processes side by side, 1
+ * The split deployment (one Node process per service) on NATS and FerretDB of its
+ * own, with a fake OpenAI-compatible model the test controls (`runs`, `tools`, `knowledge`:
+ * more settings of those processes; `runsReplicas`: runs processes side by side, 1
  * unless told). Process logs
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */
 export async function startFaultStack(
-  options: { runs?: Record<string, string>; tools?: Record<string, string>; runsReplicas?: number } = {},
+  options: {
+    runs?: Record<string, string>;
+    tools?: Record<string, string>;
+    knowledge?: Record<string, string>;
+    runsReplicas?: number;
+  } = {},
 ): Promise<FaultStack> {
   const key = `loom_fault-${randomBytes(24).toString("base64url")}`;
   const started: Array<{ close(): Promise<void> }> = [];
@@ -51,6 +56,10 @@ export async function startFaultStack(
           ...options.runs,
         },
         ...(options.tools ? { tools: options.tools } : {}),
+        // The knowledge service embeds with the same fake (its embeddings endpoint), when a test configures a model.
+        ...(options.knowledge
+          ? { knowledge: { OPENAI_COMPATIBLE_BASE_URL: model.baseUrl, ...options.knowledge } }
+          : {}),
       },
       {
         stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore",
