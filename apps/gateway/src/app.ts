@@ -31,6 +31,7 @@ import { bucketOperations } from "./routes/buckets.ts";
 import { chatOperations } from "./routes/chat.ts";
 import { dataConnectorOperations } from "./routes/data-connectors.ts";
 import { assistantEventOperations } from "./routes/events.ts";
+import { knowledgeBaseQueryOperations } from "./routes/knowledge-base-queries.ts";
 import { knowledgeBaseOperations } from "./routes/knowledge-bases.ts";
 import { messageOperations } from "./routes/messages.ts";
 import { ruleOperations } from "./routes/rules.ts";
@@ -99,6 +100,7 @@ export function publicOperations(
     ...secretOperations(clients),
     ...toolActivityOperations(clients),
     ...knowledgeBaseOperations(clients),
+    ...knowledgeBaseQueryOperations(clients),
     ...dataConnectorOperations(clients),
   ];
 }

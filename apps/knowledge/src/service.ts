@@ -6,12 +6,16 @@ import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
+import { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { type KnowledgeBaseSchema, KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkAssetPaths } from "./asset-paths.ts";
 import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-connectors-service.ts";
+import type { ChunkIndex } from "./index/port.ts";
+import type { EmbedText } from "./query/embed-query.ts";
+import { createQueriesHandlers } from "./query/queries-service.ts";
 import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
 
 export interface KnowledgeDeps {
@@ -20,6 +24,10 @@ export interface KnowledgeDeps {
   storage: Client<typeof StorageService>;
   /** The embedding models a knowledge base may pick (EMBEDDING_MODELS). */
   embeddingModels: readonly string[];
+  /** The chunks of every knowledge base, searched by queries. */
+  index: ChunkIndex;
+  /** Embeds a query with a knowledge base's model. */
+  embed: EmbedText;
   now?: () => Date;
 }
 
@@ -151,13 +159,22 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
 
   // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
   const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
+  const queries = createQueriesHandlers({ store, index: deps.index, embed: deps.embed, now });
   return storeBackedService(
     "knowledge",
     (router) => {
       router.service(KnowledgeBasesService, impl);
       router.service(DataConnectorsService, dataConnectors);
+      router.service(KnowledgeBaseQueriesService, queries);
     },
-    store,
+    // Ready while both the records and the index answer; closing closes both.
+    {
+      ready: async () => (await store.ready()) && (await deps.index.ready()),
+      close: async () => {
+        await deps.index.close();
+        await store.close();
+      },
+    },
   );
 }
 

@@ -4,6 +4,8 @@ import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import { type EmbeddingSettings, embeddingModelNames } from "./embedding-models.ts";
+import type { ChunkIndex } from "./index/port.ts";
+import { aiSdkEmbedder } from "./query/embed-query.ts";
 import { createKnowledgeService } from "./service.ts";
 import { createMongoKnowledgeBasesStore } from "./store/mongo.ts";
 import type { KnowledgeBasesStore } from "./store/port.ts";
@@ -22,10 +24,18 @@ export const openKnowledgeStore = (settings: StoreSettings): Promise<KnowledgeBa
  */
 export async function wireKnowledge(
   store: KnowledgeBasesStore,
+  index: ChunkIndex,
   settings: EmbeddingSettings,
   peers: { storage: Transport },
 ): Promise<RpcService> {
   const embeddingModels = embeddingModelNames(settings);
   await store.init();
-  return createKnowledgeService({ store, storage: clientFor(StorageService, peers.storage), embeddingModels });
+  await index.init();
+  return createKnowledgeService({
+    store,
+    index,
+    embed: aiSdkEmbedder(settings),
+    storage: clientFor(StorageService, peers.storage),
+    embeddingModels,
+  });
 }

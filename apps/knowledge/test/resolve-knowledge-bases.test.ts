@@ -6,6 +6,7 @@ import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openChunkIndex } from "../src/index/open.ts";
 import { openKnowledgeStore, wireKnowledge } from "../src/wiring.ts";
 
 const logger = createLogger("test", process.env.TEST_LOG_LEVEL ?? "silent");
@@ -22,6 +23,7 @@ describe.each(storeKinds("ResolveKnowledgeBases"))("ResolveKnowledgeBases (%s st
     // No asset paths here: the storage service (none behind this transport) is never asked.
     service = await wireKnowledge(
       await openKnowledgeStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
+      await openChunkIndex({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
       {},
       { storage: inProcessTransport([], "test-token", logger) },
     );

@@ -6,6 +6,7 @@ import { openEventsStore, wireEvents } from "@loom/events/wiring";
 import { buildApp } from "@loom/gateway/app";
 import { oneTransport, serviceClients } from "@loom/gateway/clients";
 import { openIdentityStore, wireIdentity } from "@loom/identity/wiring";
+import { openChunkIndex } from "@loom/knowledge/index/open";
 import { openKnowledgeStore, wireKnowledge } from "@loom/knowledge/wiring";
 import { openRunsStore, wireRuns } from "@loom/runs/wiring";
 import { connectionLimitsFrom } from "@loom/server/connection-limits";
@@ -89,9 +90,14 @@ async function startServices(
     },
   );
   // The knowledge service asks storage whether a knowledge base's buckets are the organization's.
-  const knowledge = await wireKnowledge(await openKnowledgeStore(store("knowledge")), config, {
-    storage: inProcessTransport([storage.service], serviceToken, logger),
-  });
+  const knowledge = await wireKnowledge(
+    await openKnowledgeStore(store("knowledge")),
+    await openChunkIndex(store("knowledge")),
+    config,
+    {
+      storage: inProcessTransport([storage.service], serviceToken, logger),
+    },
+  );
   // The assistants service asks the knowledge service whether an assistant's knowledge bases exist.
   const assistants = await wireAssistants(await openAssistantsStore(store("assistants")), {
     knowledge: inProcessTransport([knowledge], serviceToken, logger),

@@ -5,6 +5,7 @@ import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
+import { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
@@ -102,8 +103,12 @@ export const services = {
     calls: [],
   },
   knowledge: {
-    // Data connectors live beside the knowledge bases that name them. One service, two contracts.
-    rpc: { knowledgeBases: KnowledgeBasesService, dataConnectors: DataConnectorsService },
+    // Data connectors and queries live beside the knowledge bases they serve. One service, three contracts.
+    rpc: {
+      knowledgeBases: KnowledgeBasesService,
+      dataConnectors: DataConnectorsService,
+      knowledgeBaseQueries: KnowledgeBaseQueriesService,
+    },
     urlVariable: "KNOWLEDGE_URL",
     port: 8087,
     database: "loom_knowledge",

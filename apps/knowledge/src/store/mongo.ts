@@ -2,6 +2,7 @@ import { type Doc, fromDoc, newestFirstSort, toDoc } from "@loom/store/mongo";
 import type { Collection, Db } from "mongodb";
 import { createMongoDataConnectorStore } from "./data-connectors-mongo.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
+import { createMongoQueryStore } from "./queries-mongo.ts";
 
 /** MongoDB adapter: a collection of knowledge bases (and the connectors part's), scoped by organizationId in every query. */
 export function createMongoKnowledgeBasesStore(
@@ -11,12 +12,15 @@ export function createMongoKnowledgeBasesStore(
 ): KnowledgeBasesStore {
   const knowledgeBases: Collection<Doc<KnowledgeBaseRecord>> = db.collection("knowledge_bases");
   const connectorStore = createMongoDataConnectorStore(db);
+  const queryStore = createMongoQueryStore(db);
   return {
     ...connectorStore,
+    ...queryStore,
     async init() {
       await knowledgeBases.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await knowledgeBases.createIndex({ organizationId: 1, dataConnectorIds: 1 });
       await connectorStore.init();
+      await queryStore.init();
     },
     ready: ping,
     close,

@@ -1,6 +1,7 @@
 import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
 import type { DataConnectorStore } from "./data-connectors.ts";
+import type { KnowledgeBaseQueryStore } from "./queries.ts";
 
 export interface KnowledgeBaseRecord {
   id: string;
@@ -25,10 +26,11 @@ export type KnowledgeBasePatch = Partial<
 
 /**
  * The knowledge service's store: its knowledge bases and, in the same
- * database, the data connectors they name (the `DataConnectorStore` part).
+ * database, the data connectors they name (the `DataConnectorStore` part)
+ * and their kept queries (the `KnowledgeBaseQueryStore` part).
  * Every read and write is scoped to one organization: another's do not exist.
  */
-export interface KnowledgeBasesStore extends StoreLifecycle, DataConnectorStore {
+export interface KnowledgeBasesStore extends StoreLifecycle, DataConnectorStore, KnowledgeBaseQueryStore {
   insert(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
   update(

@@ -1,6 +1,7 @@
 import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle } from "@loom/store/sqlite";
 import { createSqliteDataConnectorStore, dataConnectorsMigration } from "./data-connectors-sqlite.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
+import { createSqliteQueryStore, queriesMigration } from "./queries-sqlite.ts";
 
 /** Schema versions of the knowledge tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -9,6 +10,7 @@ const migrations = [
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL);
    CREATE INDEX knowledge_bases_by_organization ON knowledge_bases (organization_id, created_at DESC, id DESC);`,
   dataConnectorsMigration,
+  queriesMigration,
 ];
 
 const knowledgeBaseOf = (row: Row | undefined): KnowledgeBaseRecord | undefined =>
@@ -34,6 +36,7 @@ export function createSqliteKnowledgeBasesStore(handle: SqliteHandle): Knowledge
   return {
     ...sqliteLifecycle(handle, "knowledge", migrations),
     ...createSqliteDataConnectorStore(handle),
+    ...createSqliteQueryStore(handle),
 
     async insert(kb) {
       prepare(
