@@ -519,3 +519,21 @@ export const knowledgeBaseQueryListSchema = z.strictObject({
   knowledge_base_queries: z.array(knowledgeBaseQuerySchema),
   pagination: paginationSchema,
 });
+
+/** Griptape Cloud's KnowledgeBaseSearchDetail (docs/api.md, Querying knowledge bases). */
+export const knowledgeBaseSearchSchema = z.strictObject({
+  knowledge_base_search_id: uuidString,
+  knowledge_base_id: uuidString,
+  query: z.string(),
+  result: z.string().meta({ description: "The answer the search model wrote from the chunks found" }),
+  // Loom's: the model that wrote it and the chunks it was given (entries as a query's).
+  model: z.string(),
+  entries: z.array(knowledgeBaseQueryEntrySchema),
+  created_at: timestamp,
+  created_by: z.string(),
+});
+
+export const knowledgeBaseSearchListSchema = z.strictObject({
+  knowledge_base_searches: z.array(knowledgeBaseSearchSchema),
+  pagination: paginationSchema,
+});

@@ -1,11 +1,16 @@
 import { openChunkIndex } from "@loom/knowledge/index/open";
 import type { ChunkIndex, NewChunk } from "@loom/knowledge/index/port";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
-import { type FakeOpenAI, failWith, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { answer, type FakeOpenAI, failWith, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
 import type { ApiClient } from "@loom/testing/http";
 import { dropDatabase, freshDatabaseName, storeKinds, testServers } from "@loom/testing/servers";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { knowledgeBaseQueryListSchema, knowledgeBaseQuerySchema } from "../src/schemas.ts";
+import {
+  knowledgeBaseQueryListSchema,
+  knowledgeBaseQuerySchema,
+  knowledgeBaseSearchListSchema,
+  knowledgeBaseSearchSchema,
+} from "../src/schemas.ts";
 import { expectError } from "./expect-error.ts";
 import { organizationClients } from "./organization-clients.ts";
 
@@ -58,6 +63,7 @@ describe.each(storeKinds("knowledge base queries over HTTP"))(
         knowledge: {
           EMBEDDING_MODELS: "openai-compatible:test-embedder",
           OPENAI_COMPATIBLE_BASE_URL: provider.baseUrl,
+          KNOWLEDGE_SEARCH_MODEL: "openai-compatible:test-answerer",
         },
         inject: { knowledge: { index } },
       });
@@ -273,6 +279,79 @@ describe.each(storeKinds("knowledge base queries over HTTP"))(
         );
         expect(error.errors[0]?.message).toMatch(/test-embedder/);
         expect(await countQueries(kb)).toBe(0);
+      });
+
+      describe("searches (an answer written from the chunks)", () => {
+        const fact = "The Umbermark gateway listens on port 7431 behind the north proxy.";
+        let kb: string;
+        beforeAll(async () => {
+          kb = await newKnowledgeBase(admin);
+          await seed(orgId, kb, "gateways/umbermark.md", [
+            chunk(0, fact),
+            chunk(1, "The canteen serves soup on Thursdays."),
+          ]);
+        });
+        const countSearches = async () =>
+          (await admin.get(`/knowledge-bases/${kb}/searches`)).body.pagination.total_count as number;
+
+        it("gives the search model the chunk found and the question, answers its text, and keeps the search", async () => {
+          provider.reply(answer("Port 7431 [1]."));
+          const sent = provider.nextRequest();
+          const res = await admin.post(`/knowledge-bases/${kb}/search`, {
+            query: "Which port does the Umbermark gateway listen on?",
+          });
+          expect(res.status, JSON.stringify(res.body)).toBe(200);
+          const search = knowledgeBaseSearchSchema.parse(res.body);
+          expect(search).toMatchObject({
+            knowledge_base_id: kb,
+            query: "Which port does the Umbermark gateway listen on?",
+            result: "Port 7431 [1].",
+            model: "openai-compatible:test-answerer",
+            created_by: adminUserId,
+          });
+          expect(JSON.parse(search.entries[0]!.meta.artifact).value).toBe(fact);
+          const request = await sent;
+          expect(request.path).toBe("/v1/chat/completions");
+          expect(request.body.model).toBe("test-answerer");
+          const prompt = JSON.stringify(request.body.messages);
+          expect(prompt).toContain(fact);
+          expect(prompt).toContain("Which port does the Umbermark gateway listen on?");
+
+          const got = await admin.get(`/knowledge-base-searches/${search.knowledge_base_search_id}`);
+          expect(got.body).toEqual(res.body);
+          const list = knowledgeBaseSearchListSchema.parse((await admin.get(`/knowledge-bases/${kb}/searches`)).body);
+          expect(list.knowledge_base_searches[0]).toEqual(res.body);
+        });
+
+        it("another organization cannot search, read or list them", async () => {
+          provider.reply(answer("Port 7431 [1]."));
+          const mine = (await admin.post(`/knowledge-bases/${kb}/search`, { query: "Umbermark port" })).body;
+          expectError(
+            await stranger.post(`/knowledge-bases/${kb}/search`, { query: "Umbermark port" }),
+            404,
+            "NotFound",
+          );
+          expectError(await stranger.get(`/knowledge-base-searches/${mine.knowledge_base_search_id}`), 404, "NotFound");
+          expectError(await stranger.get(`/knowledge-bases/${kb}/searches`), 404, "NotFound");
+        });
+
+        it("400 for an empty query and 503 when the search model fails; nothing is kept", async () => {
+          const before = await countSearches();
+          const bad = expectError(
+            await admin.post(`/knowledge-bases/${kb}/search`, { query: "" }),
+            400,
+            "ValidationError",
+          );
+          expect(bad.errors.map((e) => e.path)).toEqual(["body.query"]);
+          provider.reply(failWith(500, "the answerer is down"));
+          const down = expectError(
+            await admin.post(`/knowledge-bases/${kb}/search`, { query: "soup" }),
+            503,
+            "Unavailable",
+          );
+          expect(down.errors[0]?.message).toMatch(/test-answerer/);
+          expect(await countSearches()).toBe(before);
+        });
       });
     });
   },

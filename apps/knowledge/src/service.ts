@@ -16,6 +16,7 @@ import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-conn
 import type { ChunkIndex } from "./index/port.ts";
 import type { EmbedText } from "./query/embed-query.ts";
 import { createQueriesHandlers } from "./query/queries-service.ts";
+import type { AnswerFromChunks } from "./query/search-model.ts";
 import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
 
 export interface KnowledgeDeps {
@@ -28,6 +29,8 @@ export interface KnowledgeDeps {
   index: ChunkIndex;
   /** Embeds a query with a knowledge base's model. */
   embed: EmbedText;
+  /** Writes a search's answer from the chunks found. */
+  answer: AnswerFromChunks;
   now?: () => Date;
 }
 
@@ -159,7 +162,7 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
 
   // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
   const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
-  const queries = createQueriesHandlers({ store, index: deps.index, embed: deps.embed, now });
+  const queries = createQueriesHandlers({ store, index: deps.index, embed: deps.embed, answer: deps.answer, now });
   return storeBackedService(
     "knowledge",
     (router) => {

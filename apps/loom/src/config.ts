@@ -1,6 +1,7 @@
 import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
 import { embeddingSettings } from "@loom/knowledge/embedding-models";
+import { searchSettings } from "@loom/knowledge/query/search-model";
 import { runSettings } from "@loom/runs/config";
 import { env, httpSettings } from "@loom/runtime/config";
 import { storageSettings } from "@loom/storage/config";
@@ -32,6 +33,7 @@ export const loomConfigSchema = z
     SECRETS_KEY: secretsSettings.SECRETS_KEY.optional(),
     ...toolCallSettings,
     ...embeddingSettings,
+    ...searchSettings,
     PORT: env.port(8080),
     // Loopback by default: a laptop's first start prints an admin key.
     HOST: z.string().default("127.0.0.1"),

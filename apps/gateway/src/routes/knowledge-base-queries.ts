@@ -1,9 +1,18 @@
-import type { KnowledgeBaseQuery } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
+import type {
+  KnowledgeBaseQuery,
+  KnowledgeBaseSearch,
+  QueryEntry,
+} from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
-import { knowledgeBaseQueryListSchema, knowledgeBaseQuerySchema } from "../schemas.ts";
+import {
+  knowledgeBaseQueryListSchema,
+  knowledgeBaseQuerySchema,
+  knowledgeBaseSearchListSchema,
+  knowledgeBaseSearchSchema,
+} from "../schemas.ts";
 import { pageQuery, uuid } from "../validation.ts";
 
 /**
@@ -26,6 +35,35 @@ const queryBody = z.object({
   query_args: queryArgs.optional(),
 });
 
+const searchBody = z.object({
+  query: z.string(),
+  query_args: queryArgs.pick({ count: true, filter: true }).optional(),
+});
+
+/** A chunk found, as griptape's vector store entry: exactly its keys. */
+const entryJson = (e: QueryEntry) => ({
+  id: e.id,
+  score: e.score,
+  vector: e.hasVector ? e.vector : null,
+  meta: { artifact: e.artifactJson },
+  namespace: null,
+});
+
+/** A kept search in Griptape Cloud's KnowledgeBaseSearchDetail shape (docs/api.md, Querying knowledge bases). */
+export function knowledgeBaseSearchJson(q: KnowledgeBaseSearch | undefined) {
+  if (!q) throw new Error("the knowledge service answered without a knowledge base search");
+  return {
+    knowledge_base_search_id: q.knowledgeBaseSearchId,
+    knowledge_base_id: q.knowledgeBaseId,
+    query: q.query,
+    result: q.result,
+    model: q.model,
+    entries: q.entries.map(entryJson),
+    created_at: isoTime(q.createdAt),
+    created_by: q.createdBy,
+  };
+}
+
 /** A kept query in Griptape Cloud's KnowledgeBaseQueryDetail shape (docs/api.md, Querying knowledge bases). */
 export function knowledgeBaseQueryJson(q: KnowledgeBaseQuery | undefined) {
   if (!q) throw new Error("the knowledge service answered without a knowledge base query");
@@ -35,13 +73,7 @@ export function knowledgeBaseQueryJson(q: KnowledgeBaseQuery | undefined) {
     query: q.query,
     query_args: { count: q.count, include_vectors: q.includeVectors },
     mode: q.mode as "keyword" | "hybrid",
-    entries: q.entries.map((e) => ({
-      id: e.id,
-      score: e.score,
-      vector: e.hasVector ? e.vector : null,
-      meta: { artifact: e.artifactJson },
-      namespace: null,
-    })),
+    entries: q.entries.map(entryJson),
     created_at: isoTime(q.createdAt),
     created_by: q.createdBy,
   };
@@ -111,6 +143,66 @@ export function knowledgeBaseQueryOperations({ knowledgeBaseQueries }: ServiceCl
         );
         return {
           knowledge_base_queries: res.knowledgeBaseQueries.map(knowledgeBaseQueryJson),
+          pagination: pagination(res.page),
+        };
+      },
+    }),
+    defineOperation({
+      id: "SearchKnowledgeBase",
+      method: "POST",
+      path: "/knowledge-bases/{knowledge_base_id}/search",
+      summary:
+        "An answer written by the deployment's search model (KNOWLEDGE_SEARCH_MODEL) from the chunks of a knowledge base that best match the query; the search is kept",
+      params: knowledgeBasePath,
+      body: { schema: searchBody, required: true },
+      response: { status: 200, description: "The search and its answer", schema: knowledgeBaseSearchSchema },
+      handle: async ({ params, body, call }) =>
+        knowledgeBaseSearchJson(
+          (
+            await knowledgeBaseQueries.searchKnowledgeBase(
+              {
+                knowledgeBaseId: params.knowledge_base_id,
+                query: body.query,
+                count: body.query_args?.count,
+                hasFilter: Object.keys(body.query_args?.filter ?? {}).length > 0,
+              },
+              call,
+            )
+          ).knowledgeBaseSearch,
+        ),
+    }),
+    defineOperation({
+      id: "GetKnowledgeBaseSearch",
+      method: "GET",
+      path: "/knowledge-base-searches/{knowledge_base_search_id}",
+      summary: "One kept search of a knowledge base, with its answer",
+      params: z.object({ knowledge_base_search_id: uuid }),
+      response: { status: 200, description: "The search", schema: knowledgeBaseSearchSchema },
+      handle: async ({ params, call }) =>
+        knowledgeBaseSearchJson(
+          (
+            await knowledgeBaseQueries.getKnowledgeBaseSearch(
+              { knowledgeBaseSearchId: params.knowledge_base_search_id },
+              call,
+            )
+          ).knowledgeBaseSearch,
+        ),
+    }),
+    defineOperation({
+      id: "ListKnowledgeBaseSearches",
+      method: "GET",
+      path: "/knowledge-bases/{knowledge_base_id}/searches",
+      summary: "A knowledge base's kept searches, newest first",
+      params: knowledgeBasePath,
+      query: pageQuery,
+      response: { status: 200, description: "A page of searches", schema: knowledgeBaseSearchListSchema },
+      async handle({ params, query, call }) {
+        const res = await knowledgeBaseQueries.listKnowledgeBaseSearches(
+          { knowledgeBaseId: params.knowledge_base_id, page: { page: query.page, pageSize: query.page_size } },
+          call,
+        );
+        return {
+          knowledge_base_searches: res.knowledgeBaseSearches.map(knowledgeBaseSearchJson),
           pagination: pagination(res.page),
         };
       },

@@ -25,7 +25,21 @@ export interface KnowledgeBaseQueryRecord {
   createdAt: Date;
 }
 
-/** The kept queries part of the knowledge store: every read scoped to one organization, like knowledge bases. */
+/** A search of a knowledge base: the chunks found and the answer a model wrote from them, kept. */
+export interface KnowledgeBaseSearchRecord {
+  id: string;
+  organizationId: string;
+  knowledgeBaseId: string;
+  query: string;
+  result: string;
+  /** `provider:model`, the model that wrote the result. */
+  model: string;
+  entries: QueryEntryRecord[];
+  createdBy: string;
+  createdAt: Date;
+}
+
+/** The kept queries and searches part of the knowledge store: every read scoped to one organization, like knowledge bases. */
 export interface KnowledgeBaseQueryStore {
   insertQuery(query: KnowledgeBaseQueryRecord): Promise<void>;
   getQuery(organizationId: string, id: string): Promise<KnowledgeBaseQueryRecord | undefined>;
@@ -36,4 +50,13 @@ export interface KnowledgeBaseQueryStore {
     skip: number,
     limit: number,
   ): Promise<Page<KnowledgeBaseQueryRecord>>;
+  insertSearch(search: KnowledgeBaseSearchRecord): Promise<void>;
+  getSearch(organizationId: string, id: string): Promise<KnowledgeBaseSearchRecord | undefined>;
+  /** A knowledge base's searches, newest first by created_at, ties by id. */
+  listSearches(
+    organizationId: string,
+    knowledgeBaseId: string,
+    skip: number,
+    limit: number,
+  ): Promise<Page<KnowledgeBaseSearchRecord>>;
 }
