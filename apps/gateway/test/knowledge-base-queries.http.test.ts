@@ -192,6 +192,9 @@ describe.each(storeKinds("knowledge base queries over HTTP"))(
         const page = knowledgeBaseQueryListSchema.parse(list.body);
         expect(page.knowledge_base_queries).toEqual([second]);
         expect(page.pagination).toMatchObject({ total_count: 2, total_pages: 2, page_number: 1, page_size: 1 });
+        // Deleting the knowledge base deletes its kept queries.
+        expect((await admin.delete(`/knowledge-bases/${kept}`)).status).toBe(204);
+        expectError(await admin.get(`/knowledge-base-queries/${first.knowledge_base_query_id}`), 404, "NotFound");
       });
 
       it.each([

@@ -130,8 +130,12 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
 
     async deleteKnowledgeBase(req, ctx) {
       // The ingest slice deletes the knowledge base's chunks here, after its record (docs/decisions.md, "Knowledge bases").
-      if (!(await store.delete(requirePrincipal(ctx).organizationId, req.knowledgeBaseId)))
-        throw notFound("knowledge base");
+      const { organizationId } = requirePrincipal(ctx);
+      if (!(await store.get(organizationId, req.knowledgeBaseId))) throw notFound("knowledge base");
+      // Its kept queries and searches (they quote its chunks) go first: a stop in between leaves the knowledge base
+      // without them, never them readable without it.
+      await store.deleteQueriesOf(organizationId, req.knowledgeBaseId);
+      if (!(await store.delete(organizationId, req.knowledgeBaseId))) throw notFound("knowledge base");
       return {};
     },
 

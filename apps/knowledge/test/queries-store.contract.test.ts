@@ -82,4 +82,19 @@ describe.each(storeKinds("kept queries store contract"))("kept queries and searc
     expect(await store.listQueries(other, kb, 0, 10)).toEqual({ items: [], totalCount: 0 });
     expect(await store.listSearches(other, kb, 0, 10)).toEqual({ items: [], totalCount: 0 });
   });
+
+  it("deletes a knowledge base's queries and searches, and only that organization's", async () => {
+    const gone = newId();
+    const q = query("2026-04-01T00:00:00.000Z", { knowledgeBaseId: gone });
+    const s = search("2026-04-01T00:00:00.000Z", { knowledgeBaseId: gone });
+    const theirs = query("2026-04-01T00:00:00.000Z", { knowledgeBaseId: gone, organizationId: newId() });
+    for (const r of [q, theirs]) await store.insertQuery(r);
+    await store.insertSearch(s);
+    await store.deleteQueriesOf(org, gone);
+    await store.deleteQueriesOf(org, gone);
+    expect(await store.getQuery(org, q.id)).toBeUndefined();
+    expect(await store.getSearch(org, s.id)).toBeUndefined();
+    expect(await store.getQuery(theirs.organizationId, theirs.id)).toEqual(theirs);
+    expect((await store.listQueries(org, kb, 0, 10)).totalCount).toBeGreaterThan(0);
+  });
 });

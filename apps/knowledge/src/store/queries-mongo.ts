@@ -24,6 +24,10 @@ export function createMongoQueryStore(db: Db): KnowledgeBaseQueryStore & { init(
       ]);
       return { items: docs.map((d) => fromDoc<KnowledgeBaseQueryRecord>(d)!), totalCount };
     },
+    async deleteQueriesOf(organizationId, knowledgeBaseId) {
+      await queries.deleteMany({ organizationId, knowledgeBaseId });
+      await searches.deleteMany({ organizationId, knowledgeBaseId });
+    },
     async insertSearch(search) {
       await searches.insertOne(toDoc(search));
     },

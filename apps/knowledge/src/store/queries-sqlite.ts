@@ -76,6 +76,15 @@ export function createSqliteQueryStore(handle: SqliteHandle): KnowledgeBaseQuery
       ).all(organizationId, knowledgeBaseId, limit, skip);
       return { items: rows.map((row) => queryOf(row)!), totalCount };
     },
+    async deleteQueriesOf(organizationId, knowledgeBaseId) {
+      handle.transaction(() => {
+        for (const table of ["knowledge_base_queries", "knowledge_base_searches"])
+          prepare(`DELETE FROM ${table} WHERE organization_id = ? AND knowledge_base_id = ?`).run(
+            organizationId,
+            knowledgeBaseId,
+          );
+      });
+    },
     async insertSearch(q) {
       prepare(
         `INSERT INTO knowledge_base_searches (id, organization_id, knowledge_base_id, query, result, model, entries,

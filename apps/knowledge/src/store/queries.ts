@@ -50,6 +50,8 @@ export interface KnowledgeBaseQueryStore {
     skip: number,
     limit: number,
   ): Promise<Page<KnowledgeBaseQueryRecord>>;
+  /** Deletes a knowledge base's kept queries and searches (it is being deleted); idempotent. */
+  deleteQueriesOf(organizationId: string, knowledgeBaseId: string): Promise<void>;
   insertSearch(search: KnowledgeBaseSearchRecord): Promise<void>;
   getSearch(organizationId: string, id: string): Promise<KnowledgeBaseSearchRecord | undefined>;
   /** A knowledge base's searches, newest first by created_at, ties by id. */
