@@ -5,6 +5,6 @@ import { z } from "zod";
 /** The assistants service run on its own (one Deployment in production). */
 export const assistantsConfigSchema = z.object({
   ...standaloneSettings("assistants"),
-  // KNOWLEDGE_URL: the service it calls (the service registry's `calls`).
+  // KNOWLEDGE_URL, TOOLS_URL: the services it calls (the service registry's `calls`), to check an assistant's ids.
   ...serviceUrlSettings(services.assistants.calls),
 });

@@ -12,5 +12,6 @@ export const serviceProcess: ServiceProcess<typeof assistantsConfigSchema> = {
   wire: async (config) =>
     wireAssistants(await openAssistantsStore({ url: config.MONGODB_URL, db: config.MONGODB_DB }), {
       knowledge: httpTransport(config.KNOWLEDGE_URL, config.SERVICE_TOKEN),
+      tools: httpTransport(config.TOOLS_URL, config.SERVICE_TOKEN),
     }),
 };

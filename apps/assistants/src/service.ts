@@ -1,13 +1,14 @@
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
-import { newId } from "@loom/contracts/ids";
+import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { headersFor, type Principal, requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkIds, checkKnown } from "./field-checks.ts";
@@ -20,9 +21,11 @@ export function createAssistantsService(deps: {
   store: AssistantsStore;
   /** The knowledge service, asked whether an assistant's knowledge bases are its organization's. */
   knowledgeBases: Client<typeof KnowledgeBasesService>;
+  /** The tools service, which knows the organization's tools (ResolveTools). */
+  tools: Client<typeof ToolsService>;
   now?: () => Date;
 }): RpcService {
-  const { store, knowledgeBases } = deps;
+  const { store, knowledgeBases, tools } = deps;
   const now = deps.now ?? (() => new Date());
 
   /** An assistant's rulesets exist in its organization (docs/behaviour.md §5). */
@@ -30,6 +33,14 @@ export function createAssistantsService(deps: {
     if (!ids?.length) return;
     const found = await store.getRulesets(organizationId, ids);
     checkKnown(violations, "body.ruleset_ids", ids, new Set(found.map((r) => r.id)), "ruleset");
+  }
+  /** The tools service is asked as the caller: another organization's tool is as unknown as a deleted one. */
+  async function checkTools(violations: Violation[], principal: Principal, ids: string[] | undefined) {
+    const wellFormed = ids?.filter(isUuid) ?? [];
+    if (wellFormed.length === 0) return;
+    const { missingIds } = await tools.resolveTools({ toolIds: wellFormed }, { headers: headersFor(principal) });
+    const missing = new Set(missingIds);
+    checkKnown(violations, "body.tool_ids", ids!, new Set(wellFormed.filter((id) => !missing.has(id))), "tool");
   }
 
   /**
@@ -68,6 +79,7 @@ export function createAssistantsService(deps: {
       };
       await checkRulesets(violations, principal.organizationId, ids.rulesetIds);
       await checkKnowledgeBases(violations, principal, ids.knowledgeBaseIds);
+      await checkTools(violations, principal, ids.toolIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const at = now();
       const assistant: AssistantRecord = {
@@ -108,6 +120,7 @@ export function createAssistantsService(deps: {
       };
       await checkRulesets(violations, organizationId, patch.rulesetIds);
       await checkKnowledgeBases(violations, principal, patch.knowledgeBaseIds);
+      await checkTools(violations, principal, patch.toolIds);
       if (violations.length > 0) throw invalidArgument(violations);
       const given = Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) as AssistantPatch;
       const updated =

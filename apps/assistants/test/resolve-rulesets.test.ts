@@ -25,7 +25,11 @@ describe.each(storeKinds("ResolveRulesets"))("ResolveRulesets (%s store)", (kind
     // No knowledge base ids here: the knowledge service (none behind this transport) is never asked.
     service = await wireAssistants(
       await openAssistantsStore({ url: kind === "mongo" ? testServers.mongoUrl : undefined, db }),
-      { knowledge: inProcessTransport([], "test-token", logger) },
+      // No knowledge base or tool ids here: those services (none behind these transports) are never asked.
+      {
+        knowledge: inProcessTransport([], "test-token", logger),
+        tools: inProcessTransport([], "test-token", logger),
+      },
     );
     const transport = inProcessTransport([service], "test-token", logger);
     rulesets = clientFor(RulesetsService, transport);

@@ -2,6 +2,7 @@ import { newId } from "@loom/contracts/ids";
 import { jsonToValue } from "@loom/contracts/json-value";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
@@ -50,8 +51,9 @@ describe.each(storeKinds("rulesets races"))(
           [
             createAssistantsService({
               store: racing,
-              // No knowledge base ids here: the knowledge service (none behind this transport) is never asked.
+              // No knowledge base or tool ids here: those services (none behind these transports) are never asked.
               knowledgeBases: clientFor(KnowledgeBasesService, inProcessTransport([], "test-token", logger)),
+              tools: clientFor(ToolsService, inProcessTransport([], "test-token", logger)),
             }),
           ],
           "test-token",

@@ -23,6 +23,8 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
   });
   afterAll(() => stack?.close());
 
+  /** A tool of the organization: an assistant's tool_ids must name tools that exist. */
+  const newTool = async (client = admin) => (await client.post("/tools", { name: "T" })).body.tool_id as string;
   const countAssistants = async (client = admin) =>
     (await client.get("/assistants")).body.pagination.total_count as number;
 
@@ -35,7 +37,7 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
         retriever_ids: [uuid()],
         ruleset_ids: [await ruleset(), await ruleset()],
         structure_ids: [],
-        tool_ids: [uuid()],
+        tool_ids: [await newTool()],
       };
       const res = await admin.post("/assistants", {
         name: "Helper",
@@ -72,7 +74,7 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
     });
 
     it("stores upper-case uuids in lower case", async () => {
-      const id = uuid();
+      const id = await newTool();
       const res = await admin.post("/assistants", { name: "Case", tool_ids: [id.toUpperCase()] });
       expect(res.body.tool_ids).toEqual([id]);
     });
@@ -132,7 +134,7 @@ describe.each(storeKinds("assistants over HTTP"))("assistants over HTTP (%s stor
           name: "Editable",
           description: "d",
           input: "in",
-          tool_ids: [uuid()],
+          tool_ids: [await newTool()],
           retriever_ids: [uuid()],
         })
       ).body.assistant_id;

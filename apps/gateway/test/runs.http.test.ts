@@ -118,15 +118,20 @@ describe.each(storeKinds("assistant runs over HTTP"))("assistant runs over HTTP 
     });
 
     it("records the effective ids: the run's arrays replace the assistant's, additional ones append without duplicates", async () => {
-      // c and d are knowledge bases (which must exist), and stand for tools too (whose ids are not checked).
+      model.script({ answer: () => "ok" });
+      // Tools and knowledge bases of the organization (a run's ids must name some; the tools have no server: each run
+      // goes without them).
+      const [a, b, c, d, e] = await Promise.all(
+        Array.from({ length: 5 }, async () => (await admin.post("/tools", { name: "T" })).body.tool_id as string),
+      );
       const knowledgeBase = async () => (await admin.post("/knowledge-bases", { name: "k" })).body.knowledge_base_id;
-      const [a, b, c, d, e] = [uuid(), uuid(), await knowledgeBase(), await knowledgeBase(), uuid()];
+      const [k1, k2] = [await knowledgeBase(), await knowledgeBase()];
       const r = (await admin.post("/rulesets", { name: "r" })).body.ruleset_id as string;
-      const id = await assistant({ tool_ids: [a, b], ruleset_ids: [r], knowledge_base_ids: [c] });
+      const id = await assistant({ tool_ids: [a, b], ruleset_ids: [r], knowledge_base_ids: [k1] });
       const replaced = (await run(id, { tool_ids: [c], additional_tool_ids: [c, d], ruleset_ids: [] })).body;
-      expect(replaced).toMatchObject({ tool_ids: [c, d], ruleset_ids: [], knowledge_base_ids: [c] });
-      const appended = (await run(id, { additional_tool_ids: [b, e], additional_knowledge_base_ids: [d] })).body;
-      expect(appended).toMatchObject({ tool_ids: [a, b, e], ruleset_ids: [r], knowledge_base_ids: [c, d] });
+      expect(replaced).toMatchObject({ tool_ids: [c, d], ruleset_ids: [], knowledge_base_ids: [k1] });
+      const appended = (await run(id, { additional_tool_ids: [b, e], additional_knowledge_base_ids: [k2] })).body;
+      expect(appended).toMatchObject({ tool_ids: [a, b, e], ruleset_ids: [r], knowledge_base_ids: [k1, k2] });
     });
 
     it("validates the body whole and writes nothing when it is bad", async () => {

@@ -331,6 +331,24 @@ describe.each(storeKinds("tool invoke over HTTP"))("tool invoke over HTTP (%s st
       }
     });
 
+    it("answers calls sent side by side to one server each with its own result, and calls again after one timed out", async () => {
+      const server = await startMcpServer();
+      try {
+        const toolId = await createTool(server.url, "mcp");
+        artifactOf(await invoke(toolId, "add", { a: 0, b: 0 }), "TextArtifact");
+        const answers = await Promise.all(Array.from({ length: 8 }, (_, i) => invoke(toolId, "add", { a: i, b: 100 })));
+        expect(answers.map((answer) => artifactOf(answer, "TextArtifact").value)).toEqual(
+          Array.from({ length: 8 }, (_, i) => String(i + 100)),
+        );
+        const aborted = server.hangAborted();
+        artifactOf(await invoke(toolId, "hang"), "ErrorArtifact");
+        await aborted;
+        expect(artifactOf(await invoke(toolId, "add", { a: 1, b: 1 }), "TextArtifact").value).toBe("2");
+      } finally {
+        await server.close();
+      }
+    });
+
     it("calls through the older HTTP+SSE transport, a hanging call bounded there too", async () => {
       const toolId = await createTool(legacy.url, "mcp");
       expect(artifactOf(await invoke(toolId, "add", { a: 40, b: 2 }), "TextArtifact").value).toBe("42");

@@ -98,10 +98,6 @@ async function startServices(
       storage: inProcessTransport([storage.service], serviceToken, logger),
     },
   );
-  // The assistants service asks the knowledge service whether an assistant's knowledge bases exist.
-  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")), {
-    knowledge: inProcessTransport([knowledge], serviceToken, logger),
-  });
   // The runs service here answers after the durability of the same database (one SQLite file, or MongoDB's
   // acknowledged writes): the events its worker appends need not wait for the disk before it goes on.
   const events = await wireEvents(await openEventsStore(store("events")), bus, logger.child({ service: "events" }), {
@@ -113,9 +109,15 @@ async function startServices(
       secrets: { ...config, SECRETS_KEY: config.SECRETS_KEY ?? Buffer.from(dataDir.secretsKey, "base64") },
       // The all-in-one allows loopback: a tool server on the same machine is its common case.
       limits: callLimits(config, { allowLoopback: true }),
+      sweepEveryMs: config.TOOL_RUN_SWEEP_INTERVAL_MS,
     },
     logger.child({ service: "tools" }),
   );
+  // The assistants service asks the knowledge and tools services whether an assistant's knowledge bases and tools exist.
+  const assistants = await wireAssistants(await openAssistantsStore(store("assistants")), {
+    knowledge: inProcessTransport([knowledge], serviceToken, logger),
+    tools: inProcessTransport([tools], serviceToken, logger),
+  });
   // The runs service calls assistants, events, tools and knowledge, in process like everything else.
   const peers = inProcessTransport([assistants, events, tools, knowledge], serviceToken, logger);
   const runs = await wireRuns(await openRunsStore(store("runs")), config, {

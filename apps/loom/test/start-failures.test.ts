@@ -131,6 +131,9 @@ describe("a dependency that cannot be used at start", () => {
     const closed = await freePort(); // nothing listens there
     const result = await runServiceToExit("assistants", {
       MONGODB_URL: `mongodb://loom:s3cret@127.0.0.1:${closed}/?serverSelectionTimeoutMS=9000`,
+      // The services it calls (never, here: it does not start).
+      KNOWLEDGE_URL: "http://127.0.0.1:1",
+      TOOLS_URL: "http://127.0.0.1:1",
     });
     expectRefused(
       result,

@@ -87,8 +87,12 @@ export async function runAgentLoop(
   const promptTaskId = resumed?.promptTaskId ?? griptapeId();
   let step = 1;
   if (resumed && settings) {
-    await append([griptapeActionEvents.startActionsSubtask(resumed.subtask, now())]);
-    await runStep(resumed.subtask, resumed.calls, settings);
+    await runStep(
+      resumed.subtask,
+      resumed.calls,
+      settings,
+      append([griptapeActionEvents.startActionsSubtask(resumed.subtask, now())]),
+    );
     step = resumed.step + 1;
   }
   for (; ; step++) {
@@ -129,12 +133,27 @@ export async function runAgentLoop(
         paused: { step, turns, promptStack, input, promptTaskId, subtask, calls: stepCalls, deadline },
       };
     }
-    await append([finishPrompt, griptapeActionEvents.startActionsSubtask(subtask, now())]);
-    await runStep(subtask, stepCalls, settings);
+    await runStep(
+      subtask,
+      stepCalls,
+      settings,
+      append([finishPrompt, griptapeActionEvents.startActionsSubtask(subtask, now())]),
+    );
   }
 
-  /** A step's calls (all at once; a denied one not made), their results given back to the model, the next prompt begun. */
-  async function runStep(subtask: ActionsSubtask, stepCalls: PendingCall[], settings: AgentLoopSettings) {
+  /**
+   * A step's calls (all at once; a denied one not made), their results given back to the model, the next prompt begun.
+   * The step's opening events (`opened`) are written while its calls run, not before them: a run's log write and a
+   * call's tool run then share one commit of the store, and the call does not wait for the events' disk flush
+   * (docs/decisions.md, "Runs that call tools"). Nothing is written after them until both are done.
+   */
+  async function runStep(
+    subtask: ActionsSubtask,
+    stepCalls: PendingCall[],
+    settings: AgentLoopSettings,
+    opened: Promise<void>,
+  ) {
+    opened.catch(() => {}); // awaited below, once the calls are done; a failure then fails the run
     const outcomes = await Promise.all(
       stepCalls.map(({ call, activity, decision }) =>
         decision && !decision.approved
@@ -147,6 +166,7 @@ export async function runAgentLoop(
             ),
       ),
     );
+    await opened;
     signal.throwIfAborted();
     const calls = stepCalls.map((c) => c.call);
     turns.push(

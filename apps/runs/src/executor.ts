@@ -1,5 +1,6 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { type AgentLoopSettings, type LoopEnd, runAgentLoop } from "./agent-loop.ts";
+import { notesToWrite } from "./approvals/notes.ts";
 import { pauseRun } from "./approvals/pause.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
@@ -53,6 +54,9 @@ export async function executeRun(
   try {
     let ended: LoopEnd;
     if (resumed) {
+      // Events a crash kept from the log (the pause's, decisions') go in first, in order.
+      const notes = await notesToWrite(log, { ...running, pending: resumed });
+      if (notes.length > 0) await log.system(running, notes);
       // The run's tools as listed now, for the steps after the decided one.
       const runTools = deps.tools
         ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs)

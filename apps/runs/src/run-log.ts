@@ -1,4 +1,6 @@
+import { type JsonValue } from "@bufbuild/protobuf";
 import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import { valueToJson } from "@loom/contracts/json-value";
 import { lifecycleEventType } from "@loom/contracts/run-lifecycle";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { headersFor } from "@loom/server/principal";
@@ -84,6 +86,18 @@ export function createRunLog(events: Client<typeof EventsService>, now: () => Da
         ...notes.map((note) => ({ ...note, origin: "SYSTEM" as const })),
         ...assistantEvents(running, payloads),
       ]),
+    /** The last `count` events of the run's log (fewer in a shorter log), oldest first: type and payload. */
+    tail: async (
+      run: Pick<RunRecord, "id" | "createdBy" | "organizationId">,
+      count: number,
+    ): Promise<Array<{ type: string; payload: JsonValue }>> => {
+      const headers = headersFor({ userId: run.createdBy, organizationId: run.organizationId });
+      const list = (offset: bigint, limit: number) =>
+        events.listEvents({ runKind: RunKind.ASSISTANT_RUN, runId: run.id, offset, limit }, { headers });
+      const length = (await list(0n, 1)).totalCount;
+      const from = length > BigInt(count) ? length - BigInt(count) : 0n;
+      return (await list(from, count)).events.map((e) => ({ type: e.type, payload: valueToJson(e.payload) }));
+    },
     /** Whether the run's log has any event yet (a create taken over may have written its first). */
     started: async (run: Pick<RunRecord, "id" | "createdBy" | "organizationId">) =>
       (

@@ -7,6 +7,7 @@ import type { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb"
 import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { requirePrincipal } from "@loom/server/principal";
 import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import type { Logger } from "@loom/telemetry/logger";
@@ -31,6 +32,8 @@ export interface RunsDeps {
   rulesets: Client<typeof RulesetsService>;
   /** The knowledge service: a run's knowledge bases must exist at its creation. */
   knowledgeBases: Client<typeof KnowledgeBasesService>;
+  /** The tools service: the tool ids a run gives must name tools of its organization. */
+  tools: Client<typeof ToolsService>;
   log: RunLog;
   bus: Bus;
   logger: Logger;
@@ -59,6 +62,7 @@ export function createRunsService(deps: RunsDeps): RpcService {
         assistants: deps.assistants,
         rulesets: deps.rulesets,
         knowledgeBases: deps.knowledgeBases,
+        tools: deps.tools,
         store,
         maxQueuedPerOrganization,
       },

@@ -6,6 +6,7 @@ import { EventsService } from "@loom/proto/events/v1/events_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
@@ -74,6 +75,7 @@ export async function wireRuns(
     assistants: clientFor(AssistantsService, peers.assistants),
     rulesets: clientFor(RulesetsService, peers.assistants),
     knowledgeBases: clientFor(KnowledgeBasesService, peers.knowledge),
+    tools: clientFor(ToolsService, peers.tools),
     log,
     bus: peers.bus,
     logger: peers.logger,

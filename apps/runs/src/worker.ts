@@ -42,7 +42,7 @@ export interface WorkerOptions {
 /**
  * How often the worker sweeps (lost workers, unwritten terminal events), or
  * every half lease if that is shorter: a lost run ends within this of its
- * lease running out. A sweep that finds nothing is two small reads.
+ * lease running out. A sweep that finds nothing is four small reads.
  */
 export const sweepIntervalMs = 1_000;
 

@@ -12,6 +12,7 @@ import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { RunStatus, RunsService } from "@loom/proto/runs/v1/runs_pb";
+import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import { headersFor } from "@loom/server/principal";
 import { clientFor, inProcessTransport } from "@loom/server/transports";
 import { createLogger } from "@loom/telemetry/logger";
@@ -48,9 +49,10 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
 
   beforeAll(async () => {
     bus = await openBus(testServers.natsUrl, "engine-test");
-    // No knowledge base ids here: the knowledge service (none behind the transport given) is never asked.
+    // No knowledge base or tool ids here: those services (none behind the transports given) are never asked.
     const assistants = await wireAssistants(await openAssistantsStore({ url: mongo.url, db: `${db}_assistants` }), {
       knowledge: inProcessTransport([], token, logger),
+      tools: inProcessTransport([], token, logger),
     });
     const events = await wireEvents(await openEventsStore({ url: mongo.url, db: `${db}_events` }), bus, logger);
     peers = inProcessTransport([assistants, events], token, logger);
@@ -101,6 +103,7 @@ describe.each(storeKinds("run engine"))("run engine (%s store)", (kind) => {
       assistants: clientFor(AssistantsService, peers),
       rulesets: clientFor(RulesetsService, peers),
       knowledgeBases: clientFor(KnowledgeBasesService, peers),
+      tools: clientFor(ToolsService, peers), // no run here names a tool: never asked
       log,
       bus,
       logger,

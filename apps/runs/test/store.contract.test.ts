@@ -205,6 +205,70 @@ describe.each(storeKinds("runs store contract"))("runs store contract (%s)", (ki
     expect(ended).not.toHaveProperty("pending");
   });
 
+  it("marks a paused run with business left (events to write, a re-queue) until a move or the re-queue settles it", async () => {
+    const run = newRun();
+    await store.insertRun(run);
+    await store.transition(run.id, { from: ["QUEUED"] }, "STARTING", { worker: "w1", leaseUntil: tick() }, tick());
+    await store.transition(run.id, { from: ["STARTING"], worker: "w1" }, "RUNNING", {}, tick());
+    const note = { type: "AssistantRunAwaitingApproval", payload: { calls: [] } };
+    const call = { call: { id: "call_1", name: "Calc_add", input: {} }, needsApproval: true };
+    const waiting = {
+      step: 1,
+      turns: [],
+      promptStack: [],
+      input: { type: "TextArtifact", id: "i", reference: null, meta: {}, name: "i", value: "go" },
+      promptTaskId: "p",
+      subtask: { id: "s", parentTaskId: "p", thought: "", input: {}, actions: [] },
+      calls: [call],
+      deadline: clock + 3_600_000,
+    } as unknown as PendingApproval;
+    const marked = async () => (await store.unsettledApprovals(new Date(clock + 1), 1000)).map((r) => r.id);
+    // The pause with its event unwritten: marked with the move.
+    const unlogged = { ...waiting, unlogged: [note] };
+    await store.transition(
+      run.id,
+      { from: ["RUNNING"], worker: "w1" },
+      "RUNNING",
+      { pending: unlogged, worker: undefined, leaseUntil: undefined },
+      tick(),
+    );
+    expect(await marked()).toContain(run.id);
+    expect((await store.unsettledApprovals(new Date(clock - 1), 1000)).map((r) => r.id)).not.toContain(run.id);
+    // Its event written: settled while a call awaits its decision.
+    await store.transition(
+      run.id,
+      { from: ["RUNNING"], unheld: true, pending: unlogged },
+      "RUNNING",
+      { pending: waiting },
+      tick(),
+    );
+    expect(await marked()).not.toContain(run.id);
+    // A move that failed its guard leaves no mark that stays (MongoDB marks before the move: the mark is dropped).
+    expect(
+      await store.transition(
+        run.id,
+        { from: ["RUNNING"], unheld: true, pending: unlogged },
+        "RUNNING",
+        { pending: { ...waiting, unlogged: [note, note] } },
+        tick(),
+      ),
+    ).toBeUndefined();
+    expect(await marked()).not.toContain(run.id);
+    expect(await marked()).not.toContain(run.id);
+    // Every call decided: marked until it is back in the queue.
+    const decided = { ...waiting, calls: [{ ...call, decision: { approved: true, by: "u", at: "t" } }] };
+    const resumable = await store.transition(
+      run.id,
+      { from: ["RUNNING"], unheld: true, pending: waiting },
+      "RUNNING",
+      { pending: decided },
+      tick(),
+    );
+    expect(await marked()).toContain(run.id);
+    await store.requeuePaused(resumable!, tick());
+    expect(await marked()).not.toContain(run.id);
+  });
+
   // MongoDB writes a pause in several steps (SQLite in one transaction, so this state cannot arise there).
   if (kind === "mongo")
     it("repairs a pause whose lease removal and deadline a crash lost: not reaped, its deadline due again", async () => {

@@ -44,8 +44,11 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
   const { store, secrets, limits } = deps;
   const now = deps.now ?? (() => new Date());
 
-  const toolWithServer = async (organizationId: string, toolId: string) => {
-    const tool = await store.get(organizationId, toolId);
+  /** The tool and its server; `forCall`: read for a call whose tool run is inserted next (`ToolsStore.getForCall`). */
+  const toolWithServer = async (organizationId: string, toolId: string, forCall = false) => {
+    const tool = forCall ? await store.getForCall(organizationId, toolId) : await store.get(organizationId, toolId);
+    // No tool run follows: the answer waits for what the read may have seen to be on disk.
+    if (forCall && !tool?.server) await store.durable();
     if (!tool) throw notFound("tool");
     if (!tool.server)
       throw failedPrecondition(
@@ -67,7 +70,9 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
     const resolved = await serverHeaders(server.headers, secrets, tool.organizationId, now());
     secretValues.push(...resolved.secretValues);
     const target = { url: server.url, headers: resolved.headers };
-    return server.transport === "griptape" ? griptapeClient(target, scope) : mcpClient(target, scope);
+    return server.transport === "griptape"
+      ? griptapeClient(target, scope)
+      : mcpClient(target, scope, tool.organizationId);
   };
 
   const ended = (run: ToolRunRecord, status: ToolRunStatus, logs: string[], output?: unknown, statusDetail?: string) =>
@@ -133,7 +138,7 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
       const principal = requirePrincipal(ctx);
       if (!activityPattern.test(req.activity))
         throw invalidArgument([{ path: "path.activity", message: "must be an activity name: letters, digits and _" }]);
-      const { tool, server } = await toolWithServer(principal.organizationId, req.toolId);
+      const { tool, server } = await toolWithServer(principal.organizationId, req.toolId, true);
       const input = req.input ?? {};
       const at = now();
       const run: ToolRunRecord = {

@@ -32,6 +32,11 @@ export const toolCallSettings = {
     }),
   /** The most a call of a tool's server takes, from its connection to its answer's last byte. */
   TOOL_CALL_TIMEOUT_MS: env.duration(60_000),
+  /**
+   * How often the tools service ends tool runs a stopped process left RUNNING (older than TOOL_CALL_TIMEOUT_MS and a
+   * grace); also once at start.
+   */
+  TOOL_RUN_SWEEP_INTERVAL_MS: env.duration(5_000),
   /** The largest answer of a tool's server read, in bytes; a larger one fails the call. */
   TOOL_MAX_RESPONSE_BYTES: z.coerce
     .number()

@@ -19,6 +19,7 @@ export const serviceProcess: ServiceProcess<typeof toolsConfigSchema, { resolve?
       {
         secrets: config,
         limits: { ...callLimits(config, { allowLoopback: false }), ...(resolve ? { resolve } : {}) },
+        sweepEveryMs: config.TOOL_RUN_SWEEP_INTERVAL_MS,
       },
       logger,
     ),

@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
 import type { ServiceImpl } from "@connectrpc/connect";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
-import { newId } from "@loom/contracts/ids";
+import { isUuid, newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { SecretsService } from "@loom/proto/tools/v1/secrets_pb";
@@ -99,6 +99,16 @@ export function createToolsService(deps: ActivitiesDeps & { keyring: SecretKeyri
         window.pageSize,
       );
       return { tools: items.map(toolMessage), page: pageInfo(window, totalCount) };
+    },
+
+    async resolveTools(req, ctx) {
+      const { organizationId } = requirePrincipal(ctx);
+      const asked = req.toolIds.map((id) => id.toLowerCase());
+      const found = new Map((await store.getMany(organizationId, asked.filter(isUuid))).map((t) => [t.id, t]));
+      return {
+        tools: asked.flatMap((id) => (found.has(id) ? [toolMessage(found.get(id)!)] : [])),
+        missingIds: req.toolIds.filter((_, i) => !found.has(asked[i]!)),
+      };
     },
   };
 

@@ -13,13 +13,18 @@ import { createMongoToolsStore } from "./store/mongo.ts";
 import type { ToolsStore } from "./store/port.ts";
 import { createSqliteToolsStore } from "./store/sqlite.ts";
 import { createSecretValues } from "./stored-secret-values.ts";
+import { createToolRunSweep } from "./tool-run-sweep.ts";
 
-/** MongoDB when a URL is given, else SQLite. */
+/** The tools service as its process holds it: with its store (tests write the state a stopped process leaves). */
+export type WiredToolsService = RpcService & { store: ToolsStore };
+
+/** MongoDB when a URL is given, else SQLite; a call's read of its tool is acknowledged by its tool run's insert. */
 export const openToolsStore = (settings: StoreSettings): Promise<ToolsStore> =>
-  openStore(settings, {
-    sqlite: createSqliteToolsStore,
-    mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close),
-  });
+  openStore(
+    settings,
+    { sqlite: createSqliteToolsStore, mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close) },
+    { getForCall: "by durable()" },
+  );
 
 /** The keys of secret values, from SECRETS_KEY and SECRETS_PREVIOUS_KEYS. */
 export const keyringOf = (settings: SecretsSettings): SecretKeyring =>
@@ -44,15 +49,33 @@ export const callLimits = (settings: ToolCallSettings, deployment: { allowLoopba
 /**
  * Store → service: shared by main.ts, the all-in-one process and the tests.
  * Values sealed with a previous key are resealed with the current one before
- * the service answers (a rotation's second half).
+ * the service answers (a rotation's second half). The sweep of tool runs a
+ * stopped process left RUNNING runs at start and every `sweepEveryMs` until
+ * the service closes.
  */
 export async function wireTools(
   store: ToolsStore,
-  settings: { secrets: SecretsSettings; limits: CallLimits },
+  settings: { secrets: SecretsSettings; limits: CallLimits; sweepEveryMs: number },
   logger: Logger,
-): Promise<RpcService> {
+): Promise<WiredToolsService> {
   await store.init();
   const keyring = keyringOf(settings.secrets);
   await resealWithCurrentKey({ store, keyring, logger });
-  return createToolsService({ store, keyring, limits: settings.limits, secrets: secretValuesOf(store, keyring) });
+  const service = createToolsService({
+    store,
+    keyring,
+    limits: settings.limits,
+    secrets: secretValuesOf(store, keyring),
+  });
+  const sweeping = createToolRunSweep({ store, callTimeoutMs: settings.limits.timeoutMs, logger }).start(
+    settings.sweepEveryMs,
+  );
+  return {
+    ...service,
+    store,
+    close: async () => {
+      await sweeping.stop();
+      await service.close();
+    },
+  };
 }

@@ -60,6 +60,18 @@ describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (
     expect(await store.get(org, full.id)).toEqual(full);
     expect(await store.get(org, bare.id)).toEqual(bare);
     expect(await store.get(otherOrg, full.id)).toBeUndefined();
+    // A call's read: the same tool, as durable as the writes after it (the durable() wait covers the read).
+    expect(await store.getForCall(org, full.id)).toEqual(full);
+    expect(await store.getForCall(otherOrg, full.id)).toBeUndefined();
+    await store.durable();
+  });
+
+  it("reads several tools by id at once, only within their organization", async () => {
+    const [a, b, theirs] = [tool(), tool({ server }), tool({ organizationId: otherOrg })];
+    for (const t of [a, b, theirs]) await store.insert(t);
+    const found = await store.getMany(org, [b.id, newId(), a.id, theirs.id]);
+    expect(found.sort((x, y) => x.id.localeCompare(y.id))).toEqual([a, b].sort((x, y) => x.id.localeCompare(y.id)));
+    expect(await store.getMany(org, [])).toEqual([]);
   });
 
   it("updates only the given fields, only within its organization", async () => {
@@ -185,5 +197,72 @@ describe.each(storeKinds("tools store contract"))("tools store contract (%s)", (
     const succeeded = await store.listRuns(org, toolId, ["SUCCEEDED", "CANCELLED"], 0, 10);
     expect(succeeded).toEqual({ items: [made[2]!, made[0]!], totalCount: 2 });
     expect((await store.listRuns(org, newId(), [], 0, 10)).totalCount).toBe(0);
+  });
+
+  // Started in 2001, long before every other test's runs: only this test's runs are old enough for its sweeps.
+  it("ends the runs still RUNNING that started before a time, in every organization, each once", async () => {
+    const era = (day: number) => new Date(Date.UTC(2001, 0, day));
+    const cutoff = era(10);
+    const at = new Date("2026-07-01T00:00:00.000Z");
+    const stopped = { status: "ERROR" as const, statusDetail: "stopped", output: { x: 1 }, logs: ["stopped"], at };
+    const old = run({ startedAt: era(1), createdAt: era(1) });
+    const otherOrgs = run({ organizationId: otherOrg, startedAt: era(2), createdAt: era(2) });
+    const young = run({ startedAt: era(11), createdAt: era(11) });
+    const endedOld = run({ status: "SUCCEEDED", startedAt: era(1), createdAt: era(1), completedAt: era(1) });
+    for (const r of [old, otherOrgs, young, endedOld]) await store.insertRun(r);
+
+    expect(await store.endRunsStartedBefore(cutoff, stopped, 100)).toBe(2);
+    const ended = {
+      ...old,
+      status: "ERROR",
+      statusDetail: "stopped",
+      output: { x: 1 },
+      logs: [...old.logs, "stopped"],
+      completedAt: at,
+      updatedAt: at,
+    };
+    expect(await store.getRun(org, old.id)).toEqual(ended);
+    expect((await store.getRun(otherOrg, otherOrgs.id))?.status).toBe("ERROR");
+    expect(await store.getRun(org, young.id)).toEqual(young);
+    expect(await store.getRun(org, endedOld.id)).toEqual(endedOld);
+    // Ended once: a second sweep finds nothing, and the call's own late end changes nothing.
+    expect(await store.endRunsStartedBefore(cutoff, { ...stopped, statusDetail: "again" }, 100)).toBe(0);
+    expect(await store.endRun(org, old.id, { status: "SUCCEEDED", logs: ["late"], at })).toBeUndefined();
+    expect(await store.getRun(org, old.id)).toEqual(ended);
+  });
+
+  it("ends at most `limit` runs, oldest first", async () => {
+    const era = (day: number) => new Date(Date.UTC(2000, 0, day));
+    const cutoff = era(20);
+    const at = new Date("2026-07-01T00:00:00.000Z");
+    const stopped = { status: "ERROR" as const, statusDetail: "stopped", logs: ["stopped"], at };
+    const made = [3, 1, 2].map((day) => run({ startedAt: era(day), createdAt: era(day) }));
+    for (const r of made) await store.insertRun(r);
+    expect(await store.endRunsStartedBefore(cutoff, stopped, 2)).toBe(2);
+    const statusOf = async (r: ToolRunRecord) => (await store.getRun(org, r.id))?.status;
+    expect(await Promise.all(made.map(statusOf))).toEqual(["RUNNING", "ERROR", "ERROR"]);
+    expect(await store.endRunsStartedBefore(cutoff, stopped, 2)).toBe(1);
+    expect(await store.endRunsStartedBefore(cutoff, stopped, 2)).toBe(0);
+  });
+
+  // FerretDB, the MongoDB test server, does not isolate concurrent updates of one document (docs/decisions.md, Runs);
+  // MongoDB itself checks updateMany's filter again as it writes each document.
+  const isolatesConcurrentUpdates = kind === "sqlite";
+  if (!isolatesConcurrentUpdates)
+    console.warn(
+      "SKIPPED: tools store contract (mongo), two sweeps at once — FerretDB does not isolate concurrent updates of one document",
+    );
+  it.skipIf(!isolatesConcurrentUpdates)("ends each run once when two sweeps run at once", async () => {
+    const era = (day: number) => new Date(Date.UTC(1999, 0, day));
+    const at = new Date("2026-07-01T00:00:00.000Z");
+    const stopped = { status: "ERROR" as const, statusDetail: "stopped", logs: ["stopped"], at };
+    const made = [1, 2, 3, 4, 5].map((day) => run({ startedAt: era(day), createdAt: era(day) }));
+    for (const r of made) await store.insertRun(r);
+    const counts = await Promise.all([
+      store.endRunsStartedBefore(era(20), stopped, 100),
+      store.endRunsStartedBefore(era(20), stopped, 100),
+    ]);
+    expect(counts[0] + counts[1]).toBe(5);
+    for (const r of made) expect((await store.getRun(org, r.id))?.logs).toEqual([...r.logs, "stopped"]);
   });
 });

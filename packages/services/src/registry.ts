@@ -60,8 +60,9 @@ export const services = {
     port: 8082,
     database: "loom_assistants",
     keeps: "assistants, rulesets and rules",
-    // Knowledge: an assistant's knowledge_base_ids must name knowledge bases of its organization (ResolveKnowledgeBases).
-    calls: ["knowledge"],
+    // Knowledge and tools: an assistant's knowledge_base_ids and tool_ids must name knowledge bases and tools of its
+    // organization (ResolveKnowledgeBases, ResolveTools).
+    calls: ["knowledge", "tools"],
   },
   runs: {
     // Chat is served by the runs service, which owns model access.

@@ -148,6 +148,12 @@ function htmlBlockWriter(out: Block[]) {
     }
   };
 
+  /** A space between words, unless one is there already. */
+  const space = () => {
+    const last = block?.content.at(-1);
+    if (last !== undefined && !/\s/.test(last)) append(" ");
+  };
+
   return {
     onopentag(name: string, attributes: Record<string, string>) {
       const hides =
@@ -159,13 +165,19 @@ function htmlBlockWriter(out: Block[]) {
       hidden.push(hides);
       if (hides) return;
       if (tableDepth > 0) {
+        // A table in a cell: its text stays in the cell.
+        if (name === "table") tableDepth++;
+        if (tableDepth > 1) {
+          if (name === "table" || name === "tr" || name === "td" || name === "th" || name === "br") space();
+          return;
+        }
         if (name === "tr") {
           if (block?.content) append("\n");
           cellsInRow = 0;
         } else if (name === "td" || name === "th") {
           append(cellsInRow++ === 0 ? "| " : " | ");
         } else if (name === "br" || blockElements.has(name)) {
-          append(" ");
+          space();
         }
         return;
       }
@@ -193,7 +205,7 @@ function htmlBlockWriter(out: Block[]) {
         return start("table");
       }
       if (name === "hr") return handOn(true);
-      if (blockElements.has(name)) return itemDepth > 0 ? append(" ") : handOn(true);
+      if (blockElements.has(name)) return itemDepth > 0 ? space() : handOn(true);
     },
 
     ontext(text: string) {
@@ -208,6 +220,10 @@ function htmlBlockWriter(out: Block[]) {
     onclosetag(name: string) {
       const wasHidden = hidden.pop() === true;
       if (wasHidden) return;
+      if (tableDepth > 1) {
+        if (name === "table") tableDepth--;
+        return;
+      }
       if (tableDepth > 0 && name !== "table") {
         if (name === "tr" && cellsInRow > 0) append(" |");
         return;
@@ -229,7 +245,7 @@ function htmlBlockWriter(out: Block[]) {
         return;
       }
       if (name === "li") itemDepth--;
-      else if (itemDepth > 0 && blockElements.has(name) && name !== "ul" && name !== "ol") return append(" ");
+      else if (itemDepth > 0 && blockElements.has(name) && name !== "ul" && name !== "ol") return space();
       if (headingLevels[name] || blockElements.has(name)) handOn(true);
     },
 

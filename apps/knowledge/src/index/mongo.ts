@@ -1,8 +1,7 @@
 import { newId } from "@loom/contracts/ids";
 import type { MongoHandle } from "@loom/store/mongo";
 import { Binary, type Collection, type OptionalUnlessRequiredId } from "mongodb";
-import { stemmer } from "stemmer";
-import { type CorpusStatistics, inverseDocumentFrequency, termScore, termsWorthScoring } from "./bm25.ts";
+import { type CorpusStatistics, flooredAt, inverseDocumentFrequency, termScore, termsWorthScoring } from "./bm25.ts";
 import type { AssetKey, ChunkIndex, ChunkPosition, IndexedChunk, KnowledgeScope, RankedChunk } from "./port.ts";
 import { queryWordsOf, termFrequencies } from "./terms.ts";
 import { bestOf, checkDimension, cosineOf, dimensionOf, lengthOf, vectorOf } from "./vectors.ts";
@@ -33,6 +32,12 @@ interface AssetDoc extends AssetKey {
   stale: string[];
 }
 
+/**
+ * A chunk, with its postings: its distinct terms, how often each occurs (two arrays of one length), and its length
+ * in terms. A multikey index on `terms` finds the chunks that have a term; keeping them in the chunk rather than in
+ * documents of their own writes one document per chunk (a document per term per asset was 50 times as many, and
+ * FerretDB, the test server, writes each in milliseconds).
+ */
 interface ChunkDoc extends AssetKey {
   _id: string;
   organizationId: string;
@@ -41,33 +46,18 @@ interface ChunkDoc extends AssetKey {
   position: ChunkPosition;
   text: string;
   embedding?: Binary;
-}
-
-/**
- * A term's postings in one generation of one asset: each chunk that has it, how often, and the chunk's length in
- * terms, as three arrays of one length (FerretDB stores no arrays of arrays).
- */
-interface TermDoc {
-  _id: string;
-  organizationId: string;
-  knowledgeBaseId: string;
-  generation: string;
-  term: string;
-  /** How many chunks have it (the length of the arrays), read alone to know the term's document frequency. */
-  chunkCount: number;
-  chunkIds: string[];
+  terms: string[];
   frequencies: number[];
-  lengths: number[];
+  length: number;
 }
-type Postings = Pick<TermDoc, "chunkIds" | "frequencies" | "lengths">;
 
 /** Documents written per insertMany. */
 const batchSize = 1_000;
 
 /**
  * The chunk index on MongoDB, or any server of its wire protocol: FerretDB 1.24, the test server, has neither
- * `$text` nor `$vectorSearch` nor transactions, so the index keeps its own postings (a document per term per
- * asset version) and Loom scores BM25 itself, with FTS5's formula and terms (bm25.ts, terms.ts); vector search is
+ * `$text` nor `$vectorSearch` nor transactions, so the index keeps its own postings (in each chunk's document)
+ * and Loom scores BM25 itself, with FTS5's formula and terms (bm25.ts, terms.ts); vector search is
  * an exact scan. An asset's chunks are replaced without a transaction: the new set is written under a new
  * generation no search sees, the asset's record is switched to it in one single-document update, and the old
  * set is deleted after; what a crash leaves between these steps is named in the record's `stale` and deleted by
@@ -77,7 +67,6 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
   const bases: Collection<BaseDoc> = db.collection("chunk_bases");
   const assets: Collection<AssetDoc> = db.collection("chunk_assets");
   const chunks: Collection<ChunkDoc> = db.collection("chunks");
-  const terms: Collection<TermDoc> = db.collection("chunk_terms");
   const inScope = ({ organizationId, knowledgeBaseId }: KnowledgeScope) => ({ organizationId, knowledgeBaseId });
 
   const insertInBatches = async <T extends { _id: string }>(
@@ -92,7 +81,6 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
     const stale = asset.stale.filter((generation) => generation !== asset.generation);
     if (stale.length === 0) return;
     await chunks.deleteMany({ ...inScope(scope), generation: { $in: stale } });
-    await terms.deleteMany({ ...inScope(scope), generation: { $in: stale } });
     await assets.updateOne({ _id: asset._id }, { $pull: { stale: { $in: stale } } });
   };
 
@@ -122,10 +110,14 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
   /** The chunks of the best ids, as ranked. */
   const ranked = async (scope: KnowledgeScope, best: { item: string; score: number }[]): Promise<RankedChunk[]> => {
     const found = new Map(
-      (await chunks.find({ ...inScope(scope), _id: { $in: best.map((hit) => hit.item) } }).toArray()).map((doc) => [
-        doc._id,
-        chunkOf(doc),
-      ]),
+      (
+        await chunks
+          .find(
+            { ...inScope(scope), _id: { $in: best.map((hit) => hit.item) } },
+            { projection: { terms: 0, frequencies: 0, length: 0 } },
+          )
+          .toArray()
+      ).map((doc) => [doc._id, chunkOf(doc)]),
     );
     return best.flatMap(({ item, score }) => {
       const chunk = found.get(item);
@@ -138,8 +130,7 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
       await bases.createIndex({ organizationId: 1, knowledgeBaseId: 1 }, { unique: true });
       await assets.createIndex({ organizationId: 1, knowledgeBaseId: 1, bucketId: 1, path: 1 }, { unique: true });
       await chunks.createIndex({ organizationId: 1, knowledgeBaseId: 1, generation: 1 });
-      await terms.createIndex({ organizationId: 1, knowledgeBaseId: 1, term: 1 });
-      await terms.createIndex({ organizationId: 1, knowledgeBaseId: 1, generation: 1 });
+      await chunks.createIndex({ organizationId: 1, knowledgeBaseId: 1, terms: 1 });
     },
     ready: ping,
     close,
@@ -168,12 +159,13 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
         { upsert: true, returnDocument: "after" },
       ))!;
 
-      // 2. Its chunks and postings, which no search sees yet.
-      const chunkDocs: ChunkDoc[] = [];
-      const postings = new Map<string, Postings>();
+      // 2. Its chunks, postings in each, which no search sees yet.
       let termCount = 0;
-      for (const { text, position, embedding } of newChunks) {
-        const doc: ChunkDoc = {
+      const chunkDocs = newChunks.map(({ text, position, embedding }): ChunkDoc => {
+        const frequencies = termFrequencies(text);
+        const length = [...frequencies.values()].reduce((sum, n) => sum + n, 0);
+        termCount += length;
+        return {
           _id: newId(),
           ...inScope(scope),
           generation,
@@ -182,31 +174,12 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
           position,
           text,
           ...(embedding ? { embedding: new Binary(vectorBytesCopy(embedding)) } : {}),
+          terms: [...frequencies.keys()],
+          frequencies: [...frequencies.values()],
+          length,
         };
-        chunkDocs.push(doc);
-        const frequencies = termFrequencies(text);
-        const length = [...frequencies.values()].reduce((sum, n) => sum + n, 0);
-        termCount += length;
-        for (const [term, frequency] of frequencies) {
-          const list = postings.get(term) ?? { chunkIds: [], frequencies: [], lengths: [] };
-          list.chunkIds.push(doc._id);
-          list.frequencies.push(frequency);
-          list.lengths.push(length);
-          postings.set(term, list);
-        }
-      }
+      });
       await insertInBatches(chunks, chunkDocs);
-      await insertInBatches(
-        terms,
-        [...postings].map(([term, list]) => ({
-          _id: newId(),
-          ...inScope(scope),
-          generation,
-          term,
-          chunkCount: list.chunkIds.length,
-          ...list,
-        })),
-      );
 
       // 3. The switch: one document, so searches see the old set until here and the new one after.
       const replaced = asset.generation;
@@ -264,7 +237,6 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
       // which the next call (the knowledge base's deletion is retried until it is done) deletes.
       await assets.deleteMany(inScope(scope));
       await chunks.deleteMany(inScope(scope));
-      await terms.deleteMany(inScope(scope));
       await bases.deleteMany(inScope(scope));
     },
 
@@ -281,41 +253,36 @@ export function createMongoChunkIndex({ db, ping, close }: MongoHandle): ChunkIn
     },
 
     async keywordSearch(scope, query, limit) {
-      const queryTerms = [...new Set(queryWordsOf(query).map((word) => stemmer(word)))];
+      const queryTerms = queryWordsOf(query).map(({ term }) => term);
       if (queryTerms.length === 0 || limit <= 0) return [];
       const { generations, corpus } = await current(scope);
       if (corpus.chunkCount === 0) return [];
-      // Document frequencies first (counts only), then the postings of the terms worth scoring (bm25.ts).
-      const counts = (
-        await terms
-          .find(
-            { ...inScope(scope), term: { $in: queryTerms } },
-            { projection: { generation: 1, term: 1, chunkCount: 1 } },
-          )
-          .toArray()
-      ).filter((doc) => generations.has(doc.generation));
-      const matching = new Map<string, number>(queryTerms.map((term) => [term, 0]));
-      for (const doc of counts) matching.set(doc.term, matching.get(doc.term)! + doc.chunkCount);
-      const scored = termsWorthScoring(
-        [...matching].map(([term, n]) => ({ term, matching: n })),
-        corpus.chunkCount,
+      // Document frequencies first (counted up to what shows a term floored), then the terms worth scoring (bm25.ts).
+      const currentChunks = { ...inScope(scope), generation: { $in: [...generations] } };
+      const counted = await Promise.all(
+        queryTerms.map(async (term) => ({
+          term,
+          matching: await chunks.countDocuments(
+            { ...currentChunks, terms: term },
+            { limit: flooredAt(corpus.chunkCount) },
+          ),
+        })),
       );
+      const scored = termsWorthScoring(counted, corpus.chunkCount);
       if (scored.length === 0) return [];
-      const found = (
-        await terms
-          .find(
-            { ...inScope(scope), term: { $in: scored } },
-            { projection: { generation: 1, term: 1, chunkIds: 1, frequencies: 1, lengths: 1 } },
-          )
-          .toArray()
-      ).filter((doc) => generations.has(doc.generation));
+      const idf = new Map(counted.map(({ term, matching }) => [term, inverseDocumentFrequency(corpus, matching)]));
       const scores = new Map<string, number>();
-      for (const doc of found) {
-        const idf = inverseDocumentFrequency(corpus, matching.get(doc.term)!);
-        doc.chunkIds.forEach((chunkId, at) => {
-          const score = termScore(corpus, idf, doc.frequencies[at]!, doc.lengths[at]!);
-          scores.set(chunkId, (scores.get(chunkId) ?? 0) + score);
-        });
+      const found = chunks.find(
+        { ...currentChunks, terms: { $in: scored } },
+        { projection: { terms: 1, frequencies: 1, length: 1 } },
+      );
+      for await (const doc of found) {
+        let score = 0;
+        for (const term of scored) {
+          const at = doc.terms.indexOf(term);
+          if (at >= 0) score += termScore(corpus, idf.get(term)!, doc.frequencies[at]!, doc.length);
+        }
+        scores.set(doc._id, score);
       }
       const best = bestOf<string>(limit);
       for (const [chunkId, score] of scores) best.offer(chunkId, score);

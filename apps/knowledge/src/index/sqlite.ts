@@ -6,14 +6,17 @@ import type { ChunkIndex, IndexedChunk, KnowledgeScope, RankedChunk } from "./po
 import { queryWordsOf } from "./terms.ts";
 import { checkDimension, dimensionOf, vectorBytes, vectorOf } from "./vectors.ts";
 
-/** Schema versions of the chunk index's tables (kit `migrate`): append, never edit. */
+/**
+ * Schema versions of the chunk index's tables (kit `migrate`): append, never edit. Chunks are read by rowid (what
+ * the FTS5 and vec0 tables hold), never by their public id: no random-key index on the write path.
+ */
 const migrations = [
   `CREATE TABLE knowledge_index_bases (organization_id TEXT NOT NULL, knowledge_base_id TEXT NOT NULL,
      dimension INTEGER, PRIMARY KEY (organization_id, knowledge_base_id));
    CREATE TABLE knowledge_index_assets (organization_id TEXT NOT NULL, knowledge_base_id TEXT NOT NULL,
      bucket_id TEXT NOT NULL, path TEXT NOT NULL, version TEXT NOT NULL, chunk_count INTEGER NOT NULL,
      indexed_at INTEGER NOT NULL, PRIMARY KEY (organization_id, knowledge_base_id, bucket_id, path));
-   CREATE TABLE knowledge_index_chunks (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+   CREATE TABLE knowledge_index_chunks (rowid INTEGER PRIMARY KEY, id TEXT NOT NULL,
      organization_id TEXT NOT NULL, knowledge_base_id TEXT NOT NULL, bucket_id TEXT NOT NULL, path TEXT NOT NULL,
      position INTEGER NOT NULL, start_offset INTEGER, end_offset INTEGER, headings TEXT, text TEXT NOT NULL);
    CREATE INDEX knowledge_index_chunks_by_asset
@@ -237,7 +240,8 @@ export function createSqliteChunkIndex(handle: SqliteHandle): ChunkIndex {
     sweep: async () => {},
 
     async keywordSearch(scope, query, limit) {
-      const words = queryWordsOf(query);
+      // The words as typed: FTS5 stems them itself.
+      const words = queryWordsOf(query).map(({ word }) => word);
       const tables = baseOf(scope);
       if (!tables || words.length === 0 || limit <= 0) return [];
       const chunkCount = chunkCountOf(scope);

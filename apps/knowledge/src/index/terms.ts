@@ -28,5 +28,16 @@ export function termFrequencies(text: string): Map<string, number> {
 /** The most distinct words a query is searched by; the rest of a longer question is left out. */
 export const maxQueryWords = 64;
 
-/** A query's distinct words, at most `maxQueryWords`, in the order they first appear. */
-export const queryWordsOf = (query: string): string[] => [...new Set(wordsOf(query))].slice(0, maxQueryWords);
+/**
+ * A query's words, one per term (the first word of each), at most `maxQueryWords`, in the order they first appear:
+ * "zeppelin zeppelins" is searched as one term, not scored twice.
+ */
+export function queryWordsOf(query: string): { word: string; term: string }[] {
+  const byTerm = new Map<string, string>();
+  for (const word of wordsOf(query)) {
+    if (byTerm.size === maxQueryWords) break;
+    const term = stemmer(word);
+    if (!byTerm.has(term)) byTerm.set(term, word);
+  }
+  return [...byTerm].map(([term, word]) => ({ word, term }));
+}

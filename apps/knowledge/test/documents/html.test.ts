@@ -106,6 +106,8 @@ describe("HTML", () => {
   it("reads broken HTML as a browser would, more or less, and an empty page as no chunks", async () => {
     const { extracted } = await read(html("<p>one<p>two <b>bold<i>both</b> after</i><div>three"));
     expect(extracted).toBe("one\n\ntwo boldboth after\n\nthree");
+    const nested = await read(html("<table><tr><td>a<table><tr><td>inner</table><td>b<tr><td>c</table><p>after"));
+    expect(nested.extracted).toBe("| a inner | b |\n| c |\n\nafter");
     expect(await collect(documentChunks(html("<html><head><script>x</script></head><body> </body></html>")()))).toEqual(
       [],
     );

@@ -33,6 +33,19 @@ describe("plain text", () => {
     expect(overlapping.length).toBe(chunks.length - 1);
   });
 
+  it("overlaps not at all when asked for none", async () => {
+    const options = { maxChars: 300, overlapChars: 0 };
+    const { chunks, extracted } = await read(asText(encode(paragraph(4, 40))), options);
+    expectChunkRules(chunks, extracted, options);
+    expect(chunks.slice(1).every((chunk, i) => chunk.start >= chunks[i]!.end)).toBe(true);
+  });
+
+  it("refuses sizes it cannot keep", async () => {
+    for (const options of [{ maxChars: 10 }, { maxChars: 200, overlapChars: 150 }, { overlapChars: -1 }]) {
+      await expect(collect(documentChunks({ name: "a.txt", bytes: encode("x") }, options))).rejects.toThrow(RangeError);
+    }
+  });
+
   it("starts an overlap at a sentence's start when one is in reach", async () => {
     const options = { maxChars: 200, overlapChars: 40 };
     const short = Array.from({ length: 80 }, (_, i) => `Fact ${i} holds.`).join(" ");

@@ -3,21 +3,22 @@ import { freshDataDir } from "@loom/testing/data-dir";
 import { answer, callTools, type FakeOpenAI, inTurn, type Reply, startFakeOpenAI } from "@loom/testing/fake-openai";
 import { type ApiClient, apiClient } from "@loom/testing/http";
 import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
+import { scrapeMetrics } from "@loom/testing/metrics";
 import { needsOwnServers } from "@loom/testing/own-servers";
 import { freePort } from "@loom/testing/processes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FaultStack, startFaultStack, waitUntil } from "./fault-stack.ts";
 
-/** The model: calls `Calc_add`, then answers with the result it was given. */
-const script = (): Reply =>
-  inTurn(callTools([{ id: "call_1", name: "Calc_add", arguments: { a: 20, b: 22 } }]), (request, res) =>
+/** The model: calls `<tool>_add`, then answers with the result it was given. */
+const script = (toolName = "Calc"): Reply =>
+  inTurn(callTools([{ id: "call_1", name: `${toolName}_add`, arguments: { a: 20, b: 22 } }]), (request, res) =>
     answer(`The sum is ${request.body.messages.find((m: any) => m.role === "tool")?.content}.`)(request, res),
   );
 
 /** A tool whose every activity needs approval, an assistant using it, and a run of it once paused. */
-async function pausedRun(api: ApiClient, mcp: McpTestServer): Promise<string> {
+async function pausedRun(api: ApiClient, mcp: McpTestServer, toolName = "Calc"): Promise<string> {
   const tool = await api.post("/tools", {
-    name: "Calc",
+    name: toolName,
     server: { url: mcp.url, transport: "mcp", approval_required: true },
   });
   expect(tool.status).toBe(201);
@@ -88,27 +89,65 @@ describe("a run awaiting approval when the all-in-one is killed", () => {
 });
 
 describe.skipIf(!needsOwnServers("approval in the split deployment", "nats", "ferretdb"))(
-  "a run awaiting approval in the split deployment",
+  "a run awaiting approval in the split deployment, two runs replicas side by side",
   () => {
     let stack: FaultStack;
     let mcp: McpTestServer;
     beforeAll(async () => {
       mcp = await startMcpServer();
-      stack = await startFaultStack({ tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" } });
-    }, 60_000);
+      stack = await startFaultStack({ tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" }, runsReplicas: 2 });
+    }, 90_000);
     afterAll(async () => {
       await stack?.close();
       await mcp?.close();
     });
 
-    it("paused by one runs replica, killed, is resumed by the next one on approval", { timeout: 90_000 }, async () => {
-      stack.model.reply(script());
-      const runId = await pausedRun(stack.api, mcp);
-      // The replica that paused it is gone for good; the one started after takes the approval and the run.
-      await stack.split.stopService("runs", "SIGKILL");
-      await stack.split.startService("runs");
+    /** Each runs replica's count of a transition it made (`loom_runs_transitions_total`), by replica number. */
+    const madeBy = async (from: string, to: string, replicas: number[]) =>
+      Promise.all(
+        replicas.map(
+          async (i) =>
+            (await scrapeMetrics(stack.split.replicaMetricsUrls.runs[i]!)).value("loom_runs_transitions_total", {
+              from,
+              to,
+            }) ?? 0,
+        ),
+      );
+
+    it("with both up, the approval resumes it to SUCCEEDED on one of them", { timeout: 90_000 }, async () => {
+      mcp.calls.length = 0;
+      stack.model.reply(script("CalcBoth"));
+      const [startedBefore, endedBefore] = [
+        await madeBy("STARTING", "RUNNING", [0, 1]),
+        await madeBy("RUNNING", "SUCCEEDED", [0, 1]),
+      ];
+      const runId = await pausedRun(stack.api, mcp, "CalcBoth");
+      await approveToSuccess(stack.api, runId, mcp);
+      const started = (await madeBy("STARTING", "RUNNING", [0, 1])).map((n, i) => n - startedBefore[i]!);
+      const ended = (await madeBy("RUNNING", "SUCCEEDED", [0, 1])).map((n, i) => n - endedBefore[i]!);
+      // One replica started it and one (either: whichever claimed the queue entry first) ended it.
+      expect(started.reduce((a, b) => a + b)).toBe(1);
+      expect(ended.reduce((a, b) => a + b)).toBe(1);
+      console.info(`paused by runs replica ${started.indexOf(1)}, resumed to its end by replica ${ended.indexOf(1)}`);
+    });
+
+    it("with the replica that paused it killed, the approval makes the other resume it", {
+      timeout: 90_000,
+    }, async () => {
+      mcp.calls.length = 0;
+      stack.model.reply(script("CalcKilled"));
+      const startedBefore = await madeBy("STARTING", "RUNNING", [0, 1]);
+      const runId = await pausedRun(stack.api, mcp, "CalcKilled");
+      const started = (await madeBy("STARTING", "RUNNING", [0, 1])).map((n, i) => n - startedBefore[i]!);
+      const pauser = started.indexOf(1);
+      const other = 1 - pauser;
+      expect(pauser).toBeGreaterThanOrEqual(0);
+      const endedBefore = await madeBy("RUNNING", "SUCCEEDED", [other]);
+      // Gone for good, and nothing restarted: the one left takes the approval (through the balancer) and the run.
+      await stack.split.stopService("runs", "SIGKILL", pauser);
       expect((await stack.api.get(`/assistant-runs/${runId}`)).body.status_detail.reason).toBe("AwaitingApproval");
       await approveToSuccess(stack.api, runId, mcp);
+      expect((await madeBy("RUNNING", "SUCCEEDED", [other]))[0]! - endedBefore[0]!).toBe(1);
     });
   },
 );

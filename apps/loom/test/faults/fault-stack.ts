@@ -23,11 +23,12 @@ export const faultLeaseMs = 2_000;
 /**
  * The split deployment (six Node processes) on NATS and FerretDB of its
  * own, with a fake OpenAI-compatible model the test controls (`runs`, `tools`: more
- * settings of those processes). Process logs
+ * settings of those processes; `runsReplicas`: runs processes side by side, 1
+ * unless told). Process logs
  * go to stderr at TEST_LOG_LEVEL (default: silent; the faults make noise on purpose).
  */
 export async function startFaultStack(
-  options: { runs?: Record<string, string>; tools?: Record<string, string> } = {},
+  options: { runs?: Record<string, string>; tools?: Record<string, string>; runsReplicas?: number } = {},
 ): Promise<FaultStack> {
   const key = `loom_fault-${randomBytes(24).toString("base64url")}`;
   const started: Array<{ close(): Promise<void> }> = [];
@@ -51,7 +52,10 @@ export async function startFaultStack(
         },
         ...(options.tools ? { tools: options.tools } : {}),
       },
-      { stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore" },
+      {
+        stdout: process.env.TEST_LOG_LEVEL ? "inherit" : "ignore",
+        ...(options.runsReplicas ? { replicas: { runs: options.runsReplicas } } : {}),
+      },
     );
     started.push({ close: () => split.stop() });
     const close = async () => {

@@ -1,10 +1,17 @@
 import type { Bus } from "@loom/bus/bus";
 import { failedPrecondition, invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import type { RunLog } from "../run-log.ts";
-import { type ApprovalDecision, type PendingApproval, type PendingCall, undecided } from "../store/pending-approval.ts";
+import {
+  type ApprovalDecision,
+  type PendingApproval,
+  type PendingCall,
+  undecided,
+  unsettled,
+} from "../store/pending-approval.ts";
 import type { RunQueue } from "../store/run-queue.ts";
 import type { RunRecord, RunRecordStore } from "../store/run-records.ts";
 import { runSubjects } from "../subjects.ts";
+import { logUnloggedNotes, settlePaused } from "./notes.ts";
 import { awaitingApproval } from "./pause.ts";
 
 /** The most characters of a decision's reason (it goes to the model with a denial). */
@@ -27,9 +34,10 @@ export interface CallDecision {
  * Records decisions on a paused run's calls (docs/decisions.md, "Approval of
  * tool calls"): checked, written with one guarded move that holds only if
  * nobody decided in between (read again and tried anew then), each told by a
- * SYSTEM event; once none is left undecided, the run goes back to the queue
- * and the workers are told. A decision the run already has, the same, is
- * accepted and changes nothing.
+ * SYSTEM event kept with the move until written; once none is left
+ * undecided, the run goes back to the queue and the workers are told. A
+ * decision the run already has, the same, is accepted and changes nothing
+ * but what a lost answer's move left undone.
  */
 export async function decideApprovals(
   deps: DecideDeps,
@@ -45,16 +53,18 @@ export async function decideApprovals(
     const at = deps.now();
     const fresh = newDecisions(pending, decisions, { by: principal.userId, at: at.toISOString() });
     if (fresh.length === 0) {
-      // Decided already, the same way: a retry, which puts a run whose answer was lost back in the queue if need be.
-      if (undecided(pending).length === 0) await resume(deps, run, at);
+      // Decided already, the same way: a retry, which finishes what a lost answer's move left (events, re-queue).
+      if (unsettled(pending) && (await settlePaused(deps, { ...run, pending }, at))) await tellWorkers(deps);
       return run;
     }
     if (pending.deadline <= at.getTime())
       throw failedPrecondition("the run's approval deadline has passed: its undecided calls count as denied");
     const decided = new Map(fresh.map((d) => [d.call.call.id, d.decision]));
+    // The decisions' events are kept with the move until written, after any an earlier move left unwritten.
     const next: PendingApproval = {
       ...pending,
       calls: pending.calls.map((c) => (decided.has(c.call.id) ? { ...c, decision: decided.get(c.call.id)! } : c)),
+      unlogged: [...(pending.unlogged ?? []), ...fresh.map(decisionEvent)],
     };
     const done = undecided(next).length === 0;
     const moved = await deps.store.transition(
@@ -68,9 +78,11 @@ export async function decideApprovals(
       if (attempt < 3) continue; // decided or ended meanwhile: read again
       throw failedPrecondition("the run changed while deciding; try again");
     }
-    await deps.log.system(moved, fresh.map(decisionEvent));
-    if (done) await resume(deps, moved, at);
-    return moved;
+    // Written, then re-queued: a crash in between leaves the run marked, and the sweep finishes both.
+    const logged =
+      (await logUnloggedNotes(deps, { ...moved, pending: next }, at, pending.unlogged?.length ?? 0)) ?? moved;
+    if (done) await resume(deps, logged, at);
+    return logged;
   }
 }
 
@@ -145,5 +157,8 @@ export function decisionEvent({ call, decision }: { call: PendingCall; decision:
 /** Every call decided: the run back in the queue, the workers told (a lost message is made up by their polling). */
 export async function resume(deps: Pick<DecideDeps, "store" | "bus">, run: RunRecord, at: Date): Promise<void> {
   await deps.store.requeuePaused(run, at);
-  await deps.bus.publish(runSubjects.queued, new Uint8Array()).catch(() => {});
+  await tellWorkers(deps);
 }
+
+const tellWorkers = (deps: Pick<DecideDeps, "bus">) =>
+  deps.bus.publish(runSubjects.queued, new Uint8Array()).catch(() => {});

@@ -2,6 +2,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import type { RunLog } from "../run-log.ts";
 import { type PendingApproval, undecided } from "../store/pending-approval.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "../store/run-records.ts";
+import { logUnloggedNotes } from "./notes.ts";
 
 export interface PauseDeps {
   store: RunRecordStore;
@@ -16,24 +17,30 @@ export interface PauseDeps {
  * approval (docs/decisions.md, "Approval of tool calls"): one guarded move
  * keeps what it needs to go on and lets go of the worker and the lease, so it
  * holds no slot and the sweep does not reap it; it stays RUNNING, saying
- * what awaits approval, and a SYSTEM event says so too. False when the run
+ * what awaits approval, and a SYSTEM event says so too (kept with the move
+ * until written). False when the run
  * was no longer this worker's (cancelled, reaped): whoever took it wrote its end.
  */
 export async function pauseRun(run: RunRecord, pending: PendingApproval, deps: PauseDeps): Promise<boolean> {
   const at = deps.now();
+  // The event is kept with the pause until it is written: a crash in between leaves it for the sweep.
+  const marked: PendingApproval = { ...pending, unlogged: [awaitingApprovalEvent(pending)] };
   const paused = await deps.store.transition(
     run.id,
     { from: ["RUNNING"], worker: deps.workerId },
     "RUNNING",
-    { pending, statusDetail: awaitingApproval(pending), worker: undefined, leaseUntil: undefined },
+    { pending: marked, statusDetail: awaitingApproval(pending), worker: undefined, leaseUntil: undefined },
     at,
   );
   if (!paused) return false;
   try {
-    await deps.log.system(paused, [awaitingApprovalEvent(pending)]);
+    await logUnloggedNotes(deps, { ...paused, pending: marked }, at, 0);
   } catch (error) {
-    // The run is paused and says so (its status detail); the event is what could not be written.
-    deps.logger.warn({ err: error, run_id: run.id }, "could not write the run's awaiting-approval event");
+    // The run is paused and says so (its status detail); the event is what could not be written yet.
+    deps.logger.warn(
+      { err: error, run_id: run.id },
+      "could not write the run's awaiting-approval event; the sweep will",
+    );
   }
   return true;
 }

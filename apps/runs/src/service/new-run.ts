@@ -6,6 +6,7 @@ import type { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import type { StringList } from "@loom/proto/common/v1/common_pb";
 import type { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { CreateAssistantRunRequest } from "@loom/proto/runs/v1/runs_pb";
+import type { ToolsService } from "@loom/proto/tools/v1/tools_pb";
 import type { Principal } from "@loom/server/principal";
 import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import { effectiveIds, renderInput } from "../input.ts";
@@ -15,6 +16,7 @@ import type { NewThread, ThreadStore } from "../store/threads.ts";
 import { assistantOf } from "./assistant.ts";
 import { checkRunKnowledgeBases } from "./run-knowledge-bases.ts";
 import { readRunRules } from "./run-rules.ts";
+import { checkRunToolIds } from "./run-tool-ids.ts";
 
 /** A run ready to be stored, and the new thread to store with it (stored only once the run's first event is). */
 export interface NewRun {
@@ -28,6 +30,8 @@ export interface NewRunDeps {
   rulesets: Client<typeof RulesetsService>;
   /** The knowledge service, asked whether the run's knowledge bases exist. */
   knowledgeBases: Client<typeof KnowledgeBasesService>;
+  /** The tools service, asked whether the tool ids a run gives exist. */
+  tools: Client<typeof ToolsService>;
   store: RunQueue & ThreadStore;
   /** Queued runs one organization may have; a create past it is RESOURCE_EXHAUSTED. */
   maxQueuedPerOrganization: number;
@@ -54,7 +58,8 @@ function readValue<T>(read: PromiseSettledResult<T>): T {
 
 /**
  * Everything a create checks and reads, before it writes anything (a refused
- * create writes nothing): the assistant, its rulesets and knowledge bases, the queued cap, the thread; then the
+ * create writes nothing): the assistant, its rulesets and knowledge bases, the tools it names, the queued cap, the
+ * thread; then the
  * QUEUED run, with id `id`, as the request and its assistant make it.
  */
 export async function newRun(
@@ -80,8 +85,8 @@ export async function newRun(
     structureIds: req.additionalStructureIds,
     toolIds: req.additionalToolIds,
   });
-  // Read at once, so rulesets and knowledge bases cost a run no extra round trip; refused in this order all the same.
-  const [rulesRead, knowledgeRead, queuedRead, threadRead] = await Promise.allSettled([
+  // Read at once, so rulesets, knowledge bases and tools cost a run no extra round trip; refused in this order all the same.
+  const [rulesRead, knowledgeRead, toolsRead, queuedRead, threadRead] = await Promise.allSettled([
     // The rules as they are now: the run keeps them (docs/behaviour.md §5); an unknown ruleset is 400.
     readRunRules(deps.rulesets, principal, ids.rulesetIds, [
       given.rulesetIds
@@ -96,11 +101,17 @@ export async function newRun(
         : { field: "assistant.knowledge_base_ids", ids: assistant.knowledgeBaseIds },
       { field: "body.additional_knowledge_base_ids", ids: req.additionalKnowledgeBaseIds },
     ]),
+    // The tools the request names exist (docs/behaviour.md §5); an unknown one is 400.
+    checkRunToolIds(deps.tools, principal, [
+      { field: "body.tool_ids", ids: given.toolIds ?? [] },
+      { field: "body.additional_tool_ids", ids: req.additionalToolIds },
+    ]),
     deps.store.countQueued(principal.organizationId),
     threadFor(deps.store, principal, req, at),
   ]);
   const rules = readValue(rulesRead);
   readValue(knowledgeRead);
+  readValue(toolsRead);
   // Early, so a create plainly past the cap writes nothing; the store checks again with the write (`insertRun`).
   if (readValue(queuedRead) >= deps.maxQueuedPerOrganization) throw queueFull(deps.maxQueuedPerOrganization);
   const thread = readValue(threadRead);

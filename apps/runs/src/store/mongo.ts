@@ -3,7 +3,7 @@ import { type Doc, fromDoc, isDuplicateKey, newestFirstSort, toDoc } from "@loom
 import type { Collection, Db, Filter, UpdateFilter } from "mongodb";
 import { type IdempotencyRecord, idempotencyWindowMs } from "./idempotency.ts";
 import { createMongoThreads } from "./mongo-threads.ts";
-import type { PendingApproval } from "./pending-approval.ts";
+import { type PendingApproval, pausedUnsettled, unsettled } from "./pending-approval.ts";
 import type { RunsStore } from "./port.ts";
 import type { QueueEntry } from "./run-queue.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
@@ -59,6 +59,8 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
   /** The deadlines of runs with a pending approval: a small collection the sweep reads, as the leases. */
   const approvalDeadlines: Collection<{ _id: string; deadline: Date; threadId?: string }> =
     db.collection("run_approval_deadlines");
+  /** Paused runs whose last move left business (events to write, a re-queue): marked before the move, as unlogged ends. */
+  const unsettledMarks: Collection<{ _id: string; at: Date }> = db.collection("run_unsettled_approvals");
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
@@ -136,6 +138,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await db.collection("thread_message_slots").createIndex({ threadId: 1, generation: 1, index: -1 });
       await leases.createIndex({ until: 1 });
       await unloggedEnds.createIndex({ at: 1 });
+      await unsettledMarks.createIndex({ at: 1 });
       await slots.createIndex({ organizationId: 1 });
       await slots.createIndex({ runId: 1 });
       await queue.createIndex({ createdAt: 1, _id: 1 });
@@ -204,6 +207,13 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       const marked =
         isTerminal(to) &&
         (await unloggedEnds.updateOne({ _id: id }, { $setOnInsert: { at } }, { upsert: true })).upsertedCount === 1;
+      // Marked before the move too: a crash after it leaves the mark, and one before leaves a mark the sweep drops.
+      const pausing =
+        to === "RUNNING" &&
+        pending !== undefined &&
+        unsettled(pending) &&
+        (guard.unheld === true || ("worker" in changes && changes.worker === undefined));
+      if (pausing) await unsettledMarks.updateOne({ _id: id }, { $set: { at } }, { upsert: true });
       const changed = run(
         await runs.findOneAndUpdate(
           filter,
@@ -227,6 +237,9 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
               { upsert: true },
             )
           : approvalDeadlines.deleteOne({ _id: id }));
+      // Settled, taken up or ended: its mark goes, unless a later move made it anew.
+      if (changed && !pausedUnsettled(changed) && ("pending" in changes || guard.unheld))
+        await unsettledMarks.deleteOne({ _id: id, at: { $lte: at } });
       // Taken back up, a paused run holds its thread by its lease: its deadline is done with.
       if (changed && guard.unheld && changes.worker) await approvalDeadlines.deleteOne({ _id: id });
       // A paused run taken back up (`unheld`) leaves the queue it was put back in, as a queued run does.
@@ -281,6 +294,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       await claims.deleteOne({ _id: r.id });
       // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
       await ignoringDuplicate(queue.insertOne({ _id: r.id, organizationId: r.organizationId, createdAt: at }));
+      if (!r.pending?.unlogged?.length) await unsettledMarks.deleteOne({ _id: r.id, at: { $lte: at } });
     },
     countQueued: (organizationId) => queue.countDocuments({ organizationId }),
     async executingLoad() {
@@ -338,6 +352,25 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       if (ended.length > 0) await approvalDeadlines.deleteMany({ _id: { $in: ended } });
       // A run taken up again keeps its pending approval (and deadline) until it ends or pauses anew: not awaiting.
       return found.filter((r) => r.status === "RUNNING" && r.pending && !r.worker);
+    },
+    async unsettledApprovals(before, limit) {
+      const marks = await unsettledMarks
+        .find({ at: { $lt: before } })
+        .sort({ at: 1 })
+        .limit(limit)
+        .toArray();
+      if (marks.length === 0) return [];
+      const found = new Map(
+        (await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]),
+      );
+      const due: RunRecord[] = [];
+      for (const mark of marks) {
+        const marked = found.get(mark._id);
+        if (marked && pausedUnsettled(marked)) due.push(marked);
+        // Its move failed after the mark, or a later one settled it: dropped, unless marked anew meanwhile.
+        else await unsettledMarks.deleteOne({ _id: mark._id, at: mark.at });
+      }
+      return due;
     },
     async unloggedEnds(before, limit) {
       const marks = await unloggedEnds

@@ -53,7 +53,9 @@ export interface RunQueue {
    * Puts a run paused for approval back in the queue, all its calls decided
    * (docs/decisions.md, "Approval of tool calls"): its claim of the first
    * start is given back, so the entry can be claimed like a new run's, and
-   * the claimer takes it up with a move guarded by `unheld`.
+   * the claimer takes it up with a move guarded by `unheld`. With no SYSTEM
+   * events left to write, the run is settled: its mark is taken away (on
+   * MongoDB only one made no later than `at`).
    */
   requeuePaused(run: RunRecord, at: Date): Promise<void>;
   /** Takes a run off the queue (it was claimed, cancelled, or never got stored). */

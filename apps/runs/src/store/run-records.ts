@@ -115,6 +115,10 @@ export interface RunRecordStore {
    * A move to a terminal status also marks the run's end as not logged yet
    * (its terminal event is still to be written): on SQLite in the same
    * transaction, on MongoDB just before, so no crash loses the mark.
+   * Likewise a move that leaves a run paused for approval with business
+   * left (`unsettled`: SYSTEM events to write, or a re-queue) marks it for
+   * `unsettledApprovals`; a move that leaves it settled, takes it up or ends
+   * it takes the mark away (on MongoDB only a mark made no later than the move).
    */
   transition(id: string, guard: RunGuard, to: RunStatus, changes: RunChanges, at: Date): Promise<RunRecord | undefined>;
   /** The run's terminal event is written: its end leaves `unloggedEnds`. */
@@ -133,4 +137,11 @@ export interface RunRecordStore {
   appendRunMessage(run: RunRecord): Promise<void>;
   /** Runs paused for approval (RUNNING, no worker) whose deadline is before `now`. */
   expiredApprovals(now: Date, limit: number): Promise<RunRecord[]>;
+  /**
+   * Runs paused for approval marked unsettled (`transition`) before
+   * `before`, oldest mark first: what a crash after their last move left
+   * undone. Marks of runs that are no longer paused and unsettled (a MongoDB
+   * move that failed after its mark) are dropped.
+   */
+  unsettledApprovals(before: Date, limit: number): Promise<RunRecord[]>;
 }

@@ -2,6 +2,7 @@ import { newestFirstOrder, type SqliteHandle, sqliteLifecycle } from "@loom/stor
 import { idempotencyWindowMs } from "./idempotency.ts";
 import { InFlight } from "./in-flight.ts";
 import { runTurn } from "./messages.ts";
+import { pausedUnsettled } from "./pending-approval.ts";
 import type { RunsStore } from "./port.ts";
 import { isTerminal, QueueFull, type RunRecord } from "./run-records.ts";
 import { copyOfRun, SqliteRunsCache } from "./sqlite-cache.ts";
@@ -73,6 +74,8 @@ export const runsMigrations = [
   // 9: a run paused for approval of its tool calls, and its deadline for the sweep (docs/decisions.md, "Approval of tool calls").
   `ALTER TABLE runs_runs ADD COLUMN pending TEXT;
    CREATE INDEX runs_runs_awaiting_approval ON runs_runs (json_extract(pending, '$.deadline')) WHERE pending IS NOT NULL;`,
+  // 10: paused runs whose last move left business (events to write, a re-queue) for the sweep after a crash (docs/decisions.md, "Approval of tool calls").
+  `CREATE TABLE runs_unsettled_approvals (run_id TEXT PRIMARY KEY, at INTEGER NOT NULL) WITHOUT ROWID;`,
 ];
 
 /** A run with its lease: every read of runs selects this. */
@@ -288,6 +291,13 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
             at.getTime(),
           );
         }
+        // A paused run's business left by this move is marked with it; a move that settles, takes up or ends one unmarks it.
+        if (pausedUnsettled(next))
+          prepare(
+            "INSERT INTO runs_unsettled_approvals (run_id, at) VALUES (?, ?) ON CONFLICT (run_id) DO UPDATE SET at = excluded.at",
+          ).run(id, at.getTime());
+        else if ("pending" in changes || guard.unheld)
+          prepare("DELETE FROM runs_unsettled_approvals WHERE run_id = ?").run(id);
         if ("leaseUntil" in changes) {
           if (leaseUntil === undefined) {
             prepare("DELETE FROM runs_leases WHERE run_id = ?").run(id);
@@ -339,6 +349,8 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       // Without its thread: the run holds it already, and the thread's other runs must not hide this entry.
       if (queued)
         cache.loadedQueueAndLeases()?.enqueue({ runId: run.id, organizationId: run.organizationId, createdAt: at });
+      if (!run.pending?.unlogged?.length)
+        prepare("DELETE FROM runs_unsettled_approvals WHERE run_id = ? AND at <= ?").run(run.id, at.getTime());
     },
     countQueued: async (organizationId) => cache.queueAndLeases().countQueued(organizationId),
     async executingLoad() {
@@ -378,6 +390,17 @@ export function createSqliteRunsStore(handle: SqliteHandle): RunsStore {
       )
         .all(now.getTime(), limit)
         .map((row) => runOf(row)!),
+    async unsettledApprovals(before, limit) {
+      // CROSS JOIN keeps the marks (a few at most) the outer loop, as for the unlogged ends.
+      const marked = prepare(
+        `SELECT r.*, NULL AS lease_until FROM runs_unsettled_approvals u CROSS JOIN runs_runs r ON r.id = u.run_id
+         WHERE u.at < ? ORDER BY u.at LIMIT ?`,
+      )
+        .all(before.getTime(), limit)
+        .map((row) => runOf(row)!);
+      // Marked with its move, a run is always as its mark says; checked all the same, as on MongoDB.
+      return marked.filter(pausedUnsettled);
+    },
     // A run's turn is appended with its move: none is ever marked to complete.
     appendRunMessage: async () => {},
     ...threads,

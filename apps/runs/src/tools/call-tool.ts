@@ -1,5 +1,6 @@
 import { type Client, ConnectError } from "@connectrpc/connect";
 import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { timeLimit } from "@loom/runtime/time-limit";
 import { headersFor } from "@loom/server/principal";
 import { errorArtifact, type SerializedArtifact } from "../griptape.ts";
 import type { ToolCall } from "../models/port.ts";
@@ -44,7 +45,9 @@ export async function callTool(
   });
   if (!activity) return failed(`there is no tool named ${call.name}`);
   if (call.inputError !== undefined) return failed(`the call's input could not be read: ${call.inputError}`);
-  const timeout = AbortSignal.timeout(bounds.timeoutMs);
+  // Cleared when the call ends: an uncleared timer would fire long after a call of milliseconds.
+  const limit = timeLimit(bounds.timeoutMs);
+  const timeout = limit.signal;
   try {
     const answer = await activities.invokeActivity(
       { toolId: activity.toolId, activity: activity.activity, input: call.input, assistantRunId: run.id },
@@ -64,6 +67,8 @@ export async function callTool(
     signal.throwIfAborted();
     if (timeout.aborted) return failed(`the tool call took longer than ${bounds.timeoutMs} ms and was stopped`);
     return failed(`the tool call failed: ${error instanceof ConnectError ? error.rawMessage : String(error)}`);
+  } finally {
+    limit.clear();
   }
 }
 

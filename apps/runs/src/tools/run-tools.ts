@@ -1,6 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import { type Client, ConnectError } from "@connectrpc/connect";
 import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
+import { timeLimit } from "@loom/runtime/time-limit";
 import { headersFor } from "@loom/server/principal";
 import type { ModelTool } from "../models/port.ts";
 import type { RunRecord } from "../store/run-records.ts";
@@ -53,7 +54,8 @@ export async function loadRunTools(
   const headers = headersFor({ userId: run.createdBy, organizationId: run.organizationId });
   const listed = await Promise.all(
     run.toolIds.map(async (toolId) => {
-      const timeout = AbortSignal.timeout(timeoutMs);
+      const limit = timeLimit(timeoutMs);
+      const timeout = limit.signal;
       try {
         const answer = await activities.listActivities(
           { toolId },
@@ -64,6 +66,8 @@ export async function loadRunTools(
         signal.throwIfAborted();
         if (timeout.aborted) return { toolId, failure: `listing its activities took longer than ${timeoutMs} ms` };
         return { toolId, failure: error instanceof ConnectError ? error.rawMessage : String(error) };
+      } finally {
+        limit.clear();
       }
     }),
   );

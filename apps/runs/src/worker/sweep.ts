@@ -1,5 +1,6 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { denyAtDeadline } from "../approvals/deadline.ts";
+import { settlePaused } from "../approvals/notes.ts";
 import { countTransition } from "../metrics.ts";
 import { logEnd } from "../run-end.ts";
 import type { RunLog } from "../run-log.ts";
@@ -10,8 +11,11 @@ import type { ThreadStore } from "../store/threads.ts";
 /** The sweep reads this many runs a read, and ends this many at once. */
 const sweepPage = 500;
 const sweepParallel = 16;
-/** An end younger than this is still being written by whoever ended the run (`logEnd`'s retries): the sweep leaves it. */
-const unloggedEndGraceMs = 2_000;
+/**
+ * An end younger than this is still being written by whoever ended the run
+ * (`logEnd`'s retries), and a paused run's mark by whoever moved it: the sweep leaves them.
+ */
+const writerGraceMs = 2_000;
 
 export interface SweepDeps {
   store: RunRecordStore & RunQueue & ThreadStore;
@@ -26,7 +30,8 @@ export interface SweepDeps {
  * The worker's sweep: every run whose lease ran out ends ERROR WorkerLost
  * (all of them, page by page), then every ended run whose terminal event is
  * still unwritten gets it (and, first, its turn on its thread if that is still
- * to be appended), then every run paused for approval past its deadline
+ * to be appended), then every paused run whose last move a crash cut short
+ * is settled, then every run paused for approval past its deadline
  * resumes with its undecided calls denied. Any replica's sweep ends any replica's runs.
  */
 export function createSweep(deps: SweepDeps): () => Promise<void> {
@@ -88,7 +93,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
 
   /** Terminal events that were not written when their runs ended (the events service was unreachable): written now. */
   async function logUnloggedEnds(): Promise<void> {
-    const before = new Date(now().getTime() - unloggedEndGraceMs);
+    const before = new Date(now().getTime() - writerGraceMs);
     const seen = new Set<string>();
     for (;;) {
       const ended = (await store.unloggedEnds(before, sweepPage)).filter((run) => !seen.has(run.id));
@@ -130,6 +135,24 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
     return logEnd(run, ends, []);
   }
 
+  /**
+   * Paused runs whose last move (a pause, a decision) a crash cut short:
+   * their events written, and those with every call decided put back in
+   * the queue at once, not at their deadline.
+   */
+  async function settleApprovals(): Promise<void> {
+    const due = await store.unsettledApprovals(new Date(now().getTime() - writerGraceMs), sweepPage);
+    const requeued = await inBatches(due, async (run) => {
+      try {
+        return run.pending ? await settlePaused(deps, { ...run, pending: run.pending }, now()) : false;
+      } catch (error) {
+        logger.warn({ err: error, run_id: run.id }, "settling a paused run failed; the next sweep tries again");
+        return false;
+      }
+    });
+    if (requeued.includes(true)) deps.lostFound();
+  }
+
   /** Runs paused for approval past their deadline: their undecided calls denied, the runs back in the queue. */
   async function expireApprovals(): Promise<void> {
     const at = now();
@@ -151,6 +174,7 @@ export function createSweep(deps: SweepDeps): () => Promise<void> {
   return async function sweep(): Promise<void> {
     await reap();
     await logUnloggedEnds();
+    await settleApprovals();
     await expireApprovals();
   };
 }

@@ -4,7 +4,7 @@ import { OutboundLimitExceeded, OutboundRefused } from "@loom/outbound/errors";
 import { type OutboundFetch, outboundFetch } from "@loom/outbound/fetch";
 import type { OutboundPolicy } from "@loom/outbound/policy";
 import { fetchFollowingRedirects } from "@loom/outbound/redirects";
-import { timeLimit } from "@loom/outbound/time-limit";
+import { timeLimit } from "@loom/runtime/time-limit";
 
 /** How every call of a tool's server is bounded (the tools service's settings and the deployment's policy). */
 export interface CallLimits {

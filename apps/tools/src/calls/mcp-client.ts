@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from "node:async_hooks";
 import { createHash } from "node:crypto";
 import { createMCPClient, type InitializeResult, type MCPClient, MCPClientError } from "@ai-sdk/mcp";
 import { LRUCache } from "lru-cache";
@@ -32,9 +33,46 @@ const handshakes = new LRUCache<string, InitializeResult>({ max: 1000, ttl: 10 *
 
 interface Connection {
   client: MCPClient;
-  /** Connected from a kept handshake: a failure of its first request means the server changed. */
+  /** Connected from a kept handshake, or kept itself: a request refused with a 4xx means the server changed. */
   fromKept: boolean;
+  /** A stateless streamable HTTP server's client: it may serve the next calls (`keptClients`). */
+  keepable: boolean;
 }
+
+/**
+ * The call whose request a client sends: its transport's fetch sends each request within that call's bounds
+ * (`CallScope`: the policy, limits and cancel), so that one client can serve calls one after another and side by side.
+ */
+const currentCall = new AsyncLocalStorage<CallScope>();
+
+/** A kept client and the calls using it: one dropped from `keptClients` closes once no call uses it. */
+interface KeptClient {
+  client: MCPClient;
+  users: number;
+  dropped: boolean;
+}
+
+const closeWhenUnused = (kept: KeptClient) => {
+  if (kept.dropped && kept.users === 0) void kept.client.close().catch(() => {});
+};
+
+/**
+ * Connected clients of stateless streamable HTTP servers, by organization, URL and a digest of the headers sent (at
+ * most 100, each closed after 30 s unused): a call then sends only its `tools/call`, without building a client and
+ * closing it (docs/decisions.md, "Calling tool servers"). A client holds no call's bounds (each request is sent in its
+ * own call's, `currentCall`); a request it sends that fails other than with the server's own JSON-RPC error drops it.
+ */
+const keptClients = new LRUCache<string, KeptClient>({
+  max: 100,
+  ttl: 30_000,
+  updateAgeOnGet: true,
+  ttlAutopurge: true,
+  // A call in flight keeps its client open: closing it would fail the call's request.
+  dispose: (kept) => {
+    kept.dropped = true;
+    closeWhenUnused(kept);
+  },
+});
 
 /**
  * The activities a server listed for these credentials (its URL and a digest of the headers sent, never the headers),
@@ -51,11 +89,13 @@ const listingKey = (target: ServerTarget) =>
 
 /**
  * A client of an MCP server through `@ai-sdk/mcp` (docs/decisions.md, "Calling tool servers"): streamable HTTP
- * first, the older HTTP+SSE transport when the server answers the first POST with 400, 404 or 405. One connection per
- * call, closed after it: the call's bounds hold for every request, and a hung call's abort reaches the server.
+ * first, the older HTTP+SSE transport when the server answers the first POST with 400, 404 or 405. A stateless
+ * streamable HTTP server's client is kept for the next calls of the organization with the same headers; any other is
+ * closed after its call. Every request is sent within the call's bounds, and a hung call's abort reaches the server.
  */
-export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerClient {
+export function mcpClient(target: ServerTarget, scope: CallScope, organizationId: string): ToolServerClient {
   const key = listingKey(target);
+  const clientKey = `${organizationId} ${key}`;
   const listFresh = async (client: MCPClient) => {
     const activities = await listActivities(client, scope);
     listings.set(key, activities);
@@ -65,22 +105,55 @@ export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerCli
    * Connects and uses the connection. A connection from a kept handshake whose request the server refuses with an
    * HTTP 4xx (nothing was done: a restart, another transport) shakes hands again and uses the new one.
    */
-  const withClient = async <T>(use: (client: MCPClient) => Promise<T>): Promise<T> => {
-    let connection = await connect(target, scope);
+  const withClient = <T>(use: (client: MCPClient) => Promise<T>): Promise<T> =>
+    currentCall.run(scope, async () => {
+      const kept = keptClients.get(clientKey);
+      if (kept) {
+        kept.users++;
+        try {
+          return await use(kept.client);
+        } catch (error) {
+          // A cancelled or timed-out request ends only itself; anything else but the server's own error may be the client's.
+          if (!serversOwnError(error) && !scope.signal.aborted) keptClients.delete(clientKey);
+          if (scope.signal.aborted || !refusedBeforeDoing(error)) throw serverFailure(error);
+          handshakes.delete(target.url);
+        } finally {
+          kept.users--;
+          closeWhenUnused(kept);
+        }
+        return usedOnce(await connect(target, scope), use);
+      }
+      return usedOnce(await connect(target, scope), use);
+    });
+  /**
+   * Uses a new connection: kept afterwards when its server is stateless and the call went well, else closed. One from
+   * a kept handshake whose request the server refuses with an HTTP 4xx (nothing was done: a restart, another
+   * transport) shakes hands again and uses the new one.
+   */
+  const usedOnce = async <T>(first: Connection, use: (client: MCPClient) => Promise<T>): Promise<T> => {
+    let connection = first;
+    let keep = false;
     try {
       try {
-        return await use(connection.client);
+        const result = await use(connection.client);
+        keep = connection.keepable;
+        return result;
       } catch (error) {
         if (!connection.fromKept || scope.signal.aborted || !refusedBeforeDoing(error)) throw error;
         handshakes.delete(target.url);
         await connection.client.close().catch(() => {});
         connection = await connect(target, scope);
-        return await use(connection.client);
+        const result = await use(connection.client);
+        keep = connection.keepable;
+        return result;
       }
     } catch (error) {
       throw serverFailure(error);
     } finally {
-      await connection.client.close().catch(() => {});
+      // Another call's client kept meanwhile stays; this one is closed.
+      if (keep && !keptClients.has(clientKey))
+        keptClients.set(clientKey, { client: connection.client, users: 0, dropped: false });
+      else await connection.client.close().catch(() => {});
     }
   };
   return {
@@ -100,6 +173,10 @@ export function mcpClient(target: ServerTarget, scope: CallScope): ToolServerCli
   };
 }
 
+/** The server's JSON-RPC error for one request: its connection, and the client, are as good as before. */
+const serversOwnError = (error: unknown) =>
+  error instanceof MCPClientError && error.code !== undefined && error.statusCode === undefined;
+
 /** An HTTP 4xx answer to a request: the server refused it before doing anything, so it may be sent again. */
 const refusedBeforeDoing = (error: unknown) =>
   error instanceof MCPClientError &&
@@ -117,7 +194,7 @@ async function connect(target: ServerTarget, scope: CallScope): Promise<Connecti
         url: target.url,
         headers: target.headers,
         fetch: (input, init) =>
-          type === "http" && init?.method === "GET" ? noEventStream() : scope.fetch(urlOf(input), init),
+          type === "http" && init?.method === "GET" ? noEventStream() : callOf(scope).fetch(urlOf(input), init),
         ...(type === "http" ? { onSessionIdChange: (id?: string) => void (session ||= id !== undefined) } : {}),
       },
       initializationOptions: { signal: scope.signal },
@@ -127,7 +204,7 @@ async function connect(target: ServerTarget, scope: CallScope): Promise<Connecti
       // does not offer) is not the call's failure; what ends a call is the call's own request or its scope.
       onUncaughtError: () => {},
     });
-  if (kept) return { client: await open("http", kept), fromKept: true };
+  if (kept) return { client: await open("http", kept), fromKept: true, keepable: !session };
   let client: MCPClient;
   try {
     client = await open("http");
@@ -139,14 +216,14 @@ async function connect(target: ServerTarget, scope: CallScope): Promise<Connecti
     )
       throw serverFailure(error);
     try {
-      return { client: await open("sse"), fromKept: false };
+      return { client: await open("sse"), fromKept: false, keepable: false };
     } catch (older) {
       throw serverFailure(older);
     }
   }
   const { initializeResult } = client;
   if (!session && initializeResult.protocolVersion !== discoveredRevision) handshakes.set(target.url, initializeResult);
-  return { client, fromKept: false };
+  return { client, fromKept: false, keepable: !session };
 }
 
 async function listActivities(client: MCPClient, scope: CallScope): Promise<ServerActivity[]> {
@@ -186,6 +263,12 @@ function serverFailure(error: unknown): unknown {
  * stream would close with the call (docs/decisions.md, "Calling tool servers").
  */
 const noEventStream = async () => new Response(null, { status: 405 });
+
+/**
+ * The call a request belongs to: the one running (`currentCall`), or for a client used by one call only, that call.
+ * A kept client sends nothing outside a call (no GET stream, no reconnection): `connecting` is the call that made it.
+ */
+const callOf = (connecting: CallScope) => currentCall.getStore() ?? connecting;
 
 /** The client passes URLs; a Request would carry its own method and body, which this fetch does not read. */
 const urlOf = (input: string | URL | Request) => (input instanceof Request ? input.url : input);

@@ -44,6 +44,8 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
       await tools.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await secretStore.init();
       await runs.createIndex({ organizationId: 1, toolId: 1, createdAt: -1, _id: -1 });
+      // The sweep of runs a stopped process left RUNNING (endRunsStartedBefore): only the few in progress are read.
+      await runs.createIndex({ status: 1, startedAt: 1 });
     },
     ready: ping,
     close,
@@ -51,6 +53,10 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
       await tools.insertOne({ ...toDoc(tool), server: storedServer(server) });
     },
     get: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    getMany: async (organizationId, ids) =>
+      (await tools.find({ _id: { $in: [...ids] }, organizationId }).toArray()).map((d) => toolOf(d)!),
+    getForCall: async (organizationId, id) => toolOf(await tools.findOne({ _id: id, organizationId })),
+    durable: async () => {},
     update: async (organizationId, id, patch, at) =>
       toolOf(
         await tools.findOneAndUpdate(
@@ -85,6 +91,26 @@ export function createMongoToolsStore(db: Db, ping: () => Promise<boolean>, clos
       );
     },
     getRun: async (organizationId, id) => runOf(await runs.findOne({ _id: id, organizationId })),
+    async endRunsStartedBefore(startedBefore, { status, output, statusDetail, logs, at }, limit) {
+      const stale = { status: "RUNNING" as const, startedAt: { $lt: startedBefore } };
+      const ids = (
+        await runs
+          .find(stale, { projection: { _id: 1 } })
+          .sort({ startedAt: 1 })
+          .limit(limit)
+          .toArray()
+      ).map((d) => d._id);
+      if (ids.length === 0) return 0;
+      const set = { status, completedAt: at, updatedAt: at, ...(output === undefined ? {} : { output }) };
+      // The filter is checked again as each run is written (atomic on MongoDB, as endRun's): a run ended meanwhile,
+      // by another replica's sweep, is left as it is. FerretDB does not isolate concurrent updates of one document
+      // (docs/decisions.md, Runs): there two sweeps at once may both end a run, with the same end.
+      const result = await runs.updateMany(
+        { _id: { $in: ids }, ...stale },
+        { $set: statusDetail === undefined ? set : { ...set, statusDetail }, $push: { logs: { $each: logs } } },
+      );
+      return result.modifiedCount;
+    },
     async listRuns(organizationId, toolId, statuses, skip, limit) {
       const query: Filter<Doc<ToolRunRecord>> = {
         organizationId,

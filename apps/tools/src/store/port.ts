@@ -58,6 +58,16 @@ export type ToolPatch = Partial<
 export interface ToolsStore extends StoreLifecycle, SecretStore, ToolRunsStore {
   insert(tool: ToolRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<ToolRecord | undefined>;
+  /** The organization's tools among `ids` (lower-case uuids), in no set order; ids of no such tool are left out. */
+  getMany(organizationId: string, ids: readonly string[]): Promise<ToolRecord[]>;
+  /**
+   * `get` for a call of the tool's server, whose tool run is inserted next: on SQLite it does not wait for the disk
+   * (every earlier write, which the read may have seen, is on disk once that insert is), so that a call waits for one
+   * flush, not two. A caller that answers without inserting waits for `durable()` first.
+   */
+  getForCall(organizationId: string, id: string): Promise<ToolRecord | undefined>;
+  /** Resolves once every write made so far is on disk (SQLite; at once on MongoDB, whose writes are acknowledged). */
+  durable(): Promise<void>;
   update(organizationId: string, id: string, patch: ToolPatch, at: Date): Promise<ToolRecord | undefined>;
   delete(organizationId: string, id: string): Promise<boolean>;
   /** Newest first by created_at, ties by id. */
@@ -104,6 +114,12 @@ export interface ToolRunsStore {
   /** Ends a run still in progress; undefined when there is none with this id. */
   endRun(organizationId: string, id: string, end: ToolRunEnd): Promise<ToolRunRecord | undefined>;
   getRun(organizationId: string, id: string): Promise<ToolRunRecord | undefined>;
+  /**
+   * Ends runs of every organization still RUNNING that started before `startedBefore`, as `end` says; at most
+   * `limit` of them, oldest first. Each is ended only if it is still RUNNING when written (a run ended meanwhile, by
+   * its call or by another replica's sweep, is left as it is). Gives how many it ended.
+   */
+  endRunsStartedBefore(startedBefore: Date, end: ToolRunEnd, limit: number): Promise<number>;
   /** A tool's runs, newest first by created_at, ties by id; only those in `statuses` unless it is empty. */
   listRuns(
     organizationId: string,

@@ -13,6 +13,8 @@ const migrations = [
      runtime_path TEXT NOT NULL, input TEXT NOT NULL, output TEXT, status_detail TEXT, assistant_run_id TEXT, logs TEXT NOT NULL,
      created_by TEXT NOT NULL, created_at INTEGER NOT NULL, started_at INTEGER, completed_at INTEGER, updated_at INTEGER NOT NULL);
    CREATE INDEX tools_runs_by_tool ON tools_runs (organization_id, tool_id, created_at DESC, id DESC);`,
+  // The sweep of runs a stopped process left RUNNING (endRunsStartedBefore): only the few in progress are read.
+  "CREATE INDEX tools_runs_in_progress ON tools_runs (status, started_at);",
 ];
 
 const json = (value: unknown): string | null => (value === undefined ? null : JSON.stringify(value));
@@ -91,6 +93,15 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
     },
     get: async (organizationId, id) =>
       toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    getMany: async (organizationId, ids) =>
+      // By primary key, the organization checked after: as rulesets are read (docs/decisions.md, "Runs obey their rulesets").
+      prepare("SELECT * FROM tools_tools WHERE id IN (SELECT value FROM json_each(?))")
+        .all(JSON.stringify(ids))
+        .map((row) => toolOf(row)!)
+        .filter((tool) => tool.organizationId === organizationId),
+    getForCall: async (organizationId, id) =>
+      toolOf(prepare("SELECT * FROM tools_tools WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    durable: () => handle.durable(),
     // One statement for every patch: a field the patch leaves out (NULL here) keeps its value.
     update: async (organizationId, id, patch, at) =>
       toolOf(
@@ -166,6 +177,27 @@ export function createSqliteToolsStore(handle: SqliteHandle): ToolsStore {
       ),
     getRun: async (organizationId, id) =>
       runOf(prepare("SELECT * FROM tools_runs WHERE id = ? AND organization_id = ?").get(id, organizationId)),
+    // One statement: a run its call ended meanwhile no longer matches `status = 'RUNNING'`, so two sweeps (or a sweep
+    // and the call's own end) never both end it.
+    endRunsStartedBefore: async (startedBefore, end, limit) =>
+      Number(
+        prepare(
+          `UPDATE tools_runs SET status = ?, output = ?, status_detail = ?, completed_at = ?, updated_at = ?,
+           logs = (SELECT json_group_array(value) FROM (SELECT value FROM json_each(tools_runs.logs)
+                   UNION ALL SELECT value FROM json_each(?)))
+         WHERE id IN (SELECT id FROM tools_runs WHERE status = 'RUNNING' AND started_at < ? ORDER BY started_at LIMIT ?)
+           AND status = 'RUNNING'`,
+        ).run(
+          end.status,
+          json(end.output),
+          end.statusDetail ?? null,
+          end.at.getTime(),
+          end.at.getTime(),
+          JSON.stringify(end.logs),
+          startedBefore.getTime(),
+          limit,
+        ).changes,
+      ),
     async listRuns(organizationId, toolId, statuses, skip, limit) {
       const where = statuses.length
         ? "organization_id = ? AND tool_id = ? AND status IN (SELECT value FROM json_each(?))"
