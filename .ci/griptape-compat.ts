@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { apiClient } from "@loom/testing/http";
 import { startMcpServer } from "@loom/testing/mcp-server";
+import { localEmbeddingModel, needsOwnServers, startOwnEmbeddings } from "@loom/testing/own-servers";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { freshS3Bucket } from "@loom/testing/s3";
 import { testServers } from "@loom/testing/servers";
@@ -23,7 +24,9 @@ import { assistantWithTools } from "./griptape-assistant-tools.ts";
  * from a Loom tool backed by a real MCP server (the repo's test server) and
  * calls them; and the generated griptape-cloud-client parses every thread,
  * message, ruleset, rule, tool, secret, knowledge base and data connector
- * operation and GetUser. Then (once) its assistant driver runs an assistant
+ * operation and GetUser; its GriptapeCloudVectorStoreDriver queries knowledge
+ * bases ingested from the bucket, without an embedding model and with the
+ * local embeddings server's. Then (once) its assistant driver runs an assistant
  * whose tool is an MCP server (griptape-assistant-tools.ts).
  * Usage: node .ci/griptape-compat.ts <python with griptape and griptape-cloud-client installed>.
  */
@@ -47,11 +50,19 @@ const storeIndependent = [
   ".ci/compat/cloud_client.py",
   ".ci/compat/observability.py",
   ".ci/compat/cloud_tool.py",
+  // Needs ingest jobs (POST /knowledge-bases/{id}/knowledge-base-jobs) to fill the knowledge bases it queries.
+  ".ci/compat/vector_store_driver.py",
 ];
 
 // The MCP server the cloud tool check's Loom tool points at: on loopback, which the all-in-one allows by default.
 // It answers from this process, so the scripts run without blocking it (no spawnSync).
 const mcp = await startMcpServer();
+// The local embeddings server (all-MiniLM-L6-v2), so the vector store driver's check also queries a knowledge base
+// with an embedding model; without it that half is skipped, saying so.
+const embeddings = needsOwnServers("griptape vector store driver with an embedding model", "embeddings")
+  ? await startOwnEmbeddings()
+  : undefined;
+const embeddingModel = embeddings && `openai-compatible:${localEmbeddingModel.id}`;
 
 const runPython = (script: string, env: Record<string, string>) =>
   new Promise<number | null>((resolve) =>
@@ -66,7 +77,14 @@ for (const store of stores) {
   const url = `http://127.0.0.1:${port}`;
   const loom = await startProcess(
     "apps/loom/src/main.ts",
-    { PORT: String(port), BOOTSTRAP_API_KEY: key, ...env },
+    {
+      PORT: String(port),
+      BOOTSTRAP_API_KEY: key,
+      ...env,
+      ...(embeddings && embeddingModel
+        ? { EMBEDDING_MODELS: embeddingModel, OPENAI_COMPATIBLE_BASE_URL: embeddings.url }
+        : {}),
+    },
     `${url}/healthz`,
   );
   try {
@@ -80,6 +98,7 @@ for (const store of stores) {
         LOOM_BUCKET: bucket,
         LOOM_STORE: store.name,
         MCP_URL: mcp.url,
+        ...(embeddingModel ? { LOOM_EMBEDDING_MODEL: embeddingModel } : {}),
       });
       if (status !== 0) failed = true;
     }
@@ -89,5 +108,6 @@ for (const store of stores) {
   }
 }
 await mcp.close();
+await embeddings?.close();
 if (!(await assistantWithTools(python))) failed = true;
 process.exit(failed ? 1 : 0);

@@ -11,6 +11,12 @@ export interface RetrievalSubject {
   rank: Ranking;
 }
 
+/** A group of subjects, and what to stop once they are scored (a stack they query). */
+export interface RetrievalSubjects {
+  subjects: RetrievalSubject[];
+  close(): Promise<void>;
+}
+
 /** Where the local embeddings server listens, for subjects that embed (a knowledge base's OpenAI-compatible model). */
 export interface LocalEmbeddings {
   url: string;
@@ -32,7 +38,7 @@ export interface LocalEmbeddings {
  */
 export async function benchRetrievalQuality(
   options: {
-    subjects?: (corpus: RetrievalCorpus, embeddings: LocalEmbeddings | undefined) => Promise<RetrievalSubject[]>;
+    subjects?: (corpus: RetrievalCorpus, embeddings: LocalEmbeddings | undefined) => Promise<RetrievalSubjects>;
   } = {},
 ): Promise<void> {
   const corpus = retrievalCorpus();
@@ -42,6 +48,7 @@ export async function benchRetrievalQuality(
       `(${count("rare-term")} rare-term, ${count("paraphrase")} paraphrase)`,
   );
   let server: OwnServer | undefined;
+  let more: RetrievalSubjects | undefined;
   try {
     const keyword = keywordBaseline(corpus);
     const subjects: RetrievalSubject[] = [{ group: "baseline", search: "keyword", rank: keyword }];
@@ -59,7 +66,10 @@ export async function benchRetrievalQuality(
         { group: "baseline", search: "fused", rank: fusedBaseline(keyword, cosine.rank) },
       );
     }
-    if (options.subjects) subjects.push(...(await options.subjects(corpus, embeddings)));
+    if (options.subjects) {
+      more = await options.subjects(corpus, embeddings);
+      subjects.push(...more.subjects);
+    }
 
     const scored: Array<RetrievalSubject & { scores: RetrievalScores }> = [];
     for (const subject of subjects)
@@ -85,6 +95,7 @@ export async function benchRetrievalQuality(
         ),
       );
   } finally {
+    await more?.close();
     await server?.close();
   }
 }

@@ -2,6 +2,8 @@ import { loadavg } from "node:os";
 import { benchEvents } from "./events.ts";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchInProcessTransport } from "./in-process-transport.ts";
+import { queryEndpointSubjects } from "./knowledge-query-subjects.ts";
+import { benchRetrievalQuality } from "./knowledge-retrieval.ts";
 import { benchMemory } from "./memory.ts";
 import { benchReplays } from "./replays.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
@@ -37,7 +39,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing" or "tools": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing", "tools" or "knowledge": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -94,3 +96,4 @@ if (!only || only === "tools") {
       clients: (process.env.BENCH_TOOL_CLIENTS ?? "1,4,16").split(",").map(Number),
     });
 }
+if (!only || only === "knowledge") await benchRetrievalQuality({ subjects: queryEndpointSubjects });

@@ -1,6 +1,6 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset, rule, tool, secret, knowledge base (but their queries and
-searches), knowledge base job and data connector operation and GetUser answer with the status code the
+message, ruleset, rule, tool, secret, knowledge base (with their queries, but
+not their searches, which need a model), knowledge base job and data connector operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
@@ -24,7 +24,10 @@ from griptape_cloud_client.api.knowledge_bases import (
     create_knowledge_base,
     delete_knowledge_base,
     get_knowledge_base,
+    get_knowledge_base_query,
+    list_knowledge_base_queries,
     list_knowledge_bases,
+    query_knowledge_base,
     update_knowledge_base,
 )
 from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
@@ -37,6 +40,7 @@ from griptape_cloud_client.api.users import get_user
 from griptape_cloud_client.models import (
     CreateDataConnectorRequestContent,
     CreateKnowledgeBaseRequestContent,
+    QueryKnowledgeBaseRequestContent,
     CreateMessageRequestContent,
     CreateRuleRequestContent,
     CreateRulesetRequestContent,
@@ -275,6 +279,16 @@ if kb:
         body=UpdateKnowledgeBaseRequestContent(type_="gtc_pg_vector", config=own_index, description="for CI", asset_paths=[f"{bucket}/"]),
     )
     check("updated knowledge base", updated and (updated.description, updated.asset_paths), ("for CI", [f"{bucket}/"]))
+    # Nothing ingested: an empty list of entries, in the shape the client parses; kept and listed.
+    asked = call(
+        query_knowledge_base, 200, knowledge_base_id=kbid, body=QueryKnowledgeBaseRequestContent(query="anything", query_args={"count": 3})
+    )
+    check("query's entries", asked and asked.entries, [])
+    kept = asked and call(get_knowledge_base_query, 200, knowledge_base_query_id=asked.knowledge_base_query_id)
+    check("kept query", kept and kept.query, "anything")
+    queries = call(list_knowledge_base_queries, 200, knowledge_base_id=kbid, page_size=10)
+    check("queries listed", queries and [q.knowledge_base_query_id for q in queries.knowledge_base_queries], [asked and asked.knowledge_base_query_id])
+
     # Ingest jobs: queued with 202; got, listed (with the status filter the client sends), cancelled
     job = call(create_knowledge_base_job, 202, knowledge_base_id=kbid)
     if job:

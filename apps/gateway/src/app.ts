@@ -32,6 +32,7 @@ import { chatOperations } from "./routes/chat.ts";
 import { dataConnectorOperations } from "./routes/data-connectors.ts";
 import { assistantEventOperations } from "./routes/events.ts";
 import { knowledgeBaseJobOperations } from "./routes/knowledge-base-jobs.ts";
+import { knowledgeBaseQueryOperations } from "./routes/knowledge-base-queries.ts";
 import { knowledgeBaseOperations } from "./routes/knowledge-bases.ts";
 import { messageOperations } from "./routes/messages.ts";
 import { ruleOperations } from "./routes/rules.ts";
@@ -101,6 +102,7 @@ export function publicOperations(
     ...toolActivityOperations(clients),
     ...knowledgeBaseOperations(clients),
     ...knowledgeBaseJobOperations(clients),
+    ...knowledgeBaseQueryOperations(clients),
     ...dataConnectorOperations(clients),
   ];
 }

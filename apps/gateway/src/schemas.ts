@@ -518,3 +518,58 @@ export const knowledgeBaseJobListSchema = z.strictObject({
   knowledge_base_jobs: z.array(knowledgeBaseJobSchema),
   pagination: paginationSchema,
 });
+
+/**
+ * A chunk a query found, as griptape's vector store entry: exactly these keys, since griptape 1.13's
+ * `BaseVectorStoreDriver.Entry` takes no other (an extra key is a TypeError in its driver).
+ */
+export const knowledgeBaseQueryEntrySchema = z.strictObject({
+  id: z.string(),
+  score: z.number(),
+  vector: z.array(z.number()).nullable().meta({ description: "The chunk's embedding when include_vectors was asked" }),
+  meta: z.strictObject({
+    artifact: z.string().meta({
+      description:
+        "The chunk as a griptape TextArtifact serialized as JSON; its meta names the asset and the chunk's place",
+    }),
+  }),
+  namespace: z.null(),
+});
+
+/** Griptape Cloud's KnowledgeBaseQueryDetail (docs/api.md, Querying knowledge bases). */
+export const knowledgeBaseQuerySchema = z.strictObject({
+  knowledge_base_query_id: uuidString,
+  knowledge_base_id: uuidString,
+  query: z.string(),
+  // Loom's: what the query was answered with.
+  query_args: z.strictObject({ count: z.number().int(), include_vectors: z.boolean() }),
+  mode: z.enum(["keyword", "hybrid"]).meta({
+    description: "keyword: BM25 only (no embedding model); hybrid: keyword and vector search fused",
+  }),
+  entries: z.array(knowledgeBaseQueryEntrySchema),
+  created_at: timestamp,
+  created_by: z.string(),
+});
+
+export const knowledgeBaseQueryListSchema = z.strictObject({
+  knowledge_base_queries: z.array(knowledgeBaseQuerySchema),
+  pagination: paginationSchema,
+});
+
+/** Griptape Cloud's KnowledgeBaseSearchDetail (docs/api.md, Querying knowledge bases). */
+export const knowledgeBaseSearchSchema = z.strictObject({
+  knowledge_base_search_id: uuidString,
+  knowledge_base_id: uuidString,
+  query: z.string(),
+  result: z.string().meta({ description: "The answer the search model wrote from the chunks found" }),
+  // Loom's: the model that wrote it and the chunks it was given (entries as a query's).
+  model: z.string(),
+  entries: z.array(knowledgeBaseQueryEntrySchema),
+  created_at: timestamp,
+  created_by: z.string(),
+});
+
+export const knowledgeBaseSearchListSchema = z.strictObject({
+  knowledge_base_searches: z.array(knowledgeBaseSearchSchema),
+  pagination: paginationSchema,
+});

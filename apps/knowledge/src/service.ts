@@ -7,6 +7,7 @@ import { pageInfo, pageWindow } from "@loom/contracts/paging";
 import { checkText, nameProblem } from "@loom/contracts/text";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
 import { KnowledgeBaseJobsService } from "@loom/proto/knowledge/v1/knowledge_base_jobs_pb";
+import { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { type KnowledgeBaseSchema, KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { requirePrincipal } from "@loom/server/principal";
@@ -15,6 +16,9 @@ import { checkAssetPaths } from "./asset-paths.ts";
 import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-connectors-service.ts";
 import type { ChunkIndex } from "./index/port.ts";
 import { createJobsHandlers } from "./jobs-service.ts";
+import type { EmbedText } from "./query/embed-query.ts";
+import { createQueriesHandlers } from "./query/queries-service.ts";
+import type { AnswerFromChunks } from "./query/search-model.ts";
 import type { KnowledgeBasePatch, KnowledgeBaseRecord, KnowledgeBasesStore } from "./store/port.ts";
 
 export interface KnowledgeDeps {
@@ -23,10 +27,14 @@ export interface KnowledgeDeps {
   storage: Client<typeof StorageService>;
   /** The embedding models a knowledge base may pick (EMBEDDING_MODELS). */
   embeddingModels: readonly string[];
-  /** The chunk index: a deleted knowledge base's chunks leave it. */
+  /** The chunks of every knowledge base: searched by queries; a deleted knowledge base's chunks leave it. */
   index: ChunkIndex;
   /** Tells the ingest worker a job is queued. */
   jobQueued: () => void;
+  /** Embeds a query with a knowledge base's model. */
+  embed: EmbedText;
+  /** Writes a search's answer from the chunks found. */
+  answer: AnswerFromChunks;
   now?: () => Date;
 }
 
@@ -127,6 +135,10 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
     async deleteKnowledgeBase(req, ctx) {
       const { organizationId } = requirePrincipal(ctx);
       const knowledgeBaseId = req.knowledgeBaseId.toLowerCase();
+      if (!(await store.get(organizationId, knowledgeBaseId))) throw notFound("knowledge base");
+      // Its kept queries and searches (they quote its chunks) go first: a stop in between leaves the knowledge base
+      // without them, never them readable without it.
+      await store.deleteQueriesOf(organizationId, knowledgeBaseId);
       if (!(await store.delete(organizationId, knowledgeBaseId))) throw notFound("knowledge base");
       // After the record, so a stop in between leaves only what no query reaches (docs/decisions.md, "Ingest
       // jobs"): its jobs (a running one sees its job gone at its next check and stops), then its chunks.
@@ -163,14 +175,23 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
   // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
   const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
   const jobs = createJobsHandlers({ store, queued: deps.jobQueued, now });
+  const queries = createQueriesHandlers({ store, index: deps.index, embed: deps.embed, answer: deps.answer, now });
   return storeBackedService(
     "knowledge",
     (router) => {
       router.service(KnowledgeBasesService, impl);
       router.service(DataConnectorsService, dataConnectors);
       router.service(KnowledgeBaseJobsService, jobs);
+      router.service(KnowledgeBaseQueriesService, queries);
     },
-    store,
+    // Ready while both the records and the index answer; closing closes both.
+    {
+      ready: async () => (await store.ready()) && (await deps.index.ready()),
+      close: async () => {
+        await deps.index.close();
+        await store.close();
+      },
+    },
   );
 }
 

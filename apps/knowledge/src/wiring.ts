@@ -10,6 +10,8 @@ import type { ChunkIndex } from "./index/port.ts";
 import type { IngestSettings } from "./ingest/limits.ts";
 import { runIngestJob } from "./ingest/run-job.ts";
 import { createIngestWorker } from "./ingest/worker.ts";
+import { aiSdkEmbedder } from "./query/embed-query.ts";
+import { type SearchSettings, searchModel } from "./query/search-model.ts";
 import { createKnowledgeService } from "./service.ts";
 import { createMongoKnowledgeBasesStore } from "./store/mongo.ts";
 import type { KnowledgeBasesStore } from "./store/port.ts";
@@ -28,12 +30,13 @@ export interface KnowledgeStores {
   index: ChunkIndex;
 }
 
-export const openKnowledgeStores = async (settings: StoreSettings): Promise<KnowledgeStores> => ({
+/** Both stores; `index` when a test gives one of its own (seeded through the index's port). */
+export const openKnowledgeStores = async (settings: StoreSettings, index?: ChunkIndex): Promise<KnowledgeStores> => ({
   store: await openKnowledgeStore(settings),
-  index: await openChunkIndex(settings),
+  index: index ?? (await openChunkIndex(settings)),
 });
 
-export type KnowledgeSettings = EmbeddingSettings & Partial<IngestSettings>;
+export type KnowledgeSettings = EmbeddingSettings & SearchSettings & Partial<IngestSettings>;
 
 /** The knowledge service as its process holds it: with its chunk index, which tests read. */
 export interface WiredKnowledgeService extends RpcService {
@@ -42,7 +45,7 @@ export interface WiredKnowledgeService extends RpcService {
 
 /**
  * Stores → service and a started ingest worker: shared by main.ts, the all-in-one process and the tests.
- * EMBEDDING_MODELS is checked first, so a bad one fails the start.
+ * EMBEDDING_MODELS and KNOWLEDGE_SEARCH_MODEL are checked first, so a bad one fails the start.
  */
 export async function wireKnowledge(
   { store, index }: KnowledgeStores,
@@ -50,6 +53,7 @@ export async function wireKnowledge(
   peers: { storage: Transport; logger: Logger },
 ): Promise<WiredKnowledgeService> {
   const embeddingModels = embeddingModelNames(settings);
+  const answer = searchModel(settings);
   await store.init();
   await index.init();
   const storage = clientFor(StorageService, peers.storage);
@@ -78,15 +82,23 @@ export async function wireKnowledge(
         signal,
       ),
   });
-  const service = createKnowledgeService({ store, index, storage, embeddingModels, jobQueued: worker.wake, now });
+  const service = createKnowledgeService({
+    store,
+    index,
+    storage,
+    embeddingModels,
+    jobQueued: worker.wake,
+    embed: aiSdkEmbedder(settings),
+    answer,
+    now,
+  });
   worker.start();
   return {
     ...service,
     index,
     async close() {
       await worker.stop();
-      await index.close();
-      await service.close();
+      await service.close(); // the index and the store
     },
   };
 }

@@ -2,6 +2,7 @@ import { limitSettings } from "@loom/gateway/config";
 import { identitySettings, requireBillingUrls, requireOidcClaims } from "@loom/identity/config";
 import { embeddingSettings } from "@loom/knowledge/embedding-models";
 import { ingestSettings } from "@loom/knowledge/ingest/limits";
+import { searchSettings } from "@loom/knowledge/query/search-model";
 import { runSettings } from "@loom/runs/config";
 import { env, httpSettings } from "@loom/runtime/config";
 import { storageSettings } from "@loom/storage/config";
@@ -34,6 +35,7 @@ export const loomConfigSchema = z
     ...toolCallSettings,
     ...embeddingSettings,
     ...ingestSettings,
+    ...searchSettings,
     PORT: env.port(8080),
     // Loopback by default: a laptop's first start prints an admin key.
     HOST: z.string().default("127.0.0.1"),

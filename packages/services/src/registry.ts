@@ -6,6 +6,7 @@ import { BillingService } from "@loom/proto/identity/v1/billing_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { DataConnectorsService } from "@loom/proto/knowledge/v1/data_connectors_pb";
 import { KnowledgeBaseJobsService } from "@loom/proto/knowledge/v1/knowledge_base_jobs_pb";
+import { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { RunsService } from "@loom/proto/runs/v1/runs_pb";
@@ -104,11 +105,12 @@ export const services = {
     calls: [],
   },
   knowledge: {
-    // Data connectors and ingest jobs live beside the knowledge bases they serve. One service, three contracts.
+    // Data connectors, ingest jobs and queries live beside the knowledge bases they serve. One service, four contracts.
     rpc: {
       knowledgeBases: KnowledgeBasesService,
       dataConnectors: DataConnectorsService,
       knowledgeBaseJobs: KnowledgeBaseJobsService,
+      knowledgeBaseQueries: KnowledgeBaseQueriesService,
     },
     urlVariable: "KNOWLEDGE_URL",
     port: 8087,

@@ -3,6 +3,7 @@ import type { Collection, Db } from "mongodb";
 import { createMongoDataConnectorStore } from "./data-connectors-mongo.ts";
 import { createMongoJobStore } from "./jobs-mongo.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
+import { createMongoQueryStore } from "./queries-mongo.ts";
 
 /** MongoDB adapter: a collection of knowledge bases (and the connectors part's), scoped by organizationId in every query. */
 export function createMongoKnowledgeBasesStore(
@@ -13,14 +14,17 @@ export function createMongoKnowledgeBasesStore(
   const knowledgeBases: Collection<Doc<KnowledgeBaseRecord>> = db.collection("knowledge_bases");
   const connectorStore = createMongoDataConnectorStore(db);
   const jobStore = createMongoJobStore(db);
+  const queryStore = createMongoQueryStore(db);
   return {
     ...connectorStore,
     ...jobStore,
+    ...queryStore,
     async init() {
       await knowledgeBases.createIndex({ organizationId: 1, createdAt: -1, _id: -1 });
       await knowledgeBases.createIndex({ organizationId: 1, dataConnectorIds: 1 });
       await connectorStore.init();
       await jobStore.init();
+      await queryStore.init();
     },
     ready: ping,
     close,

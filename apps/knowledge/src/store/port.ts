@@ -2,6 +2,7 @@ import type { Page } from "@loom/contracts/paging";
 import type { StoreLifecycle } from "@loom/store/open";
 import type { DataConnectorStore } from "./data-connectors.ts";
 import type { KnowledgeBaseJobStore } from "./jobs.ts";
+import type { KnowledgeBaseQueryStore } from "./queries.ts";
 
 export interface KnowledgeBaseRecord {
   id: string;
@@ -26,11 +27,15 @@ export type KnowledgeBasePatch = Partial<
 
 /**
  * The knowledge service's store: its knowledge bases and, in the same
- * database, the data connectors they name (the `DataConnectorStore` part) and their ingest jobs
- * (the `KnowledgeBaseJobStore` part).
+ * database, the data connectors they name (the `DataConnectorStore` part), their ingest jobs
+ * (the `KnowledgeBaseJobStore` part) and their kept queries (the `KnowledgeBaseQueryStore` part).
  * Every read and write is scoped to one organization: another's do not exist.
  */
-export interface KnowledgeBasesStore extends StoreLifecycle, DataConnectorStore, KnowledgeBaseJobStore {
+export interface KnowledgeBasesStore
+  extends StoreLifecycle,
+    DataConnectorStore,
+    KnowledgeBaseJobStore,
+    KnowledgeBaseQueryStore {
   insert(knowledgeBase: KnowledgeBaseRecord): Promise<void>;
   get(organizationId: string, id: string): Promise<KnowledgeBaseRecord | undefined>;
   update(

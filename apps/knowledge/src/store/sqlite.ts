@@ -2,6 +2,7 @@ import { dateOf, newestFirstOrder, type Row, type SqliteHandle, sqliteLifecycle 
 import { createSqliteDataConnectorStore, dataConnectorsMigration } from "./data-connectors-sqlite.ts";
 import { createSqliteJobStore, jobsMigration } from "./jobs-sqlite.ts";
 import type { KnowledgeBaseRecord, KnowledgeBasesStore } from "./port.ts";
+import { createSqliteQueryStore, queriesMigration } from "./queries-sqlite.ts";
 
 /** Schema versions of the knowledge tables (kit `migrate`): append, never edit. */
 const migrations = [
@@ -11,6 +12,7 @@ const migrations = [
    CREATE INDEX knowledge_bases_by_organization ON knowledge_bases (organization_id, created_at DESC, id DESC);`,
   dataConnectorsMigration,
   jobsMigration,
+  queriesMigration,
 ];
 
 const knowledgeBaseOf = (row: Row | undefined): KnowledgeBaseRecord | undefined =>
@@ -37,6 +39,7 @@ export function createSqliteKnowledgeBasesStore(handle: SqliteHandle): Knowledge
     ...sqliteLifecycle(handle, "knowledge", migrations),
     ...createSqliteDataConnectorStore(handle),
     ...createSqliteJobStore(handle),
+    ...createSqliteQueryStore(handle),
 
     async insert(kb) {
       prepare(
