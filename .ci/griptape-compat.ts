@@ -82,7 +82,8 @@ for (const store of stores) {
       BOOTSTRAP_API_KEY: key,
       ...env,
       ...(embeddings && embeddingModel
-        ? { EMBEDDING_MODELS: embeddingModel, OPENAI_COMPATIBLE_BASE_URL: embeddings.url }
+        ? // A provider's address set, the all-in-one asks for DEFAULT_MODEL too: the offline echo the checks use.
+          { EMBEDDING_MODELS: embeddingModel, OPENAI_COMPATIBLE_BASE_URL: embeddings.url, DEFAULT_MODEL: "loom:echo" }
         : {}),
     },
     `${url}/healthz`,
