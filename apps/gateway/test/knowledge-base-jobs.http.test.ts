@@ -230,15 +230,91 @@ describe.each(storeKinds("knowledge base jobs over HTTP"))("knowledge base jobs 
     await admin.patch(`/knowledge-bases/${kbId}`, { config: { gtc_pg_vector: { embedding_model: model } } });
   });
 
-  it("keeps within KNOWLEDGE_MAX_BYTES_PER_JOB and KNOWLEDGE_MAX_CHUNKS_PER_BASE: the files past them are errors", async () => {
+  /** The jobs listed for the knowledge base. */
+  const jobsOf = async (kb: string) =>
+    knowledgeBaseJobListSchema.parse((await admin.get(`/knowledge-bases/${kb}/knowledge-base-jobs`)).body)
+      .knowledge_base_jobs;
+
+  it("refuses with 409 a job that would read more than KNOWLEDGE_MAX_BYTES_PER_JOB, writing nothing; a narrower one runs", async () => {
+    const bucket = (await admin.post("/buckets", { name: "too-big" })).body.bucket_id;
+    await upload(bucket, "huge.txt", "a ".repeat(limits.bytesPerJob / 2 + 1), "text/plain");
+    await upload(bucket, "small.txt", "The kakapo lives here.", "text/plain");
+    const kb = (await admin.post("/knowledge-bases", { name: "Too big", asset_paths: [`${bucket}/`] })).body
+      .knowledge_base_id;
+    const total = sizes["huge.txt"]! + sizes["small.txt"]!;
+    const body = expectError(await admin.post(`/knowledge-bases/${kb}/knowledge-base-jobs`), 409, "Conflict");
+    expect(body.errors[0]!.message).toBe(
+      `the job would read ${total} bytes (2 files new or changed), more than KNOWLEDGE_MAX_BYTES_PER_JOB (${limits.bytesPerJob}); narrow the knowledge base's asset paths or data connectors and widen them again over several jobs (each reads only new or changed files), or raise KNOWLEDGE_MAX_BYTES_PER_JOB`,
+    );
+    expect(await jobsOf(kb)).toEqual([]);
+    expect((await admin.patch(`/knowledge-bases/${kb}`, { asset_paths: [`${bucket}/small.txt`] })).status).toBe(200);
+    const job = await finished((await ingest(kb)).knowledge_base_job_id);
+    expect([job.status, job.errors]).toEqual(["SUCCEEDED", []]);
+    expect(await jobsOf(kb)).toHaveLength(1);
+  });
+
+  it("refuses with 409 a job of a full knowledge base with files to add; one that only skips or removes runs", async () => {
+    const bucket = (await admin.post("/buckets", { name: "full" })).body.bucket_id;
+    await upload(bucket, "kept.txt", "The takahe is rare.", "text/plain");
+    await upload(bucket, "old.txt", "The weka is curious.", "text/plain");
+    const kb = (await admin.post("/knowledge-bases", { name: "Full", asset_paths: [`${bucket}/`] })).body
+      .knowledge_base_id;
+    expect((await finished((await ingest(kb)).knowledge_base_job_id)).status).toBe("SUCCEEDED");
+    // kept.txt made to hold the whole limit, at the version the job indexed: unchanged, so a job skips it.
+    const kbScope = { organizationId: orgId, knowledgeBaseId: kb };
+    const kept = (await index().indexedAssets(kbScope)).find((a) => a.path === "kept.txt")!;
+    const filler = Array.from({ length: limits.chunksPerBase }, (_, i) => ({
+      text: `filler ${i}`,
+      position: { index: i, start: i, end: i + 1 },
+    }));
+    await index().replaceAsset(kbScope, kept, filler, new Date());
+    expect(await index().countChunks(kbScope)).toBe(limits.chunksPerBase + 1);
+
+    // Nothing new: the job skips kept.txt and old.txt, and is accepted.
+    expect((await finished((await ingest(kb)).knowledge_base_job_id)).status).toBe("SUCCEEDED");
+    await upload(bucket, "new.txt", "The kea steals wipers.", "text/plain");
+    await upload(bucket, "old.txt", "The weka is curious and bold.", "text/plain");
+    const body = expectError(await admin.post(`/knowledge-bases/${kb}/knowledge-base-jobs`), 409, "Conflict");
+    expect(body.errors[0]!.message).toBe(
+      `the knowledge base is full: it holds ${limits.chunksPerBase + 1} chunks, KNOWLEDGE_MAX_CHUNKS_PER_BASE is ${limits.chunksPerBase}, and its sources have 2 files new or changed with no room for them; take files out of its asset paths or data connectors (a job then removes their chunks), or raise KNOWLEDGE_MAX_CHUNKS_PER_BASE`,
+    );
+    expect(await jobsOf(kb)).toHaveLength(2);
+
+    // Taking kept.txt out of the sources: the job removes its chunks, which makes room for the others.
+    expect(
+      (await admin.patch(`/knowledge-bases/${kb}`, { asset_paths: [`${bucket}/new.txt`, `${bucket}/old.txt`] })).status,
+    ).toBe(200);
+    const job = await finished((await ingest(kb)).knowledge_base_job_id);
+    expect([job.status, job.errors]).toEqual(["SUCCEEDED", []]);
+    expect((await index().indexedAssets(kbScope)).map((a) => a.path)).toEqual(["new.txt", "old.txt"]);
+  });
+
+  it("keeps within both limits file by file when files grow after the job was accepted", async () => {
     const bucket = (await admin.post("/buckets", { name: "big" })).body.bucket_id;
+    await upload(bucket, "huge.txt", "Small for now.", "text/plain");
+    await upload(bucket, "many.txt", "Small for now too.", "text/plain");
+    await upload(bucket, "small.txt", "The kakapo lives here.", "text/plain");
+    const kb = (
+      await admin.post("/knowledge-bases", {
+        name: "Limits",
+        config: { gtc_pg_vector: { embedding_model: model } },
+        asset_paths: [`${bucket}/`],
+      })
+    ).body.knowledge_base_id;
+    // The first job is held at its first embedding, so the second waits QUEUED while the files grow.
+    const held: Array<() => void> = [];
+    embedder.reply((request, res) => held.push(() => embeddingsAnswer(request, res)));
+    const first = await ingest(kb);
+    for (let i = 0; i < 100 && held.length === 0; i++) await new Promise((resolve) => setTimeout(resolve, 50));
+    const second = await ingest(kb);
+    expect(second.status).toBe("QUEUED");
     await upload(bucket, "huge.txt", "a ".repeat(limits.bytesPerJob / 2 + 1), "text/plain");
     const sentences = Array.from({ length: 1200 }, (_, i) => `Sentence ${i} is about the kiwi count.`).join(" ");
     await upload(bucket, "many.txt", sentences, "text/plain");
-    await upload(bucket, "small.txt", "The kakapo lives here.", "text/plain");
-    const kb = (await admin.post("/knowledge-bases", { name: "Limits", asset_paths: [`${bucket}/`] })).body
-      .knowledge_base_id;
-    const job = await finished((await ingest(kb)).knowledge_base_job_id);
+    embedder.reply(embeddingsAnswer);
+    held.splice(0).forEach((release) => release());
+    await finished(first.knowledge_base_job_id);
+    const job = await finished(second.knowledge_base_job_id);
     expect(job.status).toBe("SUCCEEDED");
     expect(job.errors.map((e) => [e.path, e.type])).toEqual([
       [`${bucket}/huge.txt`, "limit_exceeded"],
@@ -313,11 +389,17 @@ describe.each(storeKinds("knowledge base jobs over HTTP"))("knowledge base jobs 
     expect(await index().indexedAssets({ organizationId: orgId, knowledgeBaseId: kb })).toEqual([]);
   });
 
-  it("fails a job, saying so, when storage does not answer after its retries", async () => {
+  it("answers 503 to a job's create while storage does not answer, queueing nothing", async () => {
     const kb = (await admin.post("/knowledge-bases", { name: "No storage", asset_paths: [`${bucketId}/`] })).body;
     await stack.stopService("storage");
-    const job = await finished((await ingest(kb.knowledge_base_id)).knowledge_base_job_id);
-    expect(job.status).toBe("FAILED");
-    expect(job.status_detail).toMatch(/^storage did not answer \(listing the assets of bucket .*\) after 3 attempts/);
+    const body = expectError(
+      await admin.post(`/knowledge-bases/${kb.knowledge_base_id}/knowledge-base-jobs`),
+      503,
+      "Unavailable",
+    );
+    expect(body.errors[0]!.message).toMatch(
+      /^storage did not answer \(listing the assets of bucket .*\) after 3 attempts.*; no job was queued: try again$/,
+    );
+    expect(await jobsOf(kb.knowledge_base_id)).toEqual([]);
   });
 });

@@ -1,6 +1,6 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { timestampFromDate } from "@bufbuild/protobuf/wkt";
-import type { ServiceImpl } from "@connectrpc/connect";
+import type { Client, ServiceImpl } from "@connectrpc/connect";
 import { notFound } from "@loom/contracts/errors";
 import { newId } from "@loom/contracts/ids";
 import { pageInfo, pageWindow } from "@loom/contracts/paging";
@@ -9,28 +9,35 @@ import {
   KnowledgeBaseJobStatus,
   type KnowledgeBaseJobsService,
 } from "@loom/proto/knowledge/v1/knowledge_base_jobs_pb";
+import type { StorageService } from "@loom/proto/storage/v1/storage_pb";
 import { requirePrincipal } from "@loom/server/principal";
+import type { ChunkIndex } from "./index/port.ts";
+import { refusalOfJob } from "./ingest/admit-job.ts";
+import type { IngestLimits } from "./ingest/limits.ts";
 import type { JobStatus, KnowledgeBaseJobRecord } from "./store/jobs.ts";
 import type { KnowledgeBasesStore } from "./store/port.ts";
 
 export interface JobsHandlersDeps {
   store: KnowledgeBasesStore;
+  /** The index and storage's listing: a job past the limits is refused before it is written. */
+  index: ChunkIndex;
+  storage: Client<typeof StorageService>;
+  limits: IngestLimits;
   /** Tells this process's worker a job is queued (other replicas find it at their next poll). */
   queued: () => void;
   now: () => Date;
 }
 
 /** The KnowledgeBaseJobsService handlers: jobs are written here and run by the ingest worker (ingest/worker.ts). */
-export function createJobsHandlers({
-  store,
-  queued,
-  now,
-}: JobsHandlersDeps): ServiceImpl<typeof KnowledgeBaseJobsService> {
+export function createJobsHandlers(deps: JobsHandlersDeps): ServiceImpl<typeof KnowledgeBaseJobsService> {
+  const { store, queued, now } = deps;
   return {
     async createKnowledgeBaseJob(req, ctx) {
       const principal = requirePrincipal(ctx);
       const kb = await store.get(principal.organizationId, req.knowledgeBaseId.toLowerCase());
       if (!kb) throw notFound("knowledge base");
+      const refusal = await refusalOfJob(deps, kb, principal);
+      if (refusal) throw refusal;
       const at = now();
       const job: KnowledgeBaseJobRecord = {
         id: newId(),

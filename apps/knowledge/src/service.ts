@@ -15,6 +15,7 @@ import { type RpcService, storeBackedService } from "@loom/server/rpc-service";
 import { checkAssetPaths } from "./asset-paths.ts";
 import { checkDataConnectorIds, createDataConnectorsHandlers } from "./data-connectors-service.ts";
 import type { ChunkIndex } from "./index/port.ts";
+import type { IngestLimits } from "./ingest/limits.ts";
 import { createJobsHandlers } from "./jobs-service.ts";
 import type { EmbedText } from "./query/embed-query.ts";
 import { createQueriesHandlers } from "./query/queries-service.ts";
@@ -29,6 +30,8 @@ export interface KnowledgeDeps {
   embeddingModels: readonly string[];
   /** The chunks of every knowledge base: searched by queries; a deleted knowledge base's chunks leave it. */
   index: ChunkIndex;
+  /** The ingest's limits: a job past them is refused at its create. */
+  limits: IngestLimits;
   /** Tells the ingest worker a job is queued. */
   jobQueued: () => void;
   /** Embeds a query with a knowledge base's model. */
@@ -174,7 +177,14 @@ export function createKnowledgeService(deps: KnowledgeDeps): RpcService {
 
   // Data connectors are the knowledge service's too: they live beside the knowledge bases that name them.
   const dataConnectors = createDataConnectorsHandlers({ store, storage, now });
-  const jobs = createJobsHandlers({ store, queued: deps.jobQueued, now });
+  const jobs = createJobsHandlers({
+    store,
+    index,
+    storage,
+    limits: deps.limits,
+    queued: deps.jobQueued,
+    now,
+  });
   const queries = createQueriesHandlers({ store, index: deps.index, embed: deps.embed, answer: deps.answer, now });
   return storeBackedService(
     "knowledge",

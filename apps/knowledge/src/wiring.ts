@@ -7,7 +7,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import { type EmbeddingSettings, embeddingModelNames } from "./embedding-models.ts";
 import { openChunkIndex } from "./index/open.ts";
 import type { ChunkIndex } from "./index/port.ts";
-import type { IngestSettings } from "./ingest/limits.ts";
+import type { IngestLimits, IngestSettings } from "./ingest/limits.ts";
 import { runIngestJob } from "./ingest/run-job.ts";
 import { createIngestWorker } from "./ingest/worker.ts";
 import { aiSdkEmbedder } from "./query/embed-query.ts";
@@ -58,6 +58,10 @@ export async function wireKnowledge(
   await index.init();
   const storage = clientFor(StorageService, peers.storage);
   const now = () => new Date();
+  const limits: IngestLimits = {
+    maxChunksPerBase: settings.KNOWLEDGE_MAX_CHUNKS_PER_BASE ?? 200_000,
+    maxBytesPerJob: settings.KNOWLEDGE_MAX_BYTES_PER_JOB ?? 256 * 1024 * 1024,
+  };
   const worker = createIngestWorker({
     store,
     logger: peers.logger,
@@ -71,10 +75,7 @@ export async function wireKnowledge(
           storage,
           embedding: settings,
           embeddingModels,
-          limits: {
-            maxChunksPerBase: settings.KNOWLEDGE_MAX_CHUNKS_PER_BASE ?? 200_000,
-            maxBytesPerJob: settings.KNOWLEDGE_MAX_BYTES_PER_JOB ?? 256 * 1024 * 1024,
-          },
+          limits,
           now,
         },
         job,
@@ -87,6 +88,7 @@ export async function wireKnowledge(
     index,
     storage,
     embeddingModels,
+    limits,
     jobQueued: worker.wake,
     embed: aiSdkEmbedder(settings),
     answer,

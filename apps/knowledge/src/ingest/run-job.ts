@@ -11,9 +11,10 @@ import type { JobFileError, JobStatus, KnowledgeBaseJobRecord } from "../store/j
 import type { KnowledgeBasesStore } from "../store/port.ts";
 import { type Checkpoint, embedTexts } from "./embed.ts";
 import type { IngestLimits } from "./limits.ts";
+import { planIngest } from "./plan.ts";
 import { readAsset } from "./read-asset.ts";
 import { JobFailure } from "./retry.ts";
-import { listSourceAssets, type SourceAsset, sourcePaths } from "./sources.ts";
+import type { SourceAsset } from "./sources.ts";
 
 export interface IngestDeps {
   store: KnowledgeBasesStore;
@@ -74,37 +75,18 @@ export async function runIngestJob(
   };
   const saveAccount = () => store.updateUnfinishedJob(job.id, { ...account }, now());
 
-  const connectors = [];
-  for (const id of kb.dataConnectorIds) {
-    const connector = await store.getDataConnector(job.organizationId, id);
-    if (connector) connectors.push(connector);
-    else fileError({ path: id, type: "not_found", message: `data connector ${id} no longer exists` });
-  }
   await index.sweep(scope);
-  const assets = await listSourceAssets(deps.storage, principal, sourcePaths(kb, connectors), account.errors);
-  // A chunk's vectors are its model's: the model is part of an asset's version.
-  const versionOf = (asset: SourceAsset) => `${asset.version}|${kb.embeddingModel}`;
-
-  let indexed = await index.indexedAssets(scope);
-  // Another model's vectors (or none, or another dimension, which one knowledge base's index cannot hold beside
-  // them): the index starts again, and every file is read below.
-  if (indexed.some((a) => !a.version.endsWith(`|${kb.embeddingModel}`))) {
-    await index.removeKnowledgeBase(scope);
-    indexed = [];
-  }
-  for (const old of indexed) {
-    if (assets.has(`${old.bucketId}/${old.path}`)) continue;
+  const plan = await planIngest(deps, kb, principal, account.errors);
+  // The index starts again when it holds another model's vectors: every file is read below.
+  if (plan.restart) await index.removeKnowledgeBase(scope);
+  for (const old of plan.gone) {
     if (!(await goOn())) return cancelled;
     await index.removeAsset(scope, old);
   }
-  const indexedVersions = new Map(indexed.map((a) => [`${a.bucketId}/${a.path}`, a]));
   let chunkCount = await index.countChunks(scope);
   const model = kb.embeddingModel === "" ? undefined : embeddingModel(kb.embeddingModel, deps.embedding);
 
-  for (const [key, asset] of [...assets].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    const before = indexedVersions.get(key);
-    const version = versionOf(asset);
-    if (before?.version === version) continue;
+  for (const { key, asset, version, before } of plan.toRead) {
     if (!(await goOn())) return cancelled;
     if (account.bytesIngested + asset.size > limits.maxBytesPerJob) {
       fileError({
