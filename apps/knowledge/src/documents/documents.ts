@@ -3,9 +3,6 @@ import { type DocumentBytes, decodedText, wholeBytes } from "./bytes.ts";
 import { type Chunk, type ChunkOptions, defaultChunkOptions } from "./chunk.ts";
 import { createChunker } from "./chunker.ts";
 import { documentFormat } from "./formats.ts";
-import { htmlBlocks } from "./html.ts";
-import { markdownBlocks } from "./markdown.ts";
-import { pdfBlocks } from "./pdf.ts";
 import { plainTextBlocks } from "./plain-text.ts";
 
 /** A file to read: an asset's name, its content type as stored, and its bytes. */
@@ -44,12 +41,19 @@ export async function* documentBlocks(
   switch (format) {
     case "text":
       return yield* plainTextBlocks(decodedText(input.bytes, input.contentType));
-    case "markdown":
+    // The parsers are loaded when a file first needs them: a process that never ingests does not hold them
+    // (the all-in-one's memory at rest counts, docs/decisions.md "Extracting and chunking documents").
+    case "markdown": {
+      const { markdownBlocks } = await import("./markdown.ts");
       return yield* markdownBlocks(decodedText(input.bytes, input.contentType));
-    case "html":
+    }
+    case "html": {
+      const { htmlBlocks } = await import("./html.ts");
       return yield* htmlBlocks(decodedText(input.bytes, input.contentType));
+    }
     case "pdf": {
       const bytes = await wholeBytes(input.bytes, options.maxWholeFileBytes, JSON.stringify(input.name));
+      const { pdfBlocks } = await import("./pdf.ts");
       return yield* pdfBlocks(bytes, input.name);
     }
   }

@@ -124,7 +124,11 @@ describe.skipIf(!needsOwnServers("approval in the split deployment", "nats", "fe
       const runId = await pausedRun(stack.api, mcp, "CalcBoth");
       await approveToSuccess(stack.api, runId, mcp);
       const started = (await madeBy("STARTING", "RUNNING", [0, 1])).map((n, i) => n - startedBefore[i]!);
-      const ended = (await madeBy("RUNNING", "SUCCEEDED", [0, 1])).map((n, i) => n - endedBefore[i]!);
+      // The end's counter moves just after the store's write the API reads: waited for, not read at once.
+      const ended = await waitUntil("the end counted", 10_000, async () => {
+        const counts = (await madeBy("RUNNING", "SUCCEEDED", [0, 1])).map((n, i) => n - endedBefore[i]!);
+        return counts.reduce((a, b) => a + b) >= 1 ? counts : undefined;
+      });
       // One replica started it and one (either: whichever claimed the queue entry first) ended it.
       expect(started.reduce((a, b) => a + b)).toBe(1);
       expect(ended.reduce((a, b) => a + b)).toBe(1);
@@ -147,7 +151,10 @@ describe.skipIf(!needsOwnServers("approval in the split deployment", "nats", "fe
       await stack.split.stopService("runs", "SIGKILL", pauser);
       expect((await stack.api.get(`/assistant-runs/${runId}`)).body.status_detail.reason).toBe("AwaitingApproval");
       await approveToSuccess(stack.api, runId, mcp);
-      expect((await madeBy("RUNNING", "SUCCEEDED", [other]))[0]! - endedBefore[0]!).toBe(1);
+      // The counter moves just after the store's write the API reads: waited for, not read at once.
+      await waitUntil("the other replica's end counted", 10_000, async () =>
+        (await madeBy("RUNNING", "SUCCEEDED", [other]))[0]! - endedBefore[0]! === 1 ? true : undefined,
+      );
     });
   },
 );
