@@ -1,9 +1,12 @@
+import type { Client } from "@connectrpc/connect";
+import type { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import type { Logger } from "@loom/telemetry/logger";
 import { type AgentLoopSettings, type LoopEnd, runAgentLoop } from "./agent-loop.ts";
 import { notesToWrite } from "./approvals/notes.ts";
 import { pauseRun } from "./approvals/pause.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
+import { citationOf, noRetrieval, passagesInstruction, type Retrieval, retrieve } from "./knowledge/retrieve.ts";
 import { countTransition } from "./metrics.ts";
 import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
@@ -23,6 +26,8 @@ export interface ExecuteDeps {
   model: Model;
   /** The tools service and the agent loop's bounds; absent, runs go without their tools. */
   tools?: AgentLoopSettings;
+  /** The knowledge service's queries; absent, runs go without their knowledge bases. */
+  knowledge?: Client<typeof KnowledgeBaseQueriesService>;
   logger: Logger;
   workerId: string;
   now: () => Date;
@@ -51,6 +56,7 @@ export async function executeRun(
 
   const input = resumed?.input ?? textArtifact(run.message);
   let begun = resumed !== undefined;
+  let retrieval = noRetrieval;
   try {
     let ended: LoopEnd;
     if (resumed) {
@@ -63,12 +69,14 @@ export async function executeRun(
         : noTools;
       ended = await runAgentLoop(running, { resume: resumed }, runTools, signal, deps);
     } else {
-      // The conversation and the run's tools (each listed by its server now) at once.
-      const [history, runTools] = await Promise.all([
+      // The conversation, the run's tools (each listed by its server now) and its knowledge bases' passages at once.
+      const [history, runTools, found] = await Promise.all([
         conversation(run, deps),
         deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+        deps.knowledge ? retrieve(deps.knowledge, run, run.message, signal) : noRetrieval,
       ]);
-      const turns: HistoryTurn[] = [...instructionTurns(run), ...history];
+      retrieval = found;
+      const turns: HistoryTurn[] = [...instructionTurns(run), ...knowledgeTurns(retrieval), ...history];
       const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
       // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
       begun = true;
@@ -76,7 +84,7 @@ export async function executeRun(
         run,
         running,
         [griptapeEvents.startStructureRun(input, now()), griptapeEvents.startPrompt(model.id, promptStack, now())],
-        runTools.unavailable.map(toolUnavailableEvent),
+        [...runTools.unavailable.map(toolUnavailableEvent), ...retrieval.notes],
       );
       ended = await runAgentLoop(
         running,
@@ -89,7 +97,7 @@ export async function executeRun(
     if (signal.aborted) throw signal.reason;
     if ("paused" in ended) return (await pauseRun(running, ended.paused, deps)) ? "paused" : undefined;
     const result = ended.answer;
-    const output = textArtifact(result.text);
+    const output = citedArtifact(result.text, retrieval);
     await log.assistant(running, [
       griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
       griptapeEvents.finishStructureRun(input, output, now()),
@@ -195,6 +203,19 @@ function toolUnavailableEvent(tool: UnavailableTool) {
 /** The run's rules, as read at its creation: one system instruction leading the prompt (docs/behaviour.md §5). */
 function instructionTurns(run: RunRecord): ChatTurn[] {
   return run.instructions === undefined ? [] : [{ role: "system", content: run.instructions }];
+}
+
+/** The passages found for the run, as a system instruction after its rules (docs/decisions.md, "Runs that know"). */
+function knowledgeTurns(retrieval: Retrieval): ChatTurn[] {
+  return retrieval.passages.length === 0 ? [] : [{ role: "system", content: passagesInstruction(retrieval.passages) }];
+}
+
+/** The run's output; its `meta.citations` the passages the model was given, when it was given any (docs/api.md). */
+function citedArtifact(text: string, retrieval: Retrieval): TextArtifact {
+  const output = textArtifact(text);
+  return retrieval.passages.length === 0
+    ? output
+    : { ...output, meta: { citations: retrieval.passages.map((p) => ({ ...citationOf(p), score: p.score })) } };
 }
 
 /** The thread's messages as earlier turns (within the window), then this run's message. */
