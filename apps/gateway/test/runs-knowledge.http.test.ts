@@ -1,6 +1,6 @@
 import { isTerminal, terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { startStack, type TestStack } from "@loom/test-stacks/in-process-stack";
-import { answer, type FakeOpenAI, startFakeOpenAI } from "@loom/testing/fake-openai";
+import { answer, callTools, type FakeOpenAI, inTurn, startFakeOpenAI } from "@loom/testing/fake-openai";
 import type { ApiClient } from "@loom/testing/http";
 import { storeKinds } from "@loom/testing/servers";
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from "vitest";
@@ -113,6 +113,29 @@ describe.each(storeKinds("runs that know"))("runs that know (%s store)", (store)
     expect(retrieval.hits[0]).toMatchObject({ knowledge_base_id: kbId, asset_name: "gateway.txt", chunk_index: 0 });
     expect(retrieval.hits[0].score).toBeGreaterThan(0);
     expect(events.find((e) => e.type === "AssistantRunKnowledgeRetrieval").origin).toBe("SYSTEM");
+  });
+
+  it("offers the model a search tool: its own query's passages are its result, cited and shown like the first search", async () => {
+    model.reply(
+      inTurn(
+        callTools([{ id: "call_k", name: "knowledge_search", arguments: { query: "holiday requests people team" } }]),
+        answer("Two weeks ahead [1]."),
+      ),
+    );
+    const res = await admin.post(`/assistants/${assistantId}/runs`, { input: "Umbermark gateway port and leave?" });
+    const { run, events } = await settled(res.body.assistant_run_id);
+    expect(run.status).toBe("SUCCEEDED");
+    expect(model.requests).toHaveLength(2);
+    const offered = model.requests[0]!.body.tools.map((t: any) => t.function);
+    expect(offered.map((t: any) => t.name)).toContain("knowledge_search");
+    const result = model.requests[1]!.body.messages.find((m: any) => m.role === "tool");
+    expect(result.tool_call_id).toBe("call_k");
+    expect(result.content).toContain("(source: leave.txt, chunk 0)\nHoliday requests go to the people team");
+    expect(run.output.meta.citations.map((c: any) => c.asset_name)).toContain("leave.txt");
+    const searches = payloadsOf(events, "AssistantRunKnowledgeRetrieval");
+    expect(searches.map((s) => s.query)).toEqual(["Umbermark gateway port and leave?", "holiday requests people team"]);
+    const [finished] = payloadsOf(events, "FinishActionsSubtaskEvent");
+    expect(finished.subtask_actions[0]).toMatchObject({ tag: "call_k", name: "KnowledgeBases", path: "search" });
   });
 
   it("a run with no knowledge base makes no knowledge call and cites nothing", async () => {

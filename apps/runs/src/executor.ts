@@ -6,14 +6,22 @@ import { notesToWrite } from "./approvals/notes.ts";
 import { pauseRun } from "./approvals/pause.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
-import { citationOf, noRetrieval, passagesInstruction, type Retrieval, retrieve } from "./knowledge/retrieve.ts";
+import {
+  citationOf,
+  noRetrieval,
+  type Passage,
+  passagesInstruction,
+  type Retrieval,
+  retrieve,
+} from "./knowledge/retrieve.ts";
+import { withKnowledgeSearch } from "./knowledge/search-tool.ts";
 import { countTransition } from "./metrics.ts";
 import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
 import type { RunLog } from "./run-log.ts";
 import type { MessageStore } from "./store/messages.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
-import { loadRunTools, noTools, type UnavailableTool } from "./tools/run-tools.ts";
+import { loadRunTools, noTools, type RunTools, type UnavailableTool } from "./tools/run-tools.ts";
 
 /** Why a worker aborted a run's model call. */
 export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
@@ -57,6 +65,19 @@ export async function executeRun(
   const input = resumed?.input ?? textArtifact(run.message);
   let begun = resumed !== undefined;
   let retrieval = noRetrieval;
+  // Every passage the model was given: the first search's, then its own searches' (the output's citations).
+  const found: Passage[] = [];
+  const searchable = (tools: RunTools) =>
+    deps.knowledge && deps.tools
+      ? withKnowledgeSearch(
+          tools,
+          run,
+          deps.knowledge,
+          (notes) => log.system(running, notes),
+          found,
+          deps.tools.toolCall.maxResultChars,
+        )
+      : tools;
   try {
     let ended: LoopEnd;
     if (resumed) {
@@ -64,18 +85,20 @@ export async function executeRun(
       const notes = await notesToWrite(log, { ...running, pending: resumed });
       if (notes.length > 0) await log.system(running, notes);
       // The run's tools as listed now, for the steps after the decided one.
-      const runTools = deps.tools
-        ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs)
-        : noTools;
+      const runTools = searchable(
+        deps.tools ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+      );
       ended = await runAgentLoop(running, { resume: resumed }, runTools, signal, deps);
     } else {
       // The conversation, the run's tools (each listed by its server now) and its knowledge bases' passages at once.
-      const [history, runTools, found] = await Promise.all([
+      const [history, listedTools, retrieved] = await Promise.all([
         conversation(run, deps),
         deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
         deps.knowledge ? retrieve(deps.knowledge, run, run.message, signal) : noRetrieval,
       ]);
-      retrieval = found;
+      retrieval = retrieved;
+      found.push(...retrieval.passages);
+      const runTools = searchable(listedTools);
       const turns: HistoryTurn[] = [...instructionTurns(run), ...knowledgeTurns(retrieval), ...history];
       const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
       // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
@@ -97,7 +120,7 @@ export async function executeRun(
     if (signal.aborted) throw signal.reason;
     if ("paused" in ended) return (await pauseRun(running, ended.paused, deps)) ? "paused" : undefined;
     const result = ended.answer;
-    const output = citedArtifact(result.text, retrieval);
+    const output = citedArtifact(result.text, found);
     await log.assistant(running, [
       griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
       griptapeEvents.finishStructureRun(input, output, now()),
@@ -211,11 +234,11 @@ function knowledgeTurns(retrieval: Retrieval): ChatTurn[] {
 }
 
 /** The run's output; its `meta.citations` the passages the model was given, when it was given any (docs/api.md). */
-function citedArtifact(text: string, retrieval: Retrieval): TextArtifact {
+function citedArtifact(text: string, found: Passage[]): TextArtifact {
   const output = textArtifact(text);
-  return retrieval.passages.length === 0
+  return found.length === 0
     ? output
-    : { ...output, meta: { citations: retrieval.passages.map((p) => ({ ...citationOf(p), score: p.score })) } };
+    : { ...output, meta: { citations: found.map((p) => ({ ...citationOf(p), score: p.score })) } };
 }
 
 /** The thread's messages as earlier turns (within the window), then this run's message. */

@@ -91,13 +91,17 @@ export function citationOf(p: Passage) {
  * with its source, so that the model answers from them and can name them.
  */
 export function passagesInstruction(passages: Passage[]): string {
-  const numbered = passages.map((p, i) => `[${i + 1}] (source: ${p.assetName}, chunk ${p.chunkIndex})\n${p.text}`);
   return [
     "The passages below were retrieved from the knowledge bases of this conversation for the user's message.",
     "Answer from them where they are relevant, and name the passages you use by their numbers.",
     "",
-    numbered.join("\n\n"),
+    numberedPassages(passages),
   ].join("\n");
+}
+
+/** Each passage numbered with its source, then its text. */
+export function numberedPassages(passages: Passage[]): string {
+  return passages.map((p, i) => `[${i + 1}] (source: ${p.assetName}, chunk ${p.chunkIndex})\n${p.text}`).join("\n\n");
 }
 
 /** An entry's chunk, read from its TextArtifact (its `meta` names the asset and position); one unreadable is skipped. */
