@@ -158,12 +158,14 @@ export async function runAgentLoop(
       stepCalls.map(({ call, activity, decision }) =>
         decision && !decision.approved
           ? Promise.resolve(deniedOutcome(call, decision, settings.toolCall.maxResultChars))
-          : inSpan(
-              `tool ${call.name}`,
-              { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },
-              undefined,
-              () => callTool(settings.activities, run, call, activity, settings.toolCall, signal),
-            ),
+          : tools.knowledgeSearch && call.name === tools.knowledgeSearch.name
+            ? tools.knowledgeSearch.search(call, signal)
+            : inSpan(
+                `tool ${call.name}`,
+                { kind: SpanKind.CLIENT, attributes: { "gen_ai.tool.name": call.name } },
+                undefined,
+                () => callTool(settings.activities, run, call, activity, settings.toolCall, signal),
+              ),
       ),
     );
     await opened;

@@ -1,16 +1,27 @@
+import type { Client } from "@connectrpc/connect";
+import type { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import type { Logger } from "@loom/telemetry/logger";
 import { type AgentLoopSettings, type LoopEnd, runAgentLoop } from "./agent-loop.ts";
 import { notesToWrite } from "./approvals/notes.ts";
 import { pauseRun } from "./approvals/pause.ts";
 import { griptapeEvents, message, type TextArtifact, textArtifact } from "./griptape.ts";
 import { type HistoryTurn, type HistoryWindow, historyTurns } from "./history.ts";
+import {
+  citationOf,
+  noRetrieval,
+  type Passage,
+  passagesInstruction,
+  type Retrieval,
+  retrieve,
+} from "./knowledge/retrieve.ts";
+import { withKnowledgeSearch } from "./knowledge/search-tool.ts";
 import { countTransition } from "./metrics.ts";
 import { type ChatTurn, type Model, ModelFailure } from "./models/port.ts";
 import { logEnd } from "./run-end.ts";
 import type { RunLog } from "./run-log.ts";
 import type { MessageStore } from "./store/messages.ts";
 import type { RunRecord, RunRecordStore, StatusDetail } from "./store/run-records.ts";
-import { loadRunTools, noTools, type UnavailableTool } from "./tools/run-tools.ts";
+import { loadRunTools, noTools, type RunTools, type UnavailableTool } from "./tools/run-tools.ts";
 
 /** Why a worker aborted a run's model call. */
 export type StopReason = { kind: "cancelled" } | { kind: "timeout" } | { kind: "lease-lost" };
@@ -23,6 +34,8 @@ export interface ExecuteDeps {
   model: Model;
   /** The tools service and the agent loop's bounds; absent, runs go without their tools. */
   tools?: AgentLoopSettings;
+  /** The knowledge service's queries; absent, runs go without their knowledge bases. */
+  knowledge?: Client<typeof KnowledgeBaseQueriesService>;
   logger: Logger;
   workerId: string;
   now: () => Date;
@@ -51,6 +64,20 @@ export async function executeRun(
 
   const input = resumed?.input ?? textArtifact(run.message);
   let begun = resumed !== undefined;
+  let retrieval = noRetrieval;
+  // Every passage the model was given: the first search's, then its own searches' (the output's citations).
+  const found: Passage[] = [];
+  const searchable = (tools: RunTools) =>
+    deps.knowledge && deps.tools
+      ? withKnowledgeSearch(
+          tools,
+          run,
+          deps.knowledge,
+          (notes) => log.system(running, notes),
+          found,
+          deps.tools.toolCall.maxResultChars,
+        )
+      : tools;
   try {
     let ended: LoopEnd;
     if (resumed) {
@@ -58,17 +85,21 @@ export async function executeRun(
       const notes = await notesToWrite(log, { ...running, pending: resumed });
       if (notes.length > 0) await log.system(running, notes);
       // The run's tools as listed now, for the steps after the decided one.
-      const runTools = deps.tools
-        ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs)
-        : noTools;
+      const runTools = searchable(
+        deps.tools ? await loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+      );
       ended = await runAgentLoop(running, { resume: resumed }, runTools, signal, deps);
     } else {
-      // The conversation and the run's tools (each listed by its server now) at once.
-      const [history, runTools] = await Promise.all([
+      // The conversation, the run's tools (each listed by its server now) and its knowledge bases' passages at once.
+      const [history, listedTools, retrieved] = await Promise.all([
         conversation(run, deps),
         deps.tools ? loadRunTools(deps.tools.activities, run, signal, deps.tools.toolCall.timeoutMs) : noTools,
+        deps.knowledge ? retrieve(deps.knowledge, run, run.message, signal) : noRetrieval,
       ]);
-      const turns: HistoryTurn[] = [...instructionTurns(run), ...history];
+      retrieval = retrieved;
+      found.push(...retrieval.passages);
+      const runTools = searchable(listedTools);
+      const turns: HistoryTurn[] = [...instructionTurns(run), ...knowledgeTurns(retrieval), ...history];
       const promptStack = turns.map((t) => message(t.role, t.content, undefined, t.artifact));
       // The claim's and RUNNING's lifecycle events with the first griptape events: one append, not three.
       begun = true;
@@ -76,7 +107,7 @@ export async function executeRun(
         run,
         running,
         [griptapeEvents.startStructureRun(input, now()), griptapeEvents.startPrompt(model.id, promptStack, now())],
-        runTools.unavailable.map(toolUnavailableEvent),
+        [...runTools.unavailable.map(toolUnavailableEvent), ...retrieval.notes],
       );
       ended = await runAgentLoop(
         running,
@@ -89,7 +120,7 @@ export async function executeRun(
     if (signal.aborted) throw signal.reason;
     if ("paused" in ended) return (await pauseRun(running, ended.paused, deps)) ? "paused" : undefined;
     const result = ended.answer;
-    const output = textArtifact(result.text);
+    const output = citedArtifact(result.text, found);
     await log.assistant(running, [
       griptapeEvents.finishPrompt(model.id, result.text, result.inputTokens, result.outputTokens, now()),
       griptapeEvents.finishStructureRun(input, output, now()),
@@ -195,6 +226,19 @@ function toolUnavailableEvent(tool: UnavailableTool) {
 /** The run's rules, as read at its creation: one system instruction leading the prompt (docs/behaviour.md §5). */
 function instructionTurns(run: RunRecord): ChatTurn[] {
   return run.instructions === undefined ? [] : [{ role: "system", content: run.instructions }];
+}
+
+/** The passages found for the run, as a system instruction after its rules (docs/decisions.md, "Runs that know"). */
+function knowledgeTurns(retrieval: Retrieval): ChatTurn[] {
+  return retrieval.passages.length === 0 ? [] : [{ role: "system", content: passagesInstruction(retrieval.passages) }];
+}
+
+/** The run's output; its `meta.citations` the passages the model was given, when it was given any (docs/api.md). */
+function citedArtifact(text: string, found: Passage[]): TextArtifact {
+  const output = textArtifact(text);
+  return found.length === 0
+    ? output
+    : { ...output, meta: { citations: found.map((p) => ({ ...citationOf(p), score: p.score })) } };
 }
 
 /** The thread's messages as earlier turns (within the window), then this run's message. */

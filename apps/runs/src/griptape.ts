@@ -17,7 +17,8 @@ export interface TextArtifact {
   type: "TextArtifact";
   id: string;
   reference: null;
-  meta: Record<string, never>;
+  /** Empty, but for a run's output citing its knowledge (griptape keeps `meta` as any dict). */
+  meta: Record<string, unknown>;
   name: string;
   value: string;
 }

@@ -3,6 +3,7 @@ import type { Bus } from "@loom/bus/bus";
 import { AssistantsService } from "@loom/proto/assistants/v1/assistants_pb";
 import { RulesetsService } from "@loom/proto/assistants/v1/rulesets_pb";
 import { EventsService } from "@loom/proto/events/v1/events_pb";
+import { KnowledgeBaseQueriesService } from "@loom/proto/knowledge/v1/knowledge_base_queries_pb";
 import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_pb";
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
@@ -91,6 +92,7 @@ export async function wireRuns(
       approvalTimeoutMs: settings.RUN_APPROVAL_TIMEOUT_MS,
       toolCall: { timeoutMs: settings.RUN_TOOL_CALL_TIMEOUT_MS, maxResultChars: settings.RUN_TOOL_RESULT_MAX_CHARS },
     },
+    knowledge: clientFor(KnowledgeBaseQueriesService, peers.knowledge),
     bus: peers.bus,
     logger: peers.logger,
     leaseMs: settings.RUN_LEASE_MS,

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Bus, Subscription } from "@loom/bus/bus";
 import type { Logger } from "@loom/telemetry/logger";
 import type { AgentLoopSettings } from "./agent-loop.ts";
-import type { StopReason } from "./executor.ts";
+import type { ExecuteDeps, StopReason } from "./executor.ts";
 import type { HistoryWindow } from "./history.ts";
 import type { Model } from "./models/port.ts";
 import type { RunLog } from "./run-log.ts";
@@ -22,6 +22,8 @@ export interface WorkerOptions {
   model: Model;
   /** The tools service and the agent loop's bounds; absent, runs go without their tools. */
   tools?: AgentLoopSettings;
+  /** The knowledge service's queries; absent, runs go without their knowledge bases. */
+  knowledge?: ExecuteDeps["knowledge"];
   bus: Bus;
   logger: Logger;
   /** How long a claim lasts without renewal; renewed every third of it. */
@@ -84,6 +86,7 @@ export function createRunWorker(options: WorkerOptions) {
     log: options.log,
     model: options.model,
     tools: options.tools,
+    knowledge: options.knowledge,
     logger,
     workerId,
     leaseMs: options.leaseMs,

@@ -3,6 +3,7 @@ import { type Client, ConnectError } from "@connectrpc/connect";
 import type { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { timeLimit } from "@loom/runtime/time-limit";
 import { headersFor } from "@loom/server/principal";
+import type { KnowledgeSearchTool } from "../knowledge/search-tool.ts";
 import type { ModelTool } from "../models/port.ts";
 import type { RunRecord } from "../store/run-records.ts";
 import { createModelToolNames } from "./model-tool-names.ts";
@@ -32,6 +33,8 @@ export interface RunTools {
   /** Each model tool's activity, by its model name. */
   byName: ReadonlyMap<string, RunActivity>;
   unavailable: UnavailableTool[];
+  /** The search of the run's knowledge bases, when it is offered (its call goes to the knowledge service, not a tool). */
+  knowledgeSearch?: KnowledgeSearchTool;
 }
 
 export const noTools: RunTools = { modelTools: [], byName: new Map(), unavailable: [] };

@@ -1,7 +1,7 @@
 import type { Logger } from "@loom/telemetry/logger";
 import { contextOf, inSpan, SpanKind } from "@loom/telemetry/tracing";
 import type { AgentLoopSettings } from "../agent-loop.ts";
-import { executeRun, type StopReason } from "../executor.ts";
+import { type ExecuteDeps, executeRun, type StopReason } from "../executor.ts";
 import type { HistoryWindow } from "../history.ts";
 import { trackExecuting } from "../metrics.ts";
 import type { Model } from "../models/port.ts";
@@ -16,6 +16,7 @@ export interface ExecutionDeps {
   log: RunLog;
   model: Model;
   tools?: AgentLoopSettings;
+  knowledge?: ExecuteDeps["knowledge"];
   logger: Logger;
   workerId: string;
   /** How long a claim lasts without renewal; renewed every third of it. */
@@ -63,6 +64,7 @@ export function startExecution(run: RunRecord, deps: ExecutionDeps, finished: ()
           log: deps.log,
           model: deps.model,
           tools: deps.tools,
+          knowledge: deps.knowledge,
           logger,
           workerId,
           historyWindow: deps.historyWindow,
