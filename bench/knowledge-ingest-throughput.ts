@@ -50,6 +50,8 @@ async function startAllInOne(key: string, embeddings: LocalEmbeddings | undefine
     {
       PORT: String(port),
       BOOTSTRAP_API_KEY: key,
+      // 100 MB of text is some 250,000 chunks, past the default 200,000 a knowledge base holds.
+      KNOWLEDGE_MAX_CHUNKS_PER_BASE: "10000000",
       ...(embeddings
         ? {
             EMBEDDING_MODELS: `openai-compatible:${embeddings.model}`,

@@ -3,6 +3,7 @@ import { benchEvents } from "./events.ts";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchInProcessTransport } from "./in-process-transport.ts";
 import { benchIngestThroughput } from "./knowledge-ingest-throughput.ts";
+import { benchQueryLatency } from "./knowledge-query-latency.ts";
 import { queryEndpointSubjects } from "./knowledge-query-subjects.ts";
 import { benchRetrievalQuality } from "./knowledge-retrieval.ts";
 import { benchMemory } from "./memory.ts";
@@ -105,4 +106,6 @@ if (!only || only === "knowledge") {
       keywordMB: Number(process.env.BENCH_INGEST_MB ?? 20),
       memoryMB: Number(process.env.BENCH_INGEST_MEMORY_MB ?? 100),
     });
+  if (!part || part === "query")
+    await benchQueryLatency({ sizes: (process.env.BENCH_QUERY_CHUNKS ?? "10000,100000").split(",").map(Number) });
 }
