@@ -117,8 +117,8 @@ export async function benchIngestThroughput(options: { keywordMB: number; memory
         ingest: name,
         files: files.length,
         MB: (bytes / MB).toFixed(1),
-        "Loom MB/s": (bytes / MB / job.seconds).toFixed(2),
-        "baseline MB/s": (bytes / MB / baseline).toFixed(2),
+        "Loom MB/s": (bytes / MB / job.seconds).toPrecision(3),
+        "baseline MB/s": (bytes / MB / baseline).toPrecision(3),
         "Loom / baseline": (baseline / job.seconds).toFixed(2),
         load: `${loadBefore}→${load()}`,
       });
