@@ -14,8 +14,8 @@ export const corpusDocumentId = (fileName: string): string => fileName.replace(/
 
 /**
  * Puts the corpus into a knowledge base of the index, as ingest does: each document chunked by the knowledge
- * service's own chunker, the text to index embedded (with `embeddings`) by the local server in batches. Until
- * ingest jobs are on main this is how benchmarks and tests fill the index: through its port.
+ * service's own chunker, the text to index embedded (with `embeddings`) by the local server in batches, written
+ * through the index's port: the ingest benchmark's baseline (what a job must do at the least, in one process).
  */
 export async function indexCorpus(
   index: ChunkIndex,

@@ -2,6 +2,8 @@ import { loadavg } from "node:os";
 import { benchEvents } from "./events.ts";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchInProcessTransport } from "./in-process-transport.ts";
+import { benchIngestThroughput } from "./knowledge-ingest-throughput.ts";
+import { benchQueryLatency } from "./knowledge-query-latency.ts";
 import { queryEndpointSubjects } from "./knowledge-query-subjects.ts";
 import { benchRetrievalQuality } from "./knowledge-retrieval.ts";
 import { benchMemory } from "./memory.ts";
@@ -96,4 +98,14 @@ if (!only || only === "tools") {
       clients: (process.env.BENCH_TOOL_CLIENTS ?? "1,4,16").split(",").map(Number),
     });
 }
-if (!only || only === "knowledge") await benchRetrievalQuality({ subjects: queryEndpointSubjects });
+if (!only || only === "knowledge") {
+  const part = process.env.BENCH_KNOWLEDGE_ONLY; // "quality", "ingest" or "query": one part
+  if (!part || part === "quality") await benchRetrievalQuality({ subjects: queryEndpointSubjects });
+  if (!part || part === "ingest")
+    await benchIngestThroughput({
+      keywordMB: Number(process.env.BENCH_INGEST_MB ?? 20),
+      memoryMB: Number(process.env.BENCH_INGEST_MEMORY_MB ?? 100),
+    });
+  if (!part || part === "query")
+    await benchQueryLatency({ sizes: (process.env.BENCH_QUERY_CHUNKS ?? "10000,100000").split(",").map(Number) });
+}
