@@ -126,7 +126,8 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     billingStanding(deps.clients.billing, deps.billingRequired ?? true),
     revocations,
   );
-  const openapi = openApiDocument(operations);
+  // Built when first asked for: a process nobody reads it from does not hold it (the all-in-one's memory at rest).
+  let openapi: ReturnType<typeof openApiDocument> | undefined;
   const limits = deps.limits ?? defaultLimits;
   const router = new Router();
   mountOperations(router, operations, {
@@ -172,6 +173,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     }
     if (ctx.path === "/openapi.json") {
       ctx.state.operationId = "openapi";
+      openapi ??= openApiDocument(operations);
       return void (ctx.body = openapi);
     }
     await next();

@@ -8,7 +8,6 @@ import { type EmbeddingSettings, embeddingModelNames } from "./embedding-models.
 import { openChunkIndex } from "./index/open.ts";
 import type { ChunkIndex } from "./index/port.ts";
 import type { IngestLimits, IngestSettings } from "./ingest/limits.ts";
-import { runIngestJob } from "./ingest/run-job.ts";
 import { createIngestWorker } from "./ingest/worker.ts";
 import { aiSdkEmbedder } from "./query/embed-query.ts";
 import { type SearchSettings, searchModel } from "./query/search-model.ts";
@@ -67,8 +66,9 @@ export async function wireKnowledge(
     logger: peers.logger,
     leaseMs: settings.KNOWLEDGE_INGEST_LEASE_MS ?? 30_000,
     pollMs: settings.KNOWLEDGE_INGEST_POLL_MS ?? 2_000,
-    run: (job, goOn, signal) =>
-      runIngestJob(
+    // Loaded with the first job: a process that never ingests does not hold the ingest code (its memory at rest).
+    run: async (job, goOn, signal) =>
+      (await import("./ingest/run-job.ts")).runIngestJob(
         {
           store,
           index,
