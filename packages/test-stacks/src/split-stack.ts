@@ -110,10 +110,19 @@ export async function startSplitStack(
   // The tools service seals secret values with a key it must be given (docs/decisions.md, "Secrets").
   Object.assign(wiring.tools, { SECRETS_KEY: randomBytes(32).toString("base64") });
   const running = new Map<string, ChildProcess>();
+  const everStarted = new Set<string>();
   const key = (name: SplitService, replica: number) => `${name}#${replica}`;
   const start = async (name: SplitService, extra: Record<string, string> = {}, replica = 0) => {
     if (replica >= replicaCount(name)) throw new Error(`${name} has ${replicaCount(name)} replicas`);
     if (running.has(key(name, replica))) throw new Error(`${name} (replica ${replica}) is already running`);
+    if (everStarted.has(key(name, replica))) {
+      // A restart listens for metrics on a fresh port: the one its predecessor let go may meanwhile have been handed
+      // to another test's process (seen once: the restart exited, METRICS_PORT in use). The URLs are read at call time.
+      const url = `http://127.0.0.1:${(metricsPorts[name][replica] = await freePort())}/metrics`;
+      replicaMetricsUrls[name][replica] = url;
+      if (replica === 0) metricsUrls[name] = url;
+    }
+    everStarted.add(key(name, replica));
     const port = replicaPorts[name][replica]!;
     const env = {
       ...shared,
