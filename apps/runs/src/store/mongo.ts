@@ -61,10 +61,25 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
     db.collection("run_approval_deadlines");
   /** Paused runs whose last move left business (events to write, a re-queue): marked before the move, as unlogged ends. */
   const unsettledMarks: Collection<{ _id: string; at: Date }> = db.collection("run_unsettled_approvals");
+
   type QueueDoc = Omit<QueueEntry, "runId"> & { _id: string };
   const queue: Collection<QueueDoc> = db.collection("run_queue");
   const run = (doc: Doc<RunRecord> | null) => runOfDoc(fromDoc<RunRecord>(doc));
   const threadsAndMessages = createMongoThreads(db, runs);
+  /** The oldest marks older than `before` (at most `limit`) in a marks collection, with the runs they name by id. */
+  async function markedRuns(marksOf: Collection<{ _id: string; at: Date }>, before: Date, limit: number) {
+    const marks = await marksOf
+      .find({ at: { $lt: before } })
+      .sort({ at: 1 })
+      .limit(limit)
+      .toArray();
+    const found = new Map<string, RunRecord>(
+      marks.length === 0
+        ? []
+        : (await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]),
+    );
+    return { marks, found };
+  }
   /** Whether expired idempotency records are deleted here (no TTL index on this server), and when that last happened. */
   let pruneKeys = false;
   let prunedAt = 0;
@@ -354,15 +369,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       return found.filter((r) => r.status === "RUNNING" && r.pending && !r.worker);
     },
     async unsettledApprovals(before, limit) {
-      const marks = await unsettledMarks
-        .find({ at: { $lt: before } })
-        .sort({ at: 1 })
-        .limit(limit)
-        .toArray();
-      if (marks.length === 0) return [];
-      const found = new Map(
-        (await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]),
-      );
+      const { marks, found } = await markedRuns(unsettledMarks, before, limit);
       const due: RunRecord[] = [];
       for (const mark of marks) {
         const marked = found.get(mark._id);
@@ -373,15 +380,7 @@ export function createMongoRunsStore(db: Db, ping: () => Promise<boolean>, close
       return due;
     },
     async unloggedEnds(before, limit) {
-      const marks = await unloggedEnds
-        .find({ at: { $lt: before } })
-        .sort({ at: 1 })
-        .limit(limit)
-        .toArray();
-      if (marks.length === 0) return [];
-      const found = new Map(
-        (await runs.find({ _id: { $in: marks.map((m) => m._id) } }).toArray()).map((d) => [d._id, run(d)!]),
-      );
+      const { marks, found } = await markedRuns(unloggedEnds, before, limit);
       // A mark whose run has not ended is skipped, not dropped: its move is on its way, or a crash came between the
       // two and the run ends later (every run does: the reaper), keeping the mark then.
       return marks.flatMap((m) => {
