@@ -43,6 +43,27 @@ const searchOf = (row: Row | undefined): KnowledgeBaseSearchRecord | undefined =
 /** SQLite adapter of the kept queries part: one row per query or search, its entries as JSON text. */
 export function createSqliteQueryStore(handle: SqliteHandle): KnowledgeBaseQueryStore {
   const { prepare } = handle;
+  /** A knowledge base's kept queries or searches (`table`), newest first, one page of them and their count. */
+  function newestPage<T>(
+    table: "knowledge_base_queries" | "knowledge_base_searches",
+    recordOf: (row: Row | undefined) => T | undefined,
+    organizationId: string,
+    knowledgeBaseId: string,
+    skip: number,
+    limit: number,
+  ): { items: T[]; totalCount: number } {
+    const where = "WHERE organization_id = ? AND knowledge_base_id = ?";
+    const totalCount = Number(
+      prepare(`SELECT count(*) AS n FROM ${table} ${where}`).get(organizationId, knowledgeBaseId)!.n,
+    );
+    const rows = prepare(`SELECT * FROM ${table} ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`).all(
+      organizationId,
+      knowledgeBaseId,
+      limit,
+      skip,
+    );
+    return { items: rows.map((row) => recordOf(row)!), totalCount };
+  }
   return {
     async insertQuery(q) {
       prepare(
@@ -66,16 +87,8 @@ export function createSqliteQueryStore(handle: SqliteHandle): KnowledgeBaseQuery
       queryOf(
         prepare("SELECT * FROM knowledge_base_queries WHERE id = ? AND organization_id = ?").get(id, organizationId),
       ),
-    async listQueries(organizationId, knowledgeBaseId, skip, limit) {
-      const where = "WHERE organization_id = ? AND knowledge_base_id = ?";
-      const totalCount = Number(
-        prepare(`SELECT count(*) AS n FROM knowledge_base_queries ${where}`).get(organizationId, knowledgeBaseId)!.n,
-      );
-      const rows = prepare(
-        `SELECT * FROM knowledge_base_queries ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
-      ).all(organizationId, knowledgeBaseId, limit, skip);
-      return { items: rows.map((row) => queryOf(row)!), totalCount };
-    },
+    listQueries: async (organizationId, knowledgeBaseId, skip, limit) =>
+      newestPage("knowledge_base_queries", queryOf, organizationId, knowledgeBaseId, skip, limit),
     async deleteQueriesOf(organizationId, knowledgeBaseId) {
       handle.transaction(() => {
         for (const table of ["knowledge_base_queries", "knowledge_base_searches"])
@@ -106,15 +119,7 @@ export function createSqliteQueryStore(handle: SqliteHandle): KnowledgeBaseQuery
       searchOf(
         prepare("SELECT * FROM knowledge_base_searches WHERE id = ? AND organization_id = ?").get(id, organizationId),
       ),
-    async listSearches(organizationId, knowledgeBaseId, skip, limit) {
-      const where = "WHERE organization_id = ? AND knowledge_base_id = ?";
-      const totalCount = Number(
-        prepare(`SELECT count(*) AS n FROM knowledge_base_searches ${where}`).get(organizationId, knowledgeBaseId)!.n,
-      );
-      const rows = prepare(
-        `SELECT * FROM knowledge_base_searches ${where} ORDER BY ${newestFirstOrder} LIMIT ? OFFSET ?`,
-      ).all(organizationId, knowledgeBaseId, limit, skip);
-      return { items: rows.map((row) => searchOf(row)!), totalCount };
-    },
+    listSearches: async (organizationId, knowledgeBaseId, skip, limit) =>
+      newestPage("knowledge_base_searches", searchOf, organizationId, knowledgeBaseId, skip, limit),
   };
 }
