@@ -5,7 +5,6 @@ import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import { createAssistantsService } from "./service.ts";
-import { createMongoAssistantsStore } from "./store/mongo.ts";
 import type { AssistantsStore } from "./store/port.ts";
 import { createSqliteAssistantsStore } from "./store/sqlite.ts";
 
@@ -13,7 +12,7 @@ import { createSqliteAssistantsStore } from "./store/sqlite.ts";
 export const openAssistantsStore = (settings: StoreSettings): Promise<AssistantsStore> =>
   openStore(settings, {
     sqlite: createSqliteAssistantsStore,
-    mongo: (m) => createMongoAssistantsStore(m.db, m.ping, m.close),
+    mongo: async (m) => (await import("./store/mongo.ts")).createMongoAssistantsStore(m.db, m.ping, m.close),
   });
 
 /**

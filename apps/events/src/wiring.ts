@@ -3,7 +3,6 @@ import type { RpcService } from "@loom/server/rpc-service";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import type { Logger } from "@loom/telemetry/logger";
 import { createEventsService, type EventsDeps } from "./service.ts";
-import { createMongoEventsStore } from "./store/mongo.ts";
 import type { EventsStore } from "./store/port.ts";
 import { createSqliteEventsStore } from "./store/sqlite.ts";
 
@@ -16,7 +15,10 @@ import { createSqliteEventsStore } from "./store/sqlite.ts";
 export const openEventsStore = (settings: StoreSettings): Promise<EventsStore> =>
   openStore(
     settings,
-    { sqlite: createSqliteEventsStore, mongo: (m) => createMongoEventsStore(m.db, m.ping, m.close) },
+    {
+      sqlite: createSqliteEventsStore,
+      mongo: async (m) => (await import("./store/mongo.ts")).createMongoEventsStore(m.db, m.ping, m.close),
+    },
     { append: "by durable()" },
   );
 

@@ -296,7 +296,8 @@ describe.each(storeKinds("approval deadline"))("the approval deadline (%s store)
       runs: {
         DEFAULT_MODEL: "openai-compatible:fake-model",
         OPENAI_COMPATIBLE_BASE_URL: model.baseUrl,
-        RUN_APPROVAL_TIMEOUT_MS: 1_500,
+        // Long enough for the test's own decision to land first on a loaded machine (CI runs 80 files side by side).
+        RUN_APPROVAL_TIMEOUT_MS: 4_000,
       },
       tools: { TOOL_ALLOWED_HOSTS: "127.0.0.1" },
     });
@@ -336,7 +337,7 @@ describe.each(storeKinds("approval deadline"))("the approval deadline (%s store)
         done = (await admin.get(`/assistant-runs/${runId}`)).body;
         expect(done.status).toBe("SUCCEEDED");
       },
-      { timeout: 10_000, interval: 50 },
+      { timeout: 15_000, interval: 50 },
     );
     expect(done.output.value).toContain("nobody approved it before its deadline");
     expect(mcp.calls.map((c) => c.tool)).toEqual(["json"]);

@@ -7,7 +7,6 @@ import { createAccessTokenVerifier } from "./access-tokens.ts";
 import { type BillingSettings, createBillingService } from "./billing/service.ts";
 import { bootstrapIdentity } from "./bootstrap.ts";
 import { createIdentityService, defaultApiKeyCaps } from "./service.ts";
-import { createMongoIdentityStore } from "./store/mongo.ts";
 import type { IdentityStore } from "./store/port.ts";
 import { createSqliteIdentityStore } from "./store/sqlite.ts";
 
@@ -28,7 +27,7 @@ export interface IdentitySettings extends BillingSettings {
 export const openIdentityStore = (settings: StoreSettings): Promise<IdentityStore> =>
   openStore(settings, {
     sqlite: createSqliteIdentityStore,
-    mongo: (m) => createMongoIdentityStore(m.db, m.ping, m.close),
+    mongo: async (m) => (await import("./store/mongo.ts")).createMongoIdentityStore(m.db, m.ping, m.close),
   });
 
 /**

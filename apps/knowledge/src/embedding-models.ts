@@ -1,7 +1,4 @@
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ConfigError, env } from "@loom/runtime/config";
-import type { EmbeddingModel } from "ai";
 import { z } from "zod";
 
 /** The AI SDK providers with embedding models Loom can call (Anthropic has none). */
@@ -55,27 +52,4 @@ export function embeddingModelNames(settings: EmbeddingSettings): string[] {
       throw new ConfigError(`${setting}: must be set for the embedding model ${name} (EMBEDDING_MODELS)`);
   }
   return [...new Set(names)];
-}
-
-/**
- * The AI SDK model a checked name (one of {@link embeddingModelNames}) stands for. Keys are passed explicitly: the
- * SDK would otherwise read process.env behind the settings' back.
- */
-export function embeddingModel(name: string, settings: EmbeddingSettings): EmbeddingModel {
-  const colon = name.indexOf(":");
-  const provider = name.slice(0, colon) as Provider;
-  const model = name.slice(colon + 1);
-  const given = (value: string | undefined) => (value?.trim() ? value : undefined);
-  switch (provider) {
-    case "openai":
-      return createOpenAI({ apiKey: settings.OPENAI_API_KEY, baseURL: given(settings.OPENAI_BASE_URL) }).embeddingModel(
-        model,
-      );
-    case "openai-compatible":
-      return createOpenAICompatible({
-        name: "openai-compatible",
-        baseURL: settings.OPENAI_COMPATIBLE_BASE_URL ?? "",
-        apiKey: given(settings.OPENAI_COMPATIBLE_API_KEY),
-      }).embeddingModel(model);
-  }
 }

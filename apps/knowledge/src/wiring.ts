@@ -12,7 +12,6 @@ import { createIngestWorker } from "./ingest/worker.ts";
 import { aiSdkEmbedder } from "./query/embed-query.ts";
 import { type SearchSettings, searchModel } from "./query/search-model.ts";
 import { createKnowledgeService } from "./service.ts";
-import { createMongoKnowledgeBasesStore } from "./store/mongo.ts";
 import type { KnowledgeBasesStore } from "./store/port.ts";
 import { createSqliteKnowledgeBasesStore } from "./store/sqlite.ts";
 
@@ -20,7 +19,7 @@ import { createSqliteKnowledgeBasesStore } from "./store/sqlite.ts";
 export const openKnowledgeStore = (settings: StoreSettings): Promise<KnowledgeBasesStore> =>
   openStore(settings, {
     sqlite: createSqliteKnowledgeBasesStore,
-    mongo: (m) => createMongoKnowledgeBasesStore(m.db, m.ping, m.close),
+    mongo: async (m) => (await import("./store/mongo.ts")).createMongoKnowledgeBasesStore(m.db, m.ping, m.close),
   });
 
 /** The knowledge service's two stores, in the same database: its records and the chunk index. */

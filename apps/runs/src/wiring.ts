@@ -8,11 +8,12 @@ import { KnowledgeBasesService } from "@loom/proto/knowledge/v1/knowledge_bases_
 import { ChatService } from "@loom/proto/runs/v1/chat_pb";
 import { ActivitiesService } from "@loom/proto/tools/v1/activities_pb";
 import { ToolsService } from "@loom/proto/tools/v1/tools_pb";
+import { loadOnce } from "@loom/runtime/load-once";
 import type { RpcService } from "@loom/server/rpc-service";
 import { clientFor } from "@loom/server/transports";
 import { openStore, type StoreSettings } from "@loom/store/open";
 import type { Logger } from "@loom/telemetry/logger";
-import { createAiSdkChat } from "./chat/ai-sdk-chat.ts";
+import type { LanguageModel } from "ai";
 import { createEchoChat } from "./chat/echo-chat.ts";
 import type { ChatBackend } from "./chat/port.ts";
 import { createChatService } from "./chat/service.ts";
@@ -21,7 +22,6 @@ import type { Model } from "./models/port.ts";
 import { type ModelConfig, resolveChatModels, resolveModel } from "./models/resolve.ts";
 import { createRunLog } from "./run-log.ts";
 import { createRunsService } from "./service.ts";
-import { createMongoRunsStore } from "./store/mongo.ts";
 import type { RunsStore } from "./store/port.ts";
 import { createSqliteRunsStore } from "./store/sqlite.ts";
 import { createRunWorker, type RunWorker } from "./worker.ts";
@@ -46,7 +46,10 @@ export interface RunSettings extends ModelConfig {
 export const openRunsStore = (settings: StoreSettings): Promise<RunsStore> =>
   openStore(
     settings,
-    { sqlite: createSqliteRunsStore, mongo: (m) => createMongoRunsStore(m.db, m.ping, m.close) },
+    {
+      sqlite: createSqliteRunsStore,
+      mongo: async (m) => (await import("./store/mongo.ts")).createMongoRunsStore(m.db, m.ping, m.close),
+    },
     "by durable()",
   );
 
@@ -129,6 +132,18 @@ export async function wireRuns(
 function chatBackends(settings: ModelConfig): Map<string, ChatBackend> {
   const backends = new Map<string, ChatBackend>();
   for (const [id, entry] of resolveChatModels(settings))
-    backends.set(id, entry.echo ? createEchoChat() : createAiSdkChat({ id, model: entry.model }));
+    backends.set(id, entry.echo ? createEchoChat() : aiSdkChat(id, entry.model));
   return backends;
+}
+
+/** Chat through the AI SDK, loaded on the first message (docs/decisions.md, "Loading only what is used"). */
+function aiSdkChat(id: string, model: () => Promise<LanguageModel>): ChatBackend {
+  const built = loadOnce(async () =>
+    (await import("./chat/ai-sdk-chat.ts")).createAiSdkChat({ id, model: await model() }),
+  );
+  return {
+    id,
+    reply: async (call) => (await built()).reply(call),
+    stream: async (call, onDelta) => (await built()).stream(call, onDelta),
+  };
 }

@@ -11,7 +11,6 @@ import { createOrphanSweep } from "./orphans.ts";
 import { createServeBlob } from "./serve-blob.ts";
 import { createStorageService } from "./service.ts";
 import { createBlobTokens } from "./signed-urls.ts";
-import { createMongoStorageStore } from "./store/mongo.ts";
 import type { StorageStore } from "./store/port.ts";
 import { createSqliteStorageStore } from "./store/sqlite.ts";
 import { createBucketSweep, startPeriodically } from "./sweep.ts";
@@ -21,7 +20,7 @@ import { createUploadCommit, reservationLifetimeMs } from "./upload-commit.ts";
 export const openStorageStore = (settings: StoreSettings): Promise<StorageStore> =>
   openStore(settings, {
     sqlite: createSqliteStorageStore,
-    mongo: (m) => createMongoStorageStore(m.db, m.ping, m.close),
+    mongo: async (m) => (await import("./store/mongo.ts")).createMongoStorageStore(m.db, m.ping, m.close),
   });
 
 /**

@@ -11,7 +11,6 @@ import { requirePrincipal } from "@loom/server/principal";
 import { errorArtifact } from "./calls/artifacts.ts";
 import { type CallLimits, type CallScope, callScope } from "./calls/call-scope.ts";
 import { griptapeClient } from "./calls/griptape-client.ts";
-import { mcpClient } from "./calls/mcp-client.ts";
 import { MissingSecret, redacted, serverHeaders } from "./calls/server-headers.ts";
 import { type ToolServerClient, ToolServerFailed, UnknownActivity } from "./calls/tool-server.ts";
 import type { SecretValues } from "./secret-values.ts";
@@ -70,9 +69,10 @@ export function createActivitiesHandlers(deps: ActivitiesDeps): ServiceImpl<type
     const resolved = await serverHeaders(server.headers, secrets, tool.organizationId, now());
     secretValues.push(...resolved.secretValues);
     const target = { url: server.url, headers: resolved.headers };
+    // The MCP client (and its SDK) is loaded on the first MCP call (docs/decisions.md, "Loading only what is used").
     return server.transport === "griptape"
       ? griptapeClient(target, scope)
-      : mcpClient(target, scope, tool.organizationId);
+      : (await import("./calls/mcp-client.ts")).mcpClient(target, scope, tool.organizationId);
   };
 
   const ended = (run: ToolRunRecord, status: ToolRunStatus, logs: string[], output?: unknown, statusDetail?: string) =>

@@ -9,7 +9,6 @@ import { type SecretKeyring, secretKeyring } from "./secret-keys.ts";
 import { resealWithCurrentKey } from "./secret-rotation.ts";
 import type { SecretValues } from "./secret-values.ts";
 import { createToolsService } from "./service.ts";
-import { createMongoToolsStore } from "./store/mongo.ts";
 import type { ToolsStore } from "./store/port.ts";
 import { createSqliteToolsStore } from "./store/sqlite.ts";
 import { createSecretValues } from "./stored-secret-values.ts";
@@ -22,7 +21,10 @@ export type WiredToolsService = RpcService & { store: ToolsStore };
 export const openToolsStore = (settings: StoreSettings): Promise<ToolsStore> =>
   openStore(
     settings,
-    { sqlite: createSqliteToolsStore, mongo: (m) => createMongoToolsStore(m.db, m.ping, m.close) },
+    {
+      sqlite: createSqliteToolsStore,
+      mongo: async (m) => (await import("./store/mongo.ts")).createMongoToolsStore(m.db, m.ping, m.close),
+    },
     { getForCall: "by durable()" },
   );
 

@@ -1,12 +1,6 @@
 import { ConnectError } from "@connectrpc/connect";
 import { unavailable } from "@loom/contracts/errors";
 import { errors as natsErrors } from "@nats-io/nats-core";
-import {
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
-} from "mongodb";
 
 /**
  * A dependency that cannot be reached or answers that it cannot serve now,
@@ -34,16 +28,11 @@ export function unavailableIfDown(error: unknown): unknown {
 }
 
 /**
- * The drivers' own classes for "the server cannot be reached": the MongoDB
- * driver's network, selection, pool and topology errors (a network timeout
- * is a network error), and the NATS client's closed, draining and lost
- * connections and timeouts; and what adapters report as `DependencyDown`.
+ * The NATS client's own classes for "the server cannot be reached": closed,
+ * draining and lost connections and timeouts; and what adapters report as
+ * `DependencyDown`. The MongoDB driver's are matched by `isMongoDown`.
  */
 const dependencyDownClasses = [
-  MongoNetworkError,
-  MongoServerSelectionError,
-  MongoNotConnectedError,
-  MongoTopologyClosedError,
   natsErrors.ClosedConnectionError,
   natsErrors.DrainingConnectionError,
   natsErrors.ConnectionError,
@@ -63,7 +52,7 @@ const dependencyDownClasses = [
  */
 export function isDependencyDown(error: unknown, depth = 0): boolean {
   if (!(error instanceof Error) || depth > 3) return false;
-  if (dependencyDownClasses.some((kind) => error instanceof kind)) return true;
+  if (dependencyDownClasses.some((kind) => error instanceof kind) || isMongoDown(error)) return true;
   // EMFILE/ENFILE: the process (or the system) is out of file descriptors for now; a retry later finds some.
   if (
     /^(EPIPE|ECONNRESET|ECONNREFUSED|ETIMEDOUT|EHOSTUNREACH|ENETUNREACH|ENOTFOUND|EAI_AGAIN|EMFILE|ENFILE)$/.test(
@@ -72,4 +61,22 @@ export function isDependencyDown(error: unknown, depth = 0): boolean {
   )
     return true;
   return isDependencyDown((error as { errorResponse?: unknown }).errorResponse ?? error.cause, depth + 1);
+}
+
+/**
+ * The MongoDB driver's classes for "the server cannot be reached", by their names along the error's class chain: as
+ * `instanceof` would (a subclass such as MongoNetworkTimeoutError counts; an Error merely named so does not), without
+ * importing the driver, which a process on SQLite never loads (docs/decisions.md, "Loading only what is used").
+ */
+const mongoDownClasses = new Set([
+  "MongoNetworkError",
+  "MongoServerSelectionError",
+  "MongoNotConnectedError",
+  "MongoTopologyClosedError",
+]);
+
+function isMongoDown(error: Error): boolean {
+  for (let kind = Object.getPrototypeOf(error); kind && kind !== Error.prototype; kind = Object.getPrototypeOf(kind))
+    if (mongoDownClasses.has(kind.constructor?.name)) return true;
+  return false;
 }

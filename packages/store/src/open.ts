@@ -1,4 +1,4 @@
-import { connectMongo, type MongoHandle } from "./mongo.ts";
+import type { MongoHandle } from "./mongo.ts";
 import { type Acknowledgements, groupCommitted, openSqlite, type SqliteHandle } from "./sqlite.ts";
 
 /** Where a service keeps its data: MongoDB when a URL is given, else SQLite. */
@@ -16,14 +16,18 @@ export interface StoreSettings {
 /**
  * Opens a service's store through the adapter its settings name. Every
  * service has the same two adapters behind its store port, so this is the
- * one place that chooses between them.
+ * one place that chooses between them. The MongoDB driver and adapters are
+ * imported only when a URL is given (docs/decisions.md, "Loading only what is used").
  */
 export async function openStore<S extends object>(
   settings: StoreSettings,
-  adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S },
+  adapters: { sqlite: (handle: SqliteHandle) => S; mongo: (handle: MongoHandle) => S | Promise<S> },
   acknowledge: Acknowledgements<S> = "each call",
 ): Promise<S> {
-  if (settings.url) return adapters.mongo(await connectMongo(settings.url, settings.db));
+  if (settings.url) {
+    const { connectMongo } = await import("./mongo.ts");
+    return adapters.mongo(await connectMongo(settings.url, settings.db));
+  }
   const handle = settings.sqlite ?? openSqlite(":memory:");
   return groupCommitted(handle, adapters.sqlite(handle), acknowledge);
 }

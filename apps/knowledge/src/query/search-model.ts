@@ -1,8 +1,6 @@
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { unavailable } from "@loom/contracts/errors";
 import { ConfigError } from "@loom/runtime/config";
-import { generateText, type LanguageModel } from "ai";
+import { loadOnce } from "@loom/runtime/load-once";
 import { z } from "zod";
 import type { EmbeddingSettings } from "../embedding-models.ts";
 
@@ -24,10 +22,10 @@ const instructions =
   "Answer the question from the numbered passages of the knowledge base only. Cite the passages you use by their " +
   "numbers in brackets, like [1]. If the passages do not hold the answer, say that the knowledge base does not say.";
 
-function languageModel(name: string, settings: SearchSettings): LanguageModel {
+/** Throws ConfigError naming the variable to fix when `name` is not a usable search model. */
+function checkSearchModel(name: string, settings: SearchSettings): void {
   const colon = name.indexOf(":");
   const provider = name.slice(0, colon);
-  const model = name.slice(colon + 1);
   const setting = provider === "openai" ? "OPENAI_API_KEY" : "OPENAI_COMPATIBLE_BASE_URL";
   if (colon <= 0 || colon === name.length - 1 || (provider !== "openai" && provider !== "openai-compatible"))
     throw new ConfigError(
@@ -35,14 +33,6 @@ function languageModel(name: string, settings: SearchSettings): LanguageModel {
     );
   if ((settings[setting] ?? "").trim() === "")
     throw new ConfigError(`${setting}: must be set for the search model ${name} (KNOWLEDGE_SEARCH_MODEL)`);
-  // Keys are passed explicitly: the SDK would otherwise read process.env behind the settings' back.
-  if (provider === "openai")
-    return createOpenAI({ apiKey: settings.OPENAI_API_KEY, baseURL: settings.OPENAI_BASE_URL || undefined })(model);
-  return createOpenAICompatible({
-    name: "openai-compatible",
-    baseURL: settings.OPENAI_COMPATIBLE_BASE_URL ?? "",
-    apiKey: settings.OPENAI_COMPATIBLE_API_KEY || undefined,
-  })(model);
 }
 
 /**
@@ -55,8 +45,14 @@ export function searchModel(settings: SearchSettings): AnswerFromChunks {
     return async () => {
       throw unavailable("no search model is configured (KNOWLEDGE_SEARCH_MODEL): use the query operation instead");
     };
-  const model = languageModel(name, settings);
+  checkSearchModel(name, settings);
+  // Loaded on the first search (docs/decisions.md, "Loading only what is used").
+  const sdk = loadOnce(async () => {
+    const [{ generateText }, { languageModel }] = await Promise.all([import("ai"), import("../providers.ts")]);
+    return { generateText, model: languageModel(name, settings) };
+  });
   return async (query, chunks) => {
+    const { generateText, model } = await sdk();
     const passages = chunks.map((text, i) => `[${i + 1}] ${text}`).join("\n\n");
     try {
       const { text } = await generateText({

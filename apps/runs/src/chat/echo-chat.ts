@@ -1,8 +1,8 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { echoModelId, tokenize } from "../models/echo.ts";
+import { artifactText, contentText } from "./artifact-text.ts";
 import type { ChatBackend, ChatCall, ChatReply, ReplyPart } from "./port.ts";
-import { artifactText } from "./prompt.ts";
 import { nativeToolName } from "./tool-names.ts";
 
 /**
@@ -89,10 +89,4 @@ function askedToolCall(text: string, call: ChatCall): { name: string; path?: str
     }
   }
   return undefined;
-}
-
-function contentText(item: ChatCall["messages"][number]["content"][number]): string {
-  const kind = item.kind;
-  if (kind.case === "actionResult") return kind.value.artifact ? artifactText(kind.value.artifact) : "";
-  return kind.value ? artifactText(kind.value) : "";
 }

@@ -1,5 +1,5 @@
 import { valueToJson } from "@loom/contracts/json-value";
-import type { Artifact, ChatMessage, MessageContent, Tool } from "@loom/proto/runs/v1/chat_pb";
+import type { Artifact, ChatMessage, Tool } from "@loom/proto/runs/v1/chat_pb";
 import {
   type AssistantContent,
   jsonSchema,
@@ -10,6 +10,7 @@ import {
   tool,
   type UserContent,
 } from "ai";
+import { artifactText, contentText } from "./artifact-text.ts";
 import type { ChatCall } from "./port.ts";
 import { nativeToolName, structuredOutputTool } from "./tool-names.ts";
 
@@ -25,7 +26,7 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
   const out: ModelMessage[] = [];
   for (const message of messages) {
     if (message.role === "system") {
-      instructions.push({ role: "system", content: message.content.map(textOf).join("") });
+      instructions.push({ role: "system", content: message.content.map(contentText).join("") });
     } else if (message.role === "assistant") {
       const content: AssistantContent = message.content.flatMap((item): Exclude<AssistantContent, string> => {
         if (item.kind.case === "actionCall" && item.kind.value.value.case === "action") {
@@ -39,7 +40,7 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
             },
           ];
         }
-        const text = textOf(item);
+        const text = contentText(item);
         return text === "" ? [] : [{ type: "text", text }];
       });
       out.push({ role: "assistant", content });
@@ -54,7 +55,7 @@ export function toPrompt(messages: ChatMessage[]): { instructions?: SystemModelM
           const image = item.kind.value.value.value;
           return [{ type: "file", data: image.data, mediaType: `image/${image.format}` }];
         }
-        return [{ type: "text", text: textOf(item) }];
+        return [{ type: "text", text: contentText(item) }];
       });
       if (content.length > 0) out.push({ role: "user", content });
     }
@@ -79,35 +80,6 @@ function toolResult({
         ? { type: "json", value: valueToJson(value.value) }
         : { type: "text", value: artifact ? artifactText(artifact) : "" },
   };
-}
-
-/** An artifact as text, as griptape's `to_text()` renders it. */
-export function artifactText(artifact: Artifact): string {
-  const value = artifact.value;
-  switch (value.case) {
-    case "text":
-      return value.value;
-    case "json":
-      return JSON.stringify(valueToJson(value.value));
-    case "action":
-      return JSON.stringify({
-        type: "ToolAction",
-        tag: value.value.tag,
-        name: value.value.name,
-        path: value.value.path ?? null,
-        input: value.value.input ?? {},
-      });
-    case "image":
-      return `Image, format: ${value.value.format}, size: ${value.value.data.length} bytes`;
-    default:
-      return "";
-  }
-}
-
-function textOf(item: MessageContent): string {
-  const kind = item.kind;
-  if (kind.case === "actionResult") return kind.value.artifact ? artifactText(kind.value.artifact) : "";
-  return kind.value ? artifactText(kind.value) : "";
 }
 
 /**

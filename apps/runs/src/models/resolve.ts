@@ -1,12 +1,10 @@
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createOpenAI } from "@ai-sdk/openai";
-import { createOpenAICompatible } from "@ai-sdk/openai-compatible";
 import { ConfigError, env } from "@loom/runtime/config";
+import { loadOnce } from "@loom/runtime/load-once";
 import type { LanguageModel } from "ai";
 import { z } from "zod";
-import { createAiSdkModel } from "./ai-sdk.ts";
 import { createEchoModel, echoModelId } from "./echo.ts";
 import type { Model } from "./port.ts";
+import type { ProviderConnection } from "./providers.ts";
 
 const providers = ["loom", "openai", "anthropic", "openai-compatible"] as const;
 type Provider = (typeof providers)[number];
@@ -77,15 +75,18 @@ export function resolveModel(config: ModelConfig, options: { maxRetries?: number
   const parsed = parseModelName(name);
   if ("problem" in parsed) throw new ConfigError(`DEFAULT_MODEL: ${parsed.problem}`);
   if (parsed.provider === "loom") return createEchoModel();
-  return createAiSdkModel({
-    id: `${parsed.provider}:${parsed.model}`,
-    model: languageModel(parsed.provider, parsed.model, config),
-    ...options,
-  });
+  const id = `${parsed.provider}:${parsed.model}`;
+  const model = languageModel(parsed.provider, parsed.model, config);
+  const built = loadOnce(async () =>
+    (await import("./ai-sdk.ts")).createAiSdkModel({ id, model: await model(), ...options }),
+  );
+  return { id, generate: async (request) => (await built()).generate(request) };
 }
 
-/** A model chat may use: loom:echo, or an AI SDK model. */
-export type ChatModelEntry = { id: string; echo: true } | { id: string; echo: false; model: LanguageModel };
+/** A model chat may use: loom:echo, or an AI SDK model (the SDK loaded on its first call). */
+export type ChatModelEntry =
+  | { id: string; echo: true }
+  | { id: string; echo: false; model: () => Promise<LanguageModel> };
 
 /**
  * The models chat may pick, by name: DEFAULT_MODEL (as resolveModel settles it)
@@ -117,34 +118,30 @@ function listed(value: string): string[] {
     .filter((name) => name !== "");
 }
 
-function languageModel(provider: Exclude<Provider, "loom">, model: string, config: ModelConfig): LanguageModel {
-  // Keys are passed explicitly: the SDK would otherwise read process.env
-  // behind the config's back.
-  switch (provider) {
-    case "openai":
-      return createOpenAI({
-        apiKey: required(config, "OPENAI_API_KEY", provider),
-        baseURL: given(config.OPENAI_BASE_URL),
-      })(model);
-    case "anthropic":
-      return createAnthropic({
-        apiKey: required(config, "ANTHROPIC_API_KEY", provider),
-        baseURL: given(config.ANTHROPIC_BASE_URL),
-      })(model);
-    case "openai-compatible":
-      return createOpenAICompatible({
-        name: "openai-compatible",
-        baseURL: required(config, "OPENAI_COMPATIBLE_BASE_URL", provider),
-        apiKey: given(config.OPENAI_COMPATIBLE_API_KEY),
-        // Asks for the final usage chunk of a stream (`stream_options.include_usage`);
-        // without it a streamed run would report 0 tokens.
-        includeUsage: true,
-        // Chat's structured output ("native" strategy) sends the output schema
-        // as `response_format: json_schema`, which vLLM, Ollama and LiteLLM
-        // understand; without it the SDK sends only `json_object`.
-        supportsStructuredOutputs: true,
-      })(model);
-  }
+/**
+ * The model of a provider, its settings checked now (a missing one throws ConfigError at start); the AI SDK is
+ * loaded on the model's first use (docs/decisions.md, "Loading only what is used").
+ */
+function languageModel(
+  provider: Exclude<Provider, "loom">,
+  model: string,
+  config: ModelConfig,
+): () => Promise<LanguageModel> {
+  const connection: ProviderConnection =
+    provider === "openai-compatible"
+      ? {
+          provider,
+          baseURL: required(config, "OPENAI_COMPATIBLE_BASE_URL", provider),
+          apiKey: given(config.OPENAI_COMPATIBLE_API_KEY),
+        }
+      : provider === "openai"
+        ? { provider, apiKey: required(config, "OPENAI_API_KEY", provider), baseURL: given(config.OPENAI_BASE_URL) }
+        : {
+            provider,
+            apiKey: required(config, "ANTHROPIC_API_KEY", provider),
+            baseURL: given(config.ANTHROPIC_BASE_URL),
+          };
+  return loadOnce(async () => (await import("./providers.ts")).languageModel(connection, model));
 }
 
 function parseModelName(name: string): { provider: Provider; model: string } | { problem: string } {
