@@ -76,13 +76,14 @@ async function baselineSeconds(files: CorpusDocument[], embeddings: LocalEmbeddi
   let best = Number.POSITIVE_INFINITY;
   for (let round = 0; round < (embeddings ? 1 : 2); round++) {
     const dir = mkdtempSync(join(tmpdir(), "loom-bench-index-"));
+    const index = await openChunkIndex({ db: "bench", sqlite: openSqlite(join(dir, "index.db")) });
     try {
-      const index = await openChunkIndex({ db: "bench", sqlite: openSqlite(join(dir, "index.db")) });
       await index.init();
       const started = performance.now();
       await indexCorpus(index, { organizationId: "bench", knowledgeBaseId: `kb-${round}` }, files, embeddings);
       best = Math.min(best, (performance.now() - started) / 1000);
     } finally {
+      await index.close();
       rmSync(dir, { recursive: true, force: true });
     }
   }

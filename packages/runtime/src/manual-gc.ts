@@ -1,13 +1,16 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 
-export type GarbageCollection = { type: "minor" } | { type: "major"; execution: "sync"; flavor: "last-resort" };
+export type GarbageCollection =
+  | { type: "minor" }
+  | { type: "major"; execution: "sync"; flavor: "regular" | "last-resort" };
 
 let collector: ((collection: GarbageCollection) => void) | undefined;
 
 /**
  * V8's collector, for the few places that know better than its heuristics
- * when garbage is due (memory-release.ts, streamed-bytes.ts). Taken from a
+ * when garbage is due (release-memory-when-quiet.ts, streamed-bytes.ts,
+ * the knowledge service's ingested-bytes.ts). Taken from a
  * fresh context, so `gc` is not exposed to the rest of the process.
  */
 export function collectGarbage(collection: GarbageCollection): void {

@@ -10,9 +10,6 @@ import {
   spaceCut,
 } from "./cut-points.ts";
 
-/** Text already cut away is dropped from the buffer once this much of it has gathered. */
-const compactAfterChars = 16 * 1024;
-
 /**
  * Cuts a document's blocks into chunks. A heading always starts a new chunk (a chunk holds one section, and knows its
  * heading path); within a section a chunk of more than `maxChars` is cut at the strongest boundary in the second half
@@ -81,7 +78,9 @@ export function createChunker(options: ChunkOptions) {
   const moveRunStart = (to: number) => {
     runStart = to;
     if (blockStarts.length > 0 && blockStarts[0]! <= to) blockStarts = blockStarts.filter((at) => at > to);
-    if (local(to) > compactAfterChars) {
+    // Text before the run is never read again: dropped at once, so that each block appended copies (flattens) at
+    // most a chunk's worth of text, and a chunk's text, sliced from the buffer, holds no more than that alive.
+    if (to > base) {
       buffer = buffer.slice(local(to));
       base = to;
     }

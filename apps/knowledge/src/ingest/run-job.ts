@@ -11,6 +11,7 @@ import { embeddingModel } from "../providers.ts";
 import type { JobFileError, JobStatus, KnowledgeBaseJobRecord } from "../store/jobs.ts";
 import type { KnowledgeBasesStore } from "../store/port.ts";
 import { type Checkpoint, embedTexts } from "./embed.ts";
+import { ingestedBytes } from "./ingested-bytes.ts";
 import type { IngestLimits } from "./limits.ts";
 import { planIngest } from "./plan.ts";
 import { readAsset } from "./read-asset.ts";
@@ -120,6 +121,7 @@ export async function runIngestJob(
     }));
     if (!(await goOn())) return cancelled;
     await index.replaceAsset(scope, { bucketId: asset.bucketId, path: asset.name, version }, newChunks, now());
+    ingestedBytes(chunks.bytes);
     chunkCount = after;
     account.bytesIngested += chunks.bytes;
     await saveAccount();
