@@ -1,10 +1,8 @@
 import { Transform } from "node:stream";
-import { collectGarbage } from "@loom/runtime/manual-gc";
+import { collectionEvery } from "@loom/runtime/manual-gc";
 
 /** How many streamed bytes may become garbage before a young-generation collection frees them. */
 export const streamedBytesPerCollection = 16 * 1024 * 1024;
-
-let sinceCollection = 0;
 
 /**
  * Counts bytes a blob stream has moved through this process, and asks for a
@@ -17,12 +15,7 @@ let sinceCollection = 0;
  * transfer's dead chunks piled up to ~90 MB before a collection came.
  * A scavenge with little alive costs well under a millisecond.
  */
-export function streamedBytes(count: number): void {
-  sinceCollection += count;
-  if (sinceCollection < streamedBytesPerCollection) return;
-  sinceCollection = 0;
-  collectGarbage({ type: "minor" });
-}
+export const streamedBytes: (count: number) => void = collectionEvery(streamedBytesPerCollection, { type: "minor" });
 
 /** A pass-through that counts what flows through it (`streamedBytes`): for the bytes a process sends out. */
 export function countingStreamedBytes(): Transform {

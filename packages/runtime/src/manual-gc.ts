@@ -20,3 +20,17 @@ export function collectGarbage(collection: GarbageCollection): void {
   }
   collector(collection);
 }
+
+/**
+ * Counts units of work (bytes streamed, text indexed) and asks for `collection` every `per` of them: for work
+ * whose garbage V8's own triggers see too late (streamed-bytes.ts, the knowledge service's ingested-bytes.ts).
+ */
+export function collectionEvery(per: number, collection: GarbageCollection): (count: number) => void {
+  let since = 0;
+  return (count) => {
+    since += count;
+    if (since < per) return;
+    since = 0;
+    collectGarbage(collection);
+  };
+}

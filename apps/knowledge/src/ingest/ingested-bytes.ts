@@ -1,9 +1,7 @@
-import { collectGarbage } from "@loom/runtime/manual-gc";
+import { collectionEvery } from "@loom/runtime/manual-gc";
 
 /** How much text ingest jobs may put into the index before a full collection frees what their files left. */
 export const ingestedBytesPerCollection = 8 * 1024 * 1024;
-
-let sinceCollection = 0;
 
 /**
  * Counts the text ingest jobs have indexed in this process, and asks for a full collection every
@@ -13,9 +11,8 @@ let sinceCollection = 0;
  * 420–500 MB during a 100 MB ingest. One collection per 8 MiB (~55 ms on that heap, about 1% of the job's
  * time) keeps it under 250 MB (docs/benchmarks.md, "Knowledge: memory during an ingest").
  */
-export function ingestedBytes(count: number): void {
-  sinceCollection += count;
-  if (sinceCollection < ingestedBytesPerCollection) return;
-  sinceCollection = 0;
-  collectGarbage({ type: "major", execution: "sync", flavor: "regular" });
-}
+export const ingestedBytes: (count: number) => void = collectionEvery(ingestedBytesPerCollection, {
+  type: "major",
+  execution: "sync",
+  flavor: "regular",
+});
