@@ -3,6 +3,7 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { answer, startFakeOpenAI } from "@loom/testing/fake-openai";
 import { apiClient } from "@loom/testing/http";
 import { startMcpServer } from "@loom/testing/mcp-server";
 import { localEmbeddingModel, needsOwnServers, startOwnEmbeddings } from "@loom/testing/own-servers";
@@ -24,7 +25,8 @@ import { assistantWithTools } from "./griptape-assistant-tools.ts";
  * from a Loom tool backed by a real MCP server (the repo's test server) and
  * calls them; and the generated griptape-cloud-client parses every thread,
  * message, ruleset, rule, tool, secret, knowledge base and data connector
- * operation and GetUser; its GriptapeCloudVectorStoreDriver queries knowledge
+ * operation and GetUser (a knowledge base's searches answered by a scripted
+ * OpenAI-compatible model); its GriptapeCloudVectorStoreDriver queries knowledge
  * bases ingested from the bucket, without an embedding model and with the
  * local embeddings server's. Then (once) its assistant driver runs an assistant
  * whose tool is an MCP server (griptape-assistant-tools.ts).
@@ -62,7 +64,11 @@ const mcp = await startMcpServer();
 const embeddings = needsOwnServers("griptape vector store driver with an embedding model", "embeddings")
   ? await startOwnEmbeddings()
   : undefined;
-const embeddingModel = embeddings && `openai-compatible:${localEmbeddingModel.id}`;
+// Through the `openai` provider (its embeddings API is OpenAI's, which the server speaks), so that the
+// `openai-compatible` one can be the search model: a scripted server answering a knowledge base's searches.
+const embeddingModel = embeddings && `openai:${localEmbeddingModel.id}`;
+const searchModel = await startFakeOpenAI();
+searchModel.reply(answer("From the knowledge base: the answer [1]."));
 
 const runPython = (script: string, env: Record<string, string>) =>
   new Promise<number | null>((resolve) =>
@@ -81,9 +87,12 @@ for (const store of stores) {
       PORT: String(port),
       BOOTSTRAP_API_KEY: key,
       ...env,
+      // A provider's address set, the all-in-one asks for DEFAULT_MODEL too: the offline echo the checks use.
+      DEFAULT_MODEL: "loom:echo",
+      KNOWLEDGE_SEARCH_MODEL: "openai-compatible:compat-search",
+      OPENAI_COMPATIBLE_BASE_URL: searchModel.baseUrl,
       ...(embeddings && embeddingModel
-        ? // A provider's address set, the all-in-one asks for DEFAULT_MODEL too: the offline echo the checks use.
-          { EMBEDDING_MODELS: embeddingModel, OPENAI_COMPATIBLE_BASE_URL: embeddings.url, DEFAULT_MODEL: "loom:echo" }
+        ? { EMBEDDING_MODELS: embeddingModel, OPENAI_BASE_URL: embeddings.url, OPENAI_API_KEY: "local" }
         : {}),
     },
     `${url}/healthz`,
@@ -110,5 +119,6 @@ for (const store of stores) {
 }
 await mcp.close();
 await embeddings?.close();
+await searchModel.close();
 if (!(await assistantWithTools(python))) failed = true;
 process.exit(failed ? 1 : 0);

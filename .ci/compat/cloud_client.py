@@ -1,6 +1,7 @@
 """The generated griptape-cloud-client 0.2.0 against Loom: every thread,
-message, ruleset, rule, tool, secret, knowledge base (with their queries, but
-not their searches, which need a model), knowledge base job and data connector operation and GetUser answer with the status code the
+message, ruleset, rule, tool, secret, knowledge base (with their queries and
+their searches, answered by the scripted model .ci/griptape-compat.ts
+configures), knowledge base job and data connector operation and GetUser answer with the status code the
 client documents and a body it parses (a missing key raises KeyError in its
 from_dict). Run by .ci/griptape-compat.ts."""
 import os
@@ -25,9 +26,12 @@ from griptape_cloud_client.api.knowledge_bases import (
     delete_knowledge_base,
     get_knowledge_base,
     get_knowledge_base_query,
+    get_knowledge_base_search,
     list_knowledge_base_queries,
+    list_knowledge_base_searches,
     list_knowledge_bases,
     query_knowledge_base,
+    search_knowledge_base,
     update_knowledge_base,
 )
 from griptape_cloud_client.api.messages import create_message, delete_message, get_message, list_messages, update_message
@@ -41,6 +45,7 @@ from griptape_cloud_client.models import (
     CreateDataConnectorRequestContent,
     CreateKnowledgeBaseRequestContent,
     QueryKnowledgeBaseRequestContent,
+    SearchKnowledgeBaseRequestContent,
     CreateMessageRequestContent,
     CreateRuleRequestContent,
     CreateRulesetRequestContent,
@@ -288,6 +293,17 @@ if kb:
     check("kept query", kept and kept.query, "anything")
     queries = call(list_knowledge_base_queries, 200, knowledge_base_id=kbid, page_size=10)
     check("queries listed", queries and [q.knowledge_base_query_id for q in queries.knowledge_base_queries], [asked and asked.knowledge_base_query_id])
+    # A search: the model's answer as `result`; kept and listed.
+    searched = call(search_knowledge_base, 200, knowledge_base_id=kbid, body=SearchKnowledgeBaseRequestContent(query="anything"))
+    check("search's result", searched and searched.result, "From the knowledge base: the answer [1].")
+    kept_search = searched and call(get_knowledge_base_search, 200, knowledge_base_search_id=searched.knowledge_base_search_id)
+    check("kept search", kept_search and (kept_search.query, kept_search.result), ("anything", "From the knowledge base: the answer [1]."))
+    searches = call(list_knowledge_base_searches, 200, knowledge_base_id=kbid, page_size=10)
+    check(
+        "searches listed",
+        searches and [q.knowledge_base_search_id for q in searches.knowledge_base_searches],
+        [searched and searched.knowledge_base_search_id],
+    )
 
     # Ingest jobs: queued with 202; got, listed (with the status filter the client sends), cancelled
     job = call(create_knowledge_base_job, 202, knowledge_base_id=kbid)
