@@ -11,13 +11,29 @@ export const repoRoot = fileURLToPath(new URL("../../..", import.meta.url));
 const children = new Set<ChildProcess>();
 process.once("exit", () => children.forEach((child) => child.kill("SIGKILL")));
 
+/**
+ * A port free now for a test's server, chosen below Linux's ephemeral range (32768–60999), where the kernel never
+ * puts the local end of an outgoing connection: a process stopped and started again on its port (a restart test)
+ * finds it free, where a port from the ephemeral range was once taken meanwhile by some connection's local end.
+ * Random within 20000–32767 and checked by listening on it; the kernel's choice if 50 tries find none.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = 20_000 + Math.floor(Math.random() * 12_768);
+    if (await listensOn(port)) return port;
+  }
+  return listensOn(0) as Promise<number>;
+}
+
+/** Listens on `port` of 127.0.0.1 and lets it go: the port listened on, or false when it was taken. */
+function listensOn(port: number): Promise<number | false> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once("error", () => resolve(false));
+    server.listen(port, "127.0.0.1", () => {
+      const { port: bound } = server.address() as { port: number };
+      server.close(() => resolve(bound));
     });
-    server.once("error", reject);
   });
 }
 
