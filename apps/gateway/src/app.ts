@@ -11,6 +11,7 @@ import { type BillingStanding, billingStanding } from "./billing-standing.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
+import { consoleApp } from "./console.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
@@ -178,7 +179,9 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     }
     await next();
   });
-  // Unauthenticated: the API reference page that renders /openapi.json; `/` leads there.
+  // Unauthenticated: the console (its page asks for a key); `/` leads there.
+  app.use(consoleApp());
+  // Unauthenticated: the API reference page that renders /openapi.json.
   app.use(apiDocs());
   app.use(authenticate(deps.clients.identity, principals, revocations));
   if (limits.RATE_LIMIT_REQUESTS || limits.RATE_LIMIT_ORGANIZATION_REQUESTS) {

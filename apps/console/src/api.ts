@@ -1,0 +1,60 @@
+/** The public API, same origin, with the signed-in key; an error answer becomes an Error carrying the API's message. */
+
+export interface Pagination {
+  page_number: number;
+  page_size: number;
+  total_count: number;
+  total_pages: number;
+  next_page?: number;
+  previous_page?: number;
+}
+
+export interface Assistant {
+  assistant_id: string;
+  name: string;
+  description: string;
+  created_at: string;
+}
+
+export class ApiError extends Error {
+  readonly status: number;
+  constructor(status: number, message: string) {
+    super(message);
+    this.status = status;
+  }
+}
+
+/** The message a person reads: the API's own (ErrorBody `errors[].message`), else the HTTP status. */
+async function errorOf(response: Response): Promise<ApiError> {
+  let message = `${response.status} ${response.statusText}`.trim();
+  try {
+    const body = (await response.json()) as { errors?: { message?: string }[] };
+    const messages = (body.errors ?? []).map((e) => e.message).filter((m): m is string => Boolean(m));
+    if (messages.length > 0) message = messages.join("; ");
+  } catch {
+    // Not JSON (a proxy's page, say): the status line says what happened.
+  }
+  return new ApiError(response.status, message);
+}
+
+export async function request<T>(key: string, method: string, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(path, {
+    method,
+    headers: {
+      authorization: `Bearer ${key}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  if (!response.ok) throw await errorOf(response);
+  return (response.status === 204 ? undefined : await response.json()) as T;
+}
+
+export const listAssistants = (key: string, page: number, pageSize: number) =>
+  request<{ assistants: Assistant[]; pagination: Pagination }>(
+    key,
+    "GET",
+    `/assistants?page=${page}&page_size=${pageSize}`,
+  );
+
+export const createAssistant = (key: string, name: string) => request<Assistant>(key, "POST", "/assistants", { name });

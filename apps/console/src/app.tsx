@@ -1,0 +1,44 @@
+import { useState } from "preact/hooks";
+import { LocationProvider, Route, Router } from "preact-iso";
+import { Assistants } from "./assistants.tsx";
+import { forgetKey, savedKey, saveKey } from "./session.ts";
+import { SignIn } from "./sign-in.tsx";
+
+/** Signed out: the sign-in form. Signed in: the navigation and the screen the URL names. */
+export function App() {
+  const [apiKey, setApiKey] = useState(savedKey);
+
+  if (!apiKey)
+    return (
+      <SignIn
+        onSignedIn={(key) => {
+          saveKey(key);
+          setApiKey(key);
+        }}
+      />
+    );
+
+  const signOut = () => {
+    forgetKey();
+    setApiKey(null);
+  };
+  return (
+    <LocationProvider scope="/console">
+      <header class="top">
+        <span class="brand">Loom</span>
+        <nav aria-label="Main">
+          <a href="/console/assistants">Assistants</a>
+        </nav>
+        <button type="button" onClick={signOut}>
+          Sign out
+        </button>
+      </header>
+      <main>
+        <Router>
+          <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route default component={() => <Assistants apiKey={apiKey} />} />
+        </Router>
+      </main>
+    </LocationProvider>
+  );
+}

@@ -1,0 +1,82 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createRouterTransport } from "@connectrpc/connect";
+import { createLogger } from "@loom/telemetry/logger";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { buildApp } from "../src/app.ts";
+import { oneTransport, serviceClients } from "../src/clients.ts";
+import { noBlobs } from "./no-blobs.ts";
+
+/** The app itself is checked in a real browser (apps/loom/test/console-page.test.ts); here: what HTTP clients see. */
+describe("the console, /console", () => {
+  let server: Server;
+  let base: string;
+  beforeAll(async () => {
+    const { app } = buildApp({
+      clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
+      blobs: noBlobs,
+      logger: createLogger("test", "silent"),
+      readiness: async () => ({ ready: true }),
+    });
+    server = createServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+
+  const get = (path: string) => fetch(base + path, { redirect: "manual" });
+
+  it("redirects / (and /api) to /console, without a credential", async () => {
+    for (const path of ["/", "/api"]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(302);
+      expect(new URL(res.headers.get("location")!, base + path).pathname, path).toBe("/console");
+    }
+  });
+
+  it("serves the page for /console and every screen's path under it, with a strict Content-Security-Policy", async () => {
+    for (const path of ["/console", "/console/", "/console/assistants", "/console/assistants/some-id"]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type"), path).toBe("text/html; charset=utf-8");
+      expect(res.headers.get("cache-control"), path).toBe("no-cache");
+      const policy = res.headers.get("content-security-policy") ?? "";
+      for (const directive of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "object-src 'none'"])
+        expect(policy, path).toContain(directive);
+      expect(policy, path).not.toContain("unsafe");
+      const html = await res.text();
+      expect(html, path).toContain('<div id="app"></div>');
+      // No inline script: every script is a file of this origin.
+      expect(html, path).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
+      expect(html, path).not.toMatch(/https?:/);
+    }
+  });
+
+  it("serves the page's script and stylesheet from its own files, cached for good (their names change with them)", async () => {
+    const html = await (await get("/console")).text();
+    const sources = [...html.matchAll(/(?:src|href)="([^"]+)"/g)].map((m) => m[1]!);
+    expect(sources.some((s) => s.endsWith(".js"))).toBe(true);
+    expect(sources.some((s) => s.endsWith(".css"))).toBe(true);
+    for (const source of sources) {
+      expect(source).toMatch(/^\/console\/assets\//);
+      const res = await get(source);
+      expect(res.status, source).toBe(200);
+      expect(res.headers.get("cache-control"), source).toContain("immutable");
+      expect(res.headers.get("content-security-policy"), source).toContain("default-src 'self'");
+      expect((await res.arrayBuffer()).byteLength, source).toBeGreaterThan(100);
+    }
+  });
+
+  it("answers a missing built file with 404 and never serves a file outside the build", async () => {
+    expect((await get("/console/assets/nothing-here.js")).status).toBe(404);
+    for (const path of ["/console/assets/../../package.json", "/console/assets/%2e%2e/%2e%2e/package.json"]) {
+      const res = await get(path);
+      expect(await res.text(), path).not.toContain("@loom/console");
+    }
+  });
+
+  it("leaves the API alone: other paths still need a credential", async () => {
+    expect((await get("/assistants")).status).toBe(401);
+    expect((await get("/consoles")).status).toBe(401);
+  });
+});
