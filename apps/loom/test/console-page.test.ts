@@ -1,0 +1,150 @@
+import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
+import { type Browser, launchChromium, needsChromium } from "@loom/testing/browser";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+/** What the page may not do: reach another origin, throw, or break its Content-Security-Policy. */
+interface Watched {
+  outside: string[];
+  problems: string[];
+}
+
+/**
+ * /console as a person uses it: the all-in-one process (`pnpm start`'s)
+ * serves it, a real browser (Debian's chromium) runs it, and every request
+ * it makes is checked: one for another origin fails the test.
+ */
+describe.skipIf(!needsChromium("the console in a browser"))("the console in a browser", () => {
+  let loom: AllInOne;
+  let key: string;
+  let browser: Browser;
+  beforeAll(async () => {
+    loom = await startAllInOne({ PORT: "0", HOST: "127.0.0.1" });
+    key = (await loom.bootstrapKey())!;
+    expect(key, loom.output()).toBeDefined();
+    browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await loom?.stop("SIGTERM");
+  });
+
+  const api = (method: string, path: string, apiKey: string, body?: unknown) =>
+    fetch(loom.url + path, {
+      method,
+      headers: { authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+
+  async function openPage() {
+    const context = await browser.newContext();
+    const origin = new URL(loom.url).origin;
+    const watched: Watched = { outside: [], problems: [] };
+    await context.route("**/*", (route) => {
+      const target = new URL(route.request().url());
+      if (target.origin === origin) return route.continue();
+      watched.outside.push(target.href);
+      return route.abort("blockedbyclient");
+    });
+    const page = await context.newPage();
+    page.on("websocket", (socket) => watched.outside.push(socket.url()));
+    page.on("pageerror", (error) => watched.problems.push(error.message));
+    // A refused API call logs "Failed to load resource" by itself; any other error (a CSP refusal too) is a problem.
+    page.on("console", (message) => {
+      if (message.type() === "error" && !message.text().startsWith("Failed to load resource"))
+        watched.problems.push(message.text());
+    });
+    return { context, page, watched };
+  }
+
+  async function signIn(page: Awaited<ReturnType<typeof openPage>>["page"], apiKey: string) {
+    await page.goto(`${loom.url}/`);
+    expect(new URL(page.url()).pathname).toBe("/console");
+    await page.getByLabel("API key").fill(apiKey);
+    await page.getByRole("button", { name: "Sign in" }).click();
+  }
+
+  it("signs in with the key, lists the organization's assistants, creates one and lists it, and signs out", async () => {
+    const { context, page, watched } = await openPage();
+    await signIn(page, key);
+
+    await page.getByRole("link", { name: "Assistants" }).click();
+    await page.getByText("No assistants yet.").waitFor();
+    await page.getByRole("button", { name: "New assistant" }).click();
+    await page.getByLabel("Name").fill("Support bot");
+    await page.getByRole("button", { name: "Create" }).click();
+    const list = page.getByRole("list", { name: "Assistants" });
+    await list.getByText("Support bot", { exact: true }).waitFor();
+    expect(await list.getByRole("listitem").count()).toBe(1);
+    // Made through the API, in the key's organization.
+    const listed = (await (await api("GET", "/assistants", key)).json()) as { assistants: { name: string }[] };
+    expect(listed.assistants.map((a) => a.name)).toEqual(["Support bot"]);
+
+    // The key lives in this tab's session only: never in the URL, nor in localStorage or a cookie.
+    expect(page.url()).not.toContain(key);
+    expect(await page.evaluate(() => Object.values(sessionStorage))).toEqual([key]);
+    expect(await page.evaluate(() => localStorage.length)).toBe(0);
+    expect(await context.cookies()).toEqual([]);
+    // A reload keeps the session, on the screen's own path.
+    await page.reload();
+    expect(new URL(page.url()).pathname).toBe("/console/assistants");
+    await list.getByText("Support bot", { exact: true }).waitFor();
+
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("API key").waitFor();
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+    await context.close();
+    expect(watched.outside).toEqual([]);
+    expect(watched.problems).toEqual([]);
+  }, 60_000);
+
+  it("shows the API's own message for a wrong key, and keeps nothing", async () => {
+    const wrong = "loom_not-a-key-0123456789abcdefghijklmnopqrstuv";
+    const refused = (await (await api("GET", "/assistants", wrong)).json()) as { errors: { message: string }[] };
+    expect(refused.errors[0]?.message).toBeTruthy();
+
+    const { context, page, watched } = await openPage();
+    await signIn(page, wrong);
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe(refused.errors[0]!.message);
+    expect(await page.getByLabel("API key").isVisible()).toBe(true);
+    expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
+
+    await context.close();
+    expect(watched.outside).toEqual([]);
+    expect(watched.problems).toEqual([]);
+  }, 60_000);
+
+  it("renders a name as text, running nothing in it, and pages through the list 20 at a time", async () => {
+    const markup = "<img src=x onerror=window.__xss=1>";
+    // 21 more: with the first test's, 23 assistants, two pages; the newest (this one) first.
+    for (let i = 1; i <= 21; i++)
+      expect((await api("POST", "/assistants", key, { name: `Paged ${i}` })).status).toBe(201);
+    expect((await api("POST", "/assistants", key, { name: markup })).status).toBe(201);
+
+    const { context, page, watched } = await openPage();
+    const pageSizes: string[] = [];
+    page.on("request", (request) => {
+      const url = new URL(request.url());
+      if (url.pathname === "/assistants")
+        pageSizes.push(`${url.searchParams.get("page")}/${url.searchParams.get("page_size")}`);
+    });
+    await signIn(page, key);
+    const list = page.getByRole("list", { name: "Assistants" });
+    await list.getByText(markup, { exact: true }).waitFor();
+    expect(await list.locator("img").count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+
+    expect(await list.getByRole("listitem").count()).toBe(20);
+    await page.getByText("Page 1 of 2").waitFor();
+    await page.getByRole("button", { name: "Next" }).click();
+    await page.getByText("Page 2 of 2").waitFor();
+    expect(await list.getByRole("listitem").allTextContents()).toEqual(["Paged 2", "Paged 1", "Support bot"]);
+    expect(pageSizes).toContain("2/20");
+
+    await context.close();
+    expect(watched.outside).toEqual([]);
+    expect(watched.problems).toEqual([]);
+  }, 60_000);
+});
