@@ -34,6 +34,8 @@ export function consoleApp() {
     ctx.set("X-Content-Type-Options", "nosniff");
     const file = ctx.path.slice("/console".length);
     if (file.startsWith("/assets/")) {
+      // Sent as the build's brotli or gzip copy when the browser accepts one.
+      ctx.set("Vary", "Accept-Encoding");
       await send(ctx, file, { root: distDir, immutable: true, maxage: assetMaxAgeMs });
       return;
     }

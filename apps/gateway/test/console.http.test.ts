@@ -67,6 +67,25 @@ describe("the console, /console", () => {
     }
   });
 
+  it("sends the build's compressed copy of the script to a browser that accepts it", async () => {
+    const html = await (await get("/console")).text();
+    const script = /src="([^"]+\.js)"/.exec(html)![1]!;
+    const plain = await fetch(base + script, { headers: { "accept-encoding": "identity" } });
+    const size = (await plain.arrayBuffer()).byteLength;
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(plain.headers.get("vary")).toBe("Accept-Encoding");
+    for (const [accepted, encoding] of [
+      ["gzip", "gzip"],
+      ["gzip, deflate, br", "br"],
+    ] as const) {
+      const res = await fetch(base + script, { headers: { "accept-encoding": accepted } });
+      expect(res.headers.get("content-encoding"), accepted).toBe(encoding);
+      expect(res.headers.get("content-type"), accepted).toBe("text/javascript; charset=utf-8");
+      expect(Number(res.headers.get("content-length")), accepted).toBeLessThan(size / 2);
+      expect((await res.arrayBuffer()).byteLength, accepted).toBe(size); // fetch decompresses: the same script
+    }
+  });
+
   it("answers a missing built file with 404 and never serves a file outside the build", async () => {
     expect((await get("/console/assets/nothing-here.js")).status).toBe(404);
     for (const path of ["/console/assets/../../package.json", "/console/assets/%2e%2e/%2e%2e/package.json"]) {
