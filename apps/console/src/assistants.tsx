@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { type Assistant, createAssistant, listAssistants, type Pagination } from "./api.ts";
 
 const pageSize = 20;
@@ -83,6 +83,9 @@ function NewAssistant({
   const [name, setName] = useState("");
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // The form replaces the button that opened it: the focus goes to its first field, not back to the page's top.
+  const nameField = useRef<HTMLInputElement>(null);
+  useEffect(() => nameField.current?.focus(), []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -101,7 +104,13 @@ function NewAssistant({
   return (
     <form onSubmit={submit} aria-label="New assistant">
       <label for="assistant-name">Name</label>
-      <input id="assistant-name" required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <input
+        ref={nameField}
+        id="assistant-name"
+        required
+        value={name}
+        onInput={(e) => setName(e.currentTarget.value)}
+      />
       <button type="submit" disabled={busy}>
         Create
       </button>

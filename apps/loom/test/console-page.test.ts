@@ -69,9 +69,12 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
 
     await page.getByRole("link", { name: "Assistants" }).click();
     await page.getByText("No assistants yet.").waitFor();
-    await page.getByRole("button", { name: "New assistant" }).click();
-    await page.getByLabel("Name").fill("Support bot");
-    await page.getByRole("button", { name: "Create" }).click();
+    // By keyboard: the button opens the form with the focus in "Name", Enter creates.
+    await page.getByRole("button", { name: "New assistant" }).focus();
+    await page.keyboard.press("Enter");
+    await expect.poll(() => page.getByLabel("Name").and(page.locator(":focus")).count()).toBe(1);
+    await page.keyboard.type("Support bot");
+    await page.keyboard.press("Enter");
     const list = page.getByRole("list", { name: "Assistants" });
     await list.getByText("Support bot", { exact: true }).waitFor();
     expect(await list.getByRole("listitem").count()).toBe(1);
