@@ -4,7 +4,6 @@ import { invalidArgument } from "@loom/contracts/errors";
 import { valueToJson } from "@loom/contracts/json-value";
 import { type AssistantRun, RunStatus, type StatusDetail } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
-import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
@@ -119,7 +118,7 @@ const decideBody = z.strictObject({
     .min(1),
 });
 
-export function runOperations({ runs }: ServiceClients, billingStanding: BillingStanding) {
+export function runOperations({ runs }: ServiceClients) {
   const runPath = z.object({ assistant_run_id: uuid });
   return [
     defineOperation({
@@ -149,6 +148,7 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       summary: "Queues a run of the assistant; it executes in the background. Honors an Idempotency-Key header.",
       params: z.object({ assistant_id: uuid }),
       body: { schema: createBody, required: false },
+      paid: true,
       response: {
         status: 201,
         description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)",
@@ -159,8 +159,6 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
         if (!key.success)
           throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
         const b = body ?? {};
-        // 402 when billing is required and not paid.
-        await billingStanding(call);
         const res = await runs.createAssistantRun(
           {
             assistantId: params.assistant_id,
