@@ -147,7 +147,12 @@ function nullableOptionals(schema: JsonSchemaObject): JsonSchemaObject {
   return {
     ...schema,
     properties: Object.fromEntries(
-      Object.entries(properties).map(([name, p]) => [name, required.has(name) ? p : { anyOf: [p, { type: "null" }] }]),
+      Object.entries(properties).map(([name, p]) => {
+        if (required.has(name)) return [name, p];
+        // The field's description stays on the field, not on one of its forms.
+        const { description, ...form } = p;
+        return [name, { ...(description === undefined ? {} : { description }), anyOf: [form, { type: "null" }] }];
+      }),
     ),
   };
 }
@@ -155,15 +160,23 @@ function nullableOptionals(schema: JsonSchemaObject): JsonSchemaObject {
 function parameters(op: Operation) {
   const of = (where: "path" | "query", schema: z.ZodType | undefined) => {
     if (!schema) return [];
-    const json = jsonSchema(schema, "input") as { properties?: Record<string, object>; required?: string[] };
+    const json = jsonSchema(schema, "input") as {
+      properties?: Record<string, { description?: string }>;
+      required?: string[];
+    };
     // Arrays are sent as repeated parameters (`status=A&status=B`), OpenAPI's default style.
-    // The field's description is the parameter's too: Swagger UI shows a parameter's own.
-    return Object.entries(json.properties ?? {}).map(([name, property]) => ({
+    // The field's description is the parameter's too: Swagger UI shows a parameter's own. A path id says
+    // whose it is by its name (`assistant_run_id`: "The assistant run's id").
+    return Object.entries(json.properties ?? {}).map(([name, { description, ...schema }]) => ({
       name,
       in: where,
-      ...("description" in property ? { description: property.description } : {}),
+      ...(description !== undefined
+        ? { description }
+        : where === "path" && name.endsWith("_id")
+          ? { description: `The ${name.slice(0, -"_id".length).replaceAll("_", " ")}'s id` }
+          : {}),
       required: where === "path" || (json.required ?? []).includes(name),
-      schema: property,
+      schema,
     }));
   };
   return [...of("path", op.params), ...of("query", op.query)];
@@ -179,7 +192,15 @@ function serverSentEvent(data: z.ZodType | undefined, eventIds: boolean): JsonSc
     type: "object",
     required: eventIds ? ["id", "data"] : ["data"],
     properties: {
-      ...(eventIds ? { id: { type: "string", pattern: "^[0-9]+$" } } : {}),
+      ...(eventIds
+        ? {
+            id: {
+              type: "string",
+              pattern: "^[0-9]+$",
+              description: "The event's offset: send it back as Last-Event-ID to resume after it",
+            },
+          }
+        : {}),
       event: {
         type: "string",
         const: "message",
@@ -187,6 +208,7 @@ function serverSentEvent(data: z.ZodType | undefined, eventIds: boolean): JsonSc
       },
       data: {
         type: "string",
+        description: "The event, as JSON",
         contentMediaType: "application/json",
         ...(data ? { contentSchema: jsonSchema(data, "output") } : {}),
       },

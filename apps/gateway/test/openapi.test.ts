@@ -6,7 +6,9 @@ import { buildApp } from "../src/app.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";
+import { undescribedFields } from "./field-descriptions.ts";
 import { noBlobs } from "./no-blobs.ts";
+import { stillUndescribed } from "./undescribed-fields.ts";
 
 const { router, operations } = buildApp({
   clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
@@ -281,6 +283,37 @@ describe("/openapi.json", () => {
     expect(text).toContain("bootstrap key");
     expect(text).toContain("pnpm loom keys create");
     expect(text).toMatch(/curl -H "Authorization: Bearer \$LOOM_API_KEY" http:\/\/localhost:8080\/assistants/);
+  });
+
+  it("describes every field, but for the printed list of those still undescribed, which only shrinks", () => {
+    const { missing, total } = undescribedFields(document);
+    console.log(
+      `/openapi.json: ${total - missing.length} of ${total} fields described; still undescribed (test/undescribed-fields.ts):\n  ${missing.join("\n  ")}`,
+    );
+    const allowed = new Set(stillUndescribed);
+    // A field added without a description.
+    expect(missing.filter((field) => !allowed.has(field))).toEqual([]);
+    // A field described since: take it off the list.
+    expect(stillUndescribed.filter((field) => !missing.includes(field))).toEqual([]);
+    // The most-used resources are described whole.
+    for (const tag of [
+      "API keys",
+      "Users",
+      "Assistants",
+      "Assistant runs",
+      "Events",
+      "Threads",
+      "Messages",
+      "Buckets",
+      "Assets",
+      "Secrets",
+      "ErrorBody",
+    ])
+      expect(
+        missing.filter((field) => field.startsWith(`${tag} `)),
+        tag,
+      ).toEqual([]);
+    expect(total).toBeGreaterThan(900);
   });
 
   it("gives response ids the lower-case v4 pattern Loom produces", () => {
