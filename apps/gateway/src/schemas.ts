@@ -113,33 +113,41 @@ export const assistantListSchema = z.strictObject({
 const metadataSchema = z.record(z.string(), z.unknown());
 
 export const rulesetSchema = z.strictObject({
-  ruleset_id: uuidString,
+  ruleset_id: uuidString.meta({ description: "The ruleset's id" }),
   organization_id: organizationId,
-  name: z.string(),
-  alias: z.string().nullable(),
-  description: z.string(),
-  metadata: metadataSchema,
-  rule_ids: z.array(uuidString),
+  name: z.string().meta({ description: "The ruleset's name" }),
+  alias: z.string().nullable().meta({ description: "Another name to find it by; null: none" }),
+  description: z.string().meta({ description: "What the ruleset is for, in words; empty when not given" }),
+  metadata: metadataSchema.meta({ description: "Any JSON object the client keeps with it; `{}` when none" }),
+  rule_ids: z.array(uuidString).meta({ description: "Its rules, in the order they reach the model" }),
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
 });
 
-export const rulesetListSchema = z.strictObject({ rulesets: z.array(rulesetSchema), pagination: paginationSchema });
+export const rulesetListSchema = z.strictObject({
+  rulesets: z.array(rulesetSchema).meta({ description: "This page's rulesets" }),
+  pagination: paginationSchema,
+});
 
 export const ruleSchema = z.strictObject({
-  rule_id: uuidString,
+  rule_id: uuidString.meta({ description: "The rule's id" }),
   organization_id: organizationId,
-  name: z.string(),
-  // An instruction, or a JSON schema the answer must follow (griptape's JsonSchemaRule).
-  rule: z.union([z.string(), z.record(z.string(), z.unknown())]),
-  metadata: metadataSchema,
+  name: z.string().meta({ description: "The rule's name" }),
+  // griptape's Rule, or its JsonSchemaRule.
+  rule: z.union([z.string(), z.record(z.string(), z.unknown())]).meta({
+    description: "An instruction for the model, in words; or a JSON schema object its answer must follow",
+  }),
+  metadata: metadataSchema.meta({ description: "Any JSON object the client keeps with it; `{}` when none" }),
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
 });
 
-export const ruleListSchema = z.strictObject({ rules: z.array(ruleSchema), pagination: paginationSchema });
+export const ruleListSchema = z.strictObject({
+  rules: z.array(ruleSchema).meta({ description: "This page's rules" }),
+  pagination: paginationSchema,
+});
 
 export const runStatusSchema = z.enum(runStatuses);
 
