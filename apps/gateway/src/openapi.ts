@@ -33,8 +33,9 @@ const errorResponses: Record<string, { description: string; gives(op: Operation)
   },
   "409": {
     description:
-      "Conflict: the current state refuses the change, e.g. an Idempotency-Key reused with another body, or an API key past the user's or the organization's cap",
-    gives: (op) => op.method !== "GET",
+      "Conflict: the current state refuses the request, e.g. an Idempotency-Key reused with another body, an API key past the user's or the organization's cap, or a tool's OpenAPI asked before it has a server",
+    // Reads too: what is read may not be ready (a tool without a server has no OpenAPI).
+    gives: () => true,
   },
   "413": {
     description: "PayloadTooLarge: the body is over this operation's limit",

@@ -304,21 +304,45 @@ export const structureEventListSchema = z.strictObject({
   ...eventListFields,
 });
 
+/** What a span's fields are, for the spans sent (CreateSpans) and answered (ListSpans) alike. */
+export const spanFields = {
+  span_id: { description: "The span's id (OpenTelemetry's, as sent)" },
+  trace_id: { description: "The trace it belongs to" },
+  parent_id: { description: "The enclosing span's id; null (or absent) for a root" },
+  name: { description: "What the span timed, e.g. a task's or a tool call's name" },
+  start_time: { description: "When it started: RFC 3339 with an offset, kept as sent" },
+  end_time: { description: "When it ended: RFC 3339 with an offset, kept as sent" },
+  status: { description: "OK, ERROR or UNSET (OpenTelemetry's span status)" },
+  attributes: { description: "Its attributes, a JSON object; `{}` when none" },
+  events: { description: "What happened during it, in order; `[]` when none" },
+  event_name: { description: "The event's name" },
+  event_timestamp: { description: "When it happened: RFC 3339 with an offset" },
+} as const;
+
 /** A span as its writer sent it (docs/behaviour.md §6): times are the RFC 3339 strings sent, `parent_id` null for a root. */
 export const spanSchema = z.strictObject({
-  span_id: z.string(),
-  trace_id: z.string(),
-  parent_id: z.string().nullable(),
-  name: z.string(),
-  start_time: z.string(),
-  end_time: z.string(),
-  status: z.enum(["OK", "ERROR", "UNSET"]),
-  attributes: z.record(z.string(), z.unknown()),
-  events: z.array(
-    z.strictObject({ name: z.string(), timestamp: z.string(), attributes: z.record(z.string(), z.unknown()) }),
-  ),
+  span_id: z.string().meta(spanFields.span_id),
+  trace_id: z.string().meta(spanFields.trace_id),
+  parent_id: z.string().nullable().meta(spanFields.parent_id),
+  name: z.string().meta(spanFields.name),
+  start_time: z.string().meta(spanFields.start_time),
+  end_time: z.string().meta(spanFields.end_time),
+  status: z.enum(["OK", "ERROR", "UNSET"]).meta(spanFields.status),
+  attributes: z.record(z.string(), z.unknown()).meta(spanFields.attributes),
+  events: z
+    .array(
+      z.strictObject({
+        name: z.string().meta(spanFields.event_name),
+        timestamp: z.string().meta(spanFields.event_timestamp),
+        attributes: z.record(z.string(), z.unknown()).meta(spanFields.attributes),
+      }),
+    )
+    .meta(spanFields.events),
 });
-export const spanListSchema = z.strictObject({ spans: z.array(spanSchema), pagination: paginationSchema });
+export const spanListSchema = z.strictObject({
+  spans: z.array(spanSchema).meta({ description: "This page's spans, in the order stored" }),
+  pagination: paginationSchema,
+});
 
 export const bucketSchema = z.strictObject({
   bucket_id: uuidString.meta({ description: "The bucket's id" }),

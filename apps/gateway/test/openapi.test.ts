@@ -234,20 +234,20 @@ describe("/openapi.json", () => {
     // Billing refuses only the paid operations: a run's create and the chat calls.
     const paid = ops.filter((o) => o.responses["402"]).map((o) => o.operationId);
     expect(paid.sort()).toEqual(["CreateAssistantRun", "CreateChatMessage", "CreateChatMessageStream"]);
-    // No input, nothing to validate, no id to miss, no body to be too large; a read conflicts with nothing.
-    expect(statuses("/users", "get")).toEqual(["200", "401", "403", "429", "500", "503"]);
+    // No input, nothing to validate, no id to miss, no body to be too large.
+    expect(statuses("/users", "get")).toEqual(["200", "401", "403", "409", "429", "500", "503"]);
     // A list with only paging: 400, but no 404.
-    expect(statuses("/assistants", "get")).toEqual(["200", "400", "401", "403", "429", "500", "503"]);
-    // An id in the path: 404; a body: 413; a change: 409.
+    expect(statuses("/assistants", "get")).toEqual(["200", "400", "401", "403", "409", "429", "500", "503"]);
+    // An id in the path: 404; a body: 413.
     expect(statuses("/assistants/{assistant_id}", "patch")).toEqual(
       expect.arrayContaining(["400", "404", "409", "413"]),
     );
-    expect(statuses("/assistants/{assistant_id}", "get")).not.toContain("409");
+    expect(statuses("/assistants/{assistant_id}", "get")).not.toContain("413");
     expect(statuses("/assistants/{assistant_id}", "delete")).not.toContain("413");
     // Ids named in the body (ruleset_ids, tool_ids) may be unknown too.
     expect(statuses("/assistants", "post")).toContain("404");
     for (const o of ops) {
-      for (const status of ["401", "403", "429", "500", "503"])
+      for (const status of ["401", "403", "409", "429", "500", "503"])
         expect(o.responses[status], `${o.operationId} ${status}`).toBeDefined();
       for (const [status, answer] of Object.entries(o.responses) as [string, any][]) {
         if (Number(status) < 400) continue;
