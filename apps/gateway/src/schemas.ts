@@ -381,7 +381,7 @@ export const assetSchema = z.strictObject({
 });
 
 export const assetListSchema = z.strictObject({
-  assets: z.array(assetSchema).meta({ description: "This page's assets, by name" }),
+  assets: z.array(assetSchema).meta({ description: "This page's assets, newest first" }),
   pagination: paginationSchema,
   prefix: z.string().optional().meta({ description: "The `prefix` filter asked, if any" }),
   postfix: z.string().optional().meta({ description: "The `postfix` filter asked, if any" }),
@@ -550,37 +550,41 @@ export const toolRunLogsSchema = z.strictObject({ logs: z.array(z.string()) });
  * say what Loom keeps (docs/decisions.md, "Knowledge bases").
  */
 export const knowledgeBaseConfigSchema = z.strictObject({
-  gtc_pg_vector: z.strictObject({
-    embedding_model: z.string().nullable().meta({
-      description: "The model that embeds its chunks (`provider:model`); `null`: none, keyword search only",
-    }),
-    // Required by the clients; Loom's queries take only `query_args.count`, described in docs/api.md.
-    query_schema: z.null(),
-    use_default_embedding_model: z.literal(false),
-  }),
+  gtc_pg_vector: z
+    .strictObject({
+      embedding_model: z.string().nullable().meta({
+        description: "The model that embeds its chunks (`provider:model`); `null`: none, keyword search only",
+      }),
+      // Required by the clients; Loom's queries take only `query_args.count`, described in docs/api.md.
+      query_schema: z.null().meta({ description: "Always null (the clients require it)" }),
+      use_default_embedding_model: z
+        .literal(false)
+        .meta({ description: "Always false: Loom has no default embedding model" }),
+    })
+    .meta({ description: "Loom's own index, the only kind" }),
 });
 
 /** Griptape Cloud's KnowledgeBaseDetail, of Loom's one kind (docs/api.md, Knowledge bases). */
 export const knowledgeBaseSchema = z.strictObject({
-  knowledge_base_id: uuidString,
+  knowledge_base_id: uuidString.meta({ description: "The knowledge base's id" }),
   organization_id: organizationId,
-  name: z.string(),
-  description: z.string(),
-  type: z.literal("gtc_pg_vector"),
-  config: knowledgeBaseConfigSchema,
+  name: z.string().meta({ description: "The knowledge base's name" }),
+  description: z.string().meta({ description: "What it holds, in words; empty when not given" }),
+  type: z.literal("gtc_pg_vector").meta({ description: "Always gtc_pg_vector: Loom's own index" }),
+  config: knowledgeBaseConfigSchema.meta({ description: "The index: which model embeds its chunks, if any" }),
   asset_paths: z.array(z.string()).meta({
     description:
       "`<bucket_id>/<asset name>`, `<bucket_id>/<folder>/` (every asset under it) or `<bucket_id>/` (the bucket)",
   }),
   // Loom's: the data connectors it is fed from too (docs/api.md, Knowledge bases).
-  data_connector_ids: z.array(uuidString),
+  data_connector_ids: z.array(uuidString).meta({ description: "The data connectors it is fed from too" }),
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
 });
 
 export const knowledgeBaseListSchema = z.strictObject({
-  knowledge_bases: z.array(knowledgeBaseSchema),
+  knowledge_bases: z.array(knowledgeBaseSchema).meta({ description: "This page's knowledge bases" }),
   pagination: paginationSchema,
 });
 
@@ -614,10 +618,12 @@ export const knowledgeBaseJobStatuses = ["QUEUED", "RUNNING", "SUCCEEDED", "FAIL
 
 /** Griptape Cloud's KnowledgeBaseJobDetail (docs/api.md, Knowledge base jobs). */
 export const knowledgeBaseJobSchema = z.strictObject({
-  knowledge_base_job_id: uuidString,
-  knowledge_base_id: uuidString,
+  knowledge_base_job_id: uuidString.meta({ description: "The job's id" }),
+  knowledge_base_id: uuidString.meta({ description: "The knowledge base it ingests into" }),
   organization_id: organizationId,
-  status: z.enum(knowledgeBaseJobStatuses),
+  status: z
+    .enum(knowledgeBaseJobStatuses)
+    .meta({ description: "QUEUED, RUNNING, then SUCCEEDED, FAILED or CANCELLED (the last three are final)" }),
   status_detail: z.string().nullable().meta({ description: "Why it FAILED or was CANCELLED; null otherwise" }),
   bytes_ingested: z
     .number()
@@ -627,7 +633,7 @@ export const knowledgeBaseJobSchema = z.strictObject({
   errors: z
     .array(
       z.strictObject({
-        message: z.string(),
+        message: z.string().meta({ description: "What went wrong with the file, in words" }),
         type: z.string().meta({
           description: "unsupported_type, too_large, unreadable, no_text, limit_exceeded or not_found",
         }),
@@ -638,11 +644,11 @@ export const knowledgeBaseJobSchema = z.strictObject({
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
-  completed_at: timestamp.nullable(),
+  completed_at: timestamp.nullable().meta({ description: "When it reached a final status; null until then" }),
 });
 
 export const knowledgeBaseJobListSchema = z.strictObject({
-  knowledge_base_jobs: z.array(knowledgeBaseJobSchema),
+  knowledge_base_jobs: z.array(knowledgeBaseJobSchema).meta({ description: "This page's jobs, newest first" }),
   pagination: paginationSchema,
 });
 
