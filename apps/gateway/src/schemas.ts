@@ -590,27 +590,31 @@ export const knowledgeBaseListSchema = z.strictObject({
 
 /** Griptape Cloud's DataConnectorDetail, of the one kind Loom serves: `data_lake`, a bucket of the organization. */
 export const dataConnectorSchema = z.strictObject({
-  data_connector_id: uuidString,
+  data_connector_id: uuidString.meta({ description: "The data connector's id" }),
   organization_id: organizationId,
-  name: z.string(),
-  description: z.string(),
-  type: z.literal("data_lake"),
-  config: z.strictObject({
-    data_lake: z.strictObject({
-      bucket_id: uuidString,
-      asset_paths: z.array(z.string()).meta({
-        description:
-          'Asset names and folders (ending in "/": every asset under it) in the bucket; empty: the whole bucket',
-      }),
-    }),
-  }),
+  name: z.string().meta({ description: "The data connector's name" }),
+  description: z.string().meta({ description: "What it reads, in words; empty when not given" }),
+  type: z.literal("data_lake").meta({ description: "Always data_lake: a bucket of the organization" }),
+  config: z
+    .strictObject({
+      data_lake: z
+        .strictObject({
+          bucket_id: uuidString.meta({ description: "The bucket it reads" }),
+          asset_paths: z.array(z.string()).meta({
+            description:
+              'Asset names and folders (ending in "/": every asset under it) in the bucket; empty: the whole bucket',
+          }),
+        })
+        .meta({ description: "A bucket of the organization, the only kind" }),
+    })
+    .meta({ description: "Which bucket, and which of its files" }),
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
 });
 
 export const dataConnectorListSchema = z.strictObject({
-  data_connectors: z.array(dataConnectorSchema),
+  data_connectors: z.array(dataConnectorSchema).meta({ description: "This page's data connectors" }),
   pagination: paginationSchema,
 });
 
