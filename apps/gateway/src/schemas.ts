@@ -408,38 +408,69 @@ export const billingManagementUrlSchema = z.strictObject({
 });
 
 /** A tool's `code`: one single-key wrapper of the kinds Griptape Cloud's clients know (docs/api.md, Tools). */
-export const toolCodeSchema = z.union([
-  z.strictObject({
-    github: z.strictObject({
-      owner: z.string(),
-      name: z.string(),
-      push: z.strictObject({ branch: z.string(), tag: z.string().optional() }),
+export const toolCodeSchema = z
+  .union([
+    z.strictObject({
+      github: z
+        .strictObject({
+          owner: z.string().meta({ description: "The repository's owner" }),
+          name: z.string().meta({ description: "The repository's name" }),
+          push: z
+            .strictObject({
+              branch: z.string().meta({ description: "The branch" }),
+              tag: z.string().optional().meta({ description: "The tag, if any" }),
+            })
+            .meta({ description: "Which push of it" }),
+        })
+        .meta({ description: "Code in a GitHub repository" }),
     }),
-  }),
-  z.strictObject({ data_lake: z.strictObject({ bucket_id: z.string(), asset_path: z.string() }) }),
-  z.strictObject({ default: z.strictObject({}) }),
-]);
+    z.strictObject({
+      data_lake: z
+        .strictObject({
+          bucket_id: z.string().meta({ description: "The bucket holding the code" }),
+          asset_path: z.string().meta({ description: "The asset that is the code" }),
+        })
+        .meta({ description: "Code in a bucket" }),
+    }),
+    z.strictObject({ default: z.strictObject({}).meta({ description: "No code of its own (the default)" }) }),
+  ])
+  .meta({ description: "Where the tool's code is, stored as given: Loom runs no tool code, it calls `server`" });
 
 export const envVarSchema = z.strictObject({
-  name: z.string(),
-  value: z.string(),
-  source: z.enum(["manual", "secret_ref"]).optional(),
+  name: z.string().meta({ description: "The variable's name" }),
+  value: z.string().meta({ description: "Its value; with `source: secret_ref`, a secret's id" }),
+  source: z
+    .enum(["manual", "secret_ref"])
+    .optional()
+    .meta({ description: "manual: `value` is the value; secret_ref: `value` names a secret of the organization" }),
 });
 
 /** A header Loom sends to the tool server: a value as is, or a secret's id. */
 export const toolHeaderSchema = z.union([
-  z.strictObject({ value: z.string().regex(new RegExp(headerValuePatternSource), "must not hold CR, LF or NUL") }),
-  z.strictObject({ secret_ref: z.string().meta({ format: "uuid" }) }),
+  z.strictObject({
+    value: z
+      .string()
+      .regex(new RegExp(headerValuePatternSource), "must not hold CR, LF or NUL")
+      .meta({ description: "The header's value, sent as is" }),
+  }),
+  z.strictObject({
+    secret_ref: z
+      .string()
+      .meta({ format: "uuid", description: "The id of the secret whose value is sent (never shown in an answer)" }),
+  }),
 ]);
 
 /** Loom's extension of ToolDetail: the tool server Loom calls. */
 export const toolServerSchema = z.strictObject({
-  url: z.string(),
-  transport: z.enum(["mcp", "griptape"]),
-  headers: z.record(
-    z.string().regex(new RegExp(headerNamePatternSource), "must be an HTTP header name"),
-    toolHeaderSchema,
-  ),
+  url: z.string().meta({
+    description: "The server's absolute http or https URL, without credentials (not a metadata or link-local address)",
+  }),
+  transport: z
+    .enum(["mcp", "griptape"])
+    .meta({ description: "mcp: a remote MCP server (streamable HTTP); griptape: a griptape tool server" }),
+  headers: z
+    .record(z.string().regex(new RegExp(headerNamePatternSource), "must be an HTTP header name"), toolHeaderSchema)
+    .meta({ description: "Headers Loom sends with every call, by name: a value, or a secret's id" }),
   // Loom's: which activities a run's model calls only once a person approved (docs/behaviour.md §5).
   approval_required: z
     .union([z.boolean(), z.array(z.string())])
@@ -448,22 +479,25 @@ export const toolServerSchema = z.strictObject({
 });
 
 export const toolSchema = z.strictObject({
-  tool_id: uuidString,
+  tool_id: uuidString.meta({ description: "The tool's id" }),
   organization_id: organizationId,
-  name: z.string(),
-  description: z.string(),
+  name: z.string().meta({ description: "The tool's name" }),
+  description: z.string().meta({ description: "What the tool does, in words; empty when never set" }),
   code: toolCodeSchema,
-  env_vars: z.array(envVarSchema),
+  env_vars: z.array(envVarSchema).meta({ description: "Environment variables, stored as given" }),
   // Required by the clients' ToolDetail; Loom deploys no tool code, so there is never one (docs/decisions.md).
-  latest_deployment_id: z.null(),
-  tool_config_file: z.string().optional(),
-  server: toolServerSchema.optional(),
+  latest_deployment_id: z.null().meta({ description: "Always null: Loom deploys no tool code" }),
+  tool_config_file: z.string().optional().meta({ description: "The tool's config file path, stored as given" }),
+  server: toolServerSchema.optional().meta({ description: "The tool server Loom calls; absent until one is set" }),
   created_at: createdAt,
   created_by: createdBy,
   updated_at: updatedAt,
 });
 
-export const toolListSchema = z.strictObject({ tools: z.array(toolSchema), pagination: paginationSchema });
+export const toolListSchema = z.strictObject({
+  tools: z.array(toolSchema).meta({ description: "This page's tools" }),
+  pagination: paginationSchema,
+});
 
 /** A secret in Griptape Cloud's SecretDetail shape: never its value (docs/api.md §2, Secret). */
 export const secretSchema = z.strictObject({
@@ -485,64 +519,104 @@ export const secretListSchema = z.strictObject({
  * ImageArtifact's format, width and height or a ListArtifact's item_separator and validate_uniform_types.
  */
 export const artifactSchema = z.strictObject({
-  type: z.string(),
-  id: z.string(),
-  reference: z.null(),
-  meta: z.record(z.string(), z.unknown()),
-  name: z.string(),
-  value: z.unknown(),
-  format: z.string().optional(),
-  width: z.number().int().optional(),
-  height: z.number().int().optional(),
-  item_separator: z.string().optional(),
-  validate_uniform_types: z.boolean().optional(),
+  type: z.string().meta({ description: "The artifact's class, e.g. TextArtifact, JsonArtifact, ErrorArtifact" }),
+  id: z.string().meta({ description: "The artifact's id" }),
+  reference: z.null().meta({ description: "Always null" }),
+  meta: z.record(z.string(), z.unknown()).meta({ description: "griptape's metadata of it" }),
+  name: z.string().meta({ description: "The artifact's name" }),
+  value: z.unknown().meta({ description: "Its value: text, JSON, base64 image bytes or a list of artifacts" }),
+  format: z.string().optional().meta({ description: "ImageArtifact: the image format, e.g. png" }),
+  width: z.number().int().optional().meta({ description: "ImageArtifact: the width in pixels" }),
+  height: z.number().int().optional().meta({ description: "ImageArtifact: the height in pixels" }),
+  item_separator: z.string().optional().meta({ description: "ListArtifact: what joins its items as text" }),
+  validate_uniform_types: z.boolean().optional().meta({ description: "ListArtifact: whether items must share a type" }),
 });
 
 /** A tool's activities as an OpenAPI document, the shape griptape's GriptapeCloudToolTool reads. */
 export const toolOpenApiSchema = z.strictObject({
-  openapi: z.string(),
-  info: z.strictObject({ title: z.string(), version: z.string(), description: z.string().optional() }),
-  paths: z.record(
-    z.string(),
-    z.strictObject({
-      post: z.strictObject({
-        operationId: z.string(),
-        description: z.string(),
-        requestBody: z.strictObject({
-          required: z.boolean(),
-          content: z.strictObject({
-            "application/json": z.strictObject({ schema: z.record(z.string(), z.unknown()) }),
-          }),
-        }),
-        responses: z.record(z.string(), z.strictObject({ description: z.string() })),
+  openapi: z.string().meta({ description: "The OpenAPI version of this document" }),
+  info: z
+    .strictObject({
+      title: z.string().meta({ description: "The tool's name" }),
+      version: z.string().meta({ description: "The document's version" }),
+      description: z.string().optional().meta({ description: "What the tool does, when it says" }),
+    })
+    .meta({ description: "The tool" }),
+  paths: z
+    .record(
+      z.string(),
+      z.strictObject({
+        post: z
+          .strictObject({
+            operationId: z.string().meta({ description: "The activity's name" }),
+            description: z.string().meta({ description: "What the activity does, as the model reads it" }),
+            requestBody: z
+              .strictObject({
+                required: z.boolean().meta({ description: "Whether an input must be sent" }),
+                content: z
+                  .strictObject({
+                    "application/json": z
+                      .strictObject({
+                        schema: z.record(z.string(), z.unknown()).meta({ description: "The JSON schema of the input" }),
+                      })
+                      .meta({ description: "The input as JSON" }),
+                  })
+                  .meta({ description: "The input's media types" }),
+              })
+              .meta({ description: "The activity's input" }),
+            responses: z
+              .record(
+                z.string(),
+                z.strictObject({ description: z.string().meta({ description: "What the answer is" }) }),
+              )
+              .meta({ description: "Its answers, by status" }),
+          })
+          .meta({ description: "Calling the activity (InvokeToolActivity)" }),
       }),
-    }),
-  ),
+    )
+    .meta({ description: "One `/activities/<name>` path per activity" }),
 });
 
 /** A listing that failed: what went wrong, and the tool run that records it (Griptape Cloud's shape). */
-export const toolOpenApiErrorSchema = z.strictObject({ error: z.string(), tool_run_id: uuidString });
+export const toolOpenApiErrorSchema = z.strictObject({
+  error: z.string().meta({ description: "Why the server could not list its activities" }),
+  tool_run_id: uuidString.meta({ description: "The tool run that records the failed listing" }),
+});
 
 /** Griptape Cloud's ToolRunDetail, plus Loom's `assistant_run_id` when an assistant run made the call. */
 export const toolRunSchema = z.strictObject({
-  tool_run_id: uuidString,
-  tool_id: uuidString,
-  status: runStatusSchema,
-  runtime_path: z.string(),
-  input: z.unknown(),
-  output: artifactSchema.optional(),
-  status_detail: z.string().optional(),
-  assistant_run_id: z.string().optional(),
+  tool_run_id: uuidString.meta({ description: "The tool run's id" }),
+  tool_id: uuidString.meta({ description: "The tool called" }),
+  status: runStatusSchema.meta({
+    description: "QUEUED, STARTING, RUNNING, then SUCCEEDED, FAILED, ERROR or CANCELLED (the last four are final)",
+  }),
+  runtime_path: z
+    .string()
+    .meta({ description: "`/activities/<name>` for an activity's call, `/openapi` for a listing that failed" }),
+  input: z.unknown().meta({ description: "The activity's input object (`{}` for a listing)" }),
+  output: artifactSchema
+    .optional()
+    .meta({ description: "The result, a griptape artifact; absent until the run ends, and when cancelled" }),
+  status_detail: z.string().optional().meta({ description: "Why the run did not succeed; absent when it did" }),
+  assistant_run_id: z
+    .string()
+    .optional()
+    .meta({ description: "The assistant run whose model made the call, if one did" }),
   created_at: createdAt,
   created_by: createdBy,
-  started_at: timestamp.nullable(),
-  completed_at: timestamp.nullable(),
+  started_at: timestamp.nullable().meta({ description: "When the call started; null until then" }),
+  completed_at: timestamp.nullable().meta({ description: "When it reached a final status; null until then" }),
   updated_at: updatedAt,
 });
 
-export const toolRunListSchema = z.strictObject({ tool_runs: z.array(toolRunSchema), pagination: paginationSchema });
+export const toolRunListSchema = z.strictObject({
+  tool_runs: z.array(toolRunSchema).meta({ description: "This page's tool runs, newest first" }),
+  pagination: paginationSchema,
+});
 
-export const toolRunLogsSchema = z.strictObject({ logs: z.array(z.string()) });
+export const toolRunLogsSchema = z.strictObject({
+  logs: z.array(z.string()).meta({ description: "The run's log lines, oldest first" }),
+});
 
 /**
  * Loom's own index of a knowledge base, as Griptape Cloud's `gtc_pg_vector`
