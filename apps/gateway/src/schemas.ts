@@ -735,52 +735,65 @@ export const knowledgeBaseJobListSchema = z.strictObject({
  * `BaseVectorStoreDriver.Entry` takes no other (an extra key is a TypeError in its driver).
  */
 export const knowledgeBaseQueryEntrySchema = z.strictObject({
-  id: z.string(),
-  score: z.number(),
-  vector: z.array(z.number()).nullable().meta({ description: "The chunk's embedding when include_vectors was asked" }),
-  meta: z.strictObject({
-    artifact: z.string().meta({
-      description:
-        "The chunk as a griptape TextArtifact serialized as JSON; its meta names the asset and the chunk's place",
-    }),
+  id: z.string().meta({ description: "The chunk's id" }),
+  score: z.number().meta({
+    description: "How well it matches: its BM25 score (keyword mode) or its fused score in (0, 1] (hybrid mode)",
   }),
-  namespace: z.null(),
+  vector: z.array(z.number()).nullable().meta({ description: "The chunk's embedding when include_vectors was asked" }),
+  meta: z
+    .strictObject({
+      artifact: z.string().meta({
+        description:
+          "The chunk as a griptape TextArtifact serialized as JSON; its meta names the asset and the chunk's place",
+      }),
+    })
+    .meta({ description: "The chunk itself" }),
+  namespace: z.null().meta({ description: "Always null" }),
 });
 
 /** Griptape Cloud's KnowledgeBaseQueryDetail (docs/api.md, Querying knowledge bases). */
 export const knowledgeBaseQuerySchema = z.strictObject({
-  knowledge_base_query_id: uuidString,
-  knowledge_base_id: uuidString,
-  query: z.string(),
+  knowledge_base_query_id: uuidString.meta({ description: "The query's id" }),
+  knowledge_base_id: uuidString.meta({ description: "The knowledge base queried" }),
+  query: z.string().meta({ description: "What was looked for" }),
   // Loom's: what the query was answered with.
-  query_args: z.strictObject({ count: z.number().int(), include_vectors: z.boolean() }),
+  query_args: z
+    .strictObject({
+      count: z.number().int().meta({ description: "How many chunks were asked for" }),
+      include_vectors: z.boolean().meta({ description: "Whether embeddings were asked for" }),
+    })
+    .meta({ description: "What the query was answered with" }),
   mode: z.enum(["keyword", "hybrid"]).meta({
     description: "keyword: BM25 only (no embedding model); hybrid: keyword and vector search fused",
   }),
-  entries: z.array(knowledgeBaseQueryEntrySchema),
+  entries: z.array(knowledgeBaseQueryEntrySchema).meta({ description: "The chunks found, best first" }),
   created_at: createdAt,
   created_by: createdBy,
 });
 
 export const knowledgeBaseQueryListSchema = z.strictObject({
-  knowledge_base_queries: z.array(knowledgeBaseQuerySchema),
+  knowledge_base_queries: z.array(knowledgeBaseQuerySchema).meta({ description: "This page's queries, newest first" }),
   pagination: paginationSchema,
 });
 
 /** Griptape Cloud's KnowledgeBaseSearchDetail (docs/api.md, Querying knowledge bases). */
 export const knowledgeBaseSearchSchema = z.strictObject({
-  knowledge_base_search_id: uuidString,
-  knowledge_base_id: uuidString,
-  query: z.string(),
+  knowledge_base_search_id: uuidString.meta({ description: "The search's id" }),
+  knowledge_base_id: uuidString.meta({ description: "The knowledge base searched" }),
+  query: z.string().meta({ description: "The question asked" }),
   result: z.string().meta({ description: "The answer the search model wrote from the chunks found" }),
   // Loom's: the model that wrote it and the chunks it was given (entries as a query's).
-  model: z.string(),
-  entries: z.array(knowledgeBaseQueryEntrySchema),
+  model: z.string().meta({ description: "The model that wrote `result` (`provider:model`)" }),
+  entries: z
+    .array(knowledgeBaseQueryEntrySchema)
+    .meta({ description: "The chunks it was given, as a query's; `result` cites them by number ([1])" }),
   created_at: createdAt,
   created_by: createdBy,
 });
 
 export const knowledgeBaseSearchListSchema = z.strictObject({
-  knowledge_base_searches: z.array(knowledgeBaseSearchSchema),
+  knowledge_base_searches: z
+    .array(knowledgeBaseSearchSchema)
+    .meta({ description: "This page's searches, newest first" }),
   pagination: paginationSchema,
 });
