@@ -1,5 +1,5 @@
 /**
- * Every field of /openapi.json without a description, as `<tag> <where>`: a
+ * Every field of /openapi.json without a description (and how many fields there are), as `<tag> <where>`: a
  * path parameter `{name}`, a query parameter `?name`, a request body's field
  * `body.name`, an answer's `name` (`items[].name` inside arrays), a stream
  * event's `event.name`, the error body's `ErrorBody name`. One entry per tag
@@ -47,7 +47,9 @@ export function undescribedFields(document: Json): { missing: string[]; total: n
         if (json) at.schema(json, "");
         const event = answer.content?.["text/event-stream"]?.schema;
         if (event) {
-          at.schema({ properties: { id: event.properties.id, data: event.properties.data } }, "event.");
+          // `id` only on a resumable stream's events.
+          const { id, data } = event.properties;
+          at.schema({ properties: id ? { id, data } : { data } }, "event.");
           at.schema(event.properties.data.contentSchema, "event.data.");
         }
       }

@@ -18,7 +18,10 @@ import { defineOperation } from "../operation.ts";
  * griptape's GriptapeCloudPromptDriver posts and rebuilds.
  */
 /** A frame of the chat stream: a DeltaMessage, or the error that ended it. */
-const chatFrameSchema = z.union([deltaMessageSchema, z.object({ error: z.string() })]);
+const chatFrameSchema = z.union([
+  deltaMessageSchema,
+  z.object({ error: z.string().meta({ description: "Why the stream ended early" }) }),
+]);
 
 export function chatOperations({ chat }: ServiceClients) {
   return [
