@@ -96,6 +96,9 @@ describe.skipIf(!needsChromium("the /docs page in a browser"))("the API referenc
     const info = await page.locator(".info").textContent();
     expect(info).toContain("Getting started");
     expect(info).toContain("pnpm loom keys create");
+    expect(
+      await page.locator(".info pre, .info code").filter({ hasText: "Authorization: Bearer" }).count(),
+    ).toBeGreaterThan(0);
 
     // Opened, an operation shows its parameters and the errors it can give: a paid one 402, a read of a list not.
     const open = async (operationId: string) => {
@@ -106,6 +109,8 @@ describe.skipIf(!needsChromium("the /docs page in a browser"))("the API referenc
     };
     const createRun = await open("CreateAssistantRun");
     expect(await createRun.locator(".parameters-container").count()).toBe(1);
+    // Its fields described, from the definitions that validate them.
+    expect(await createRun.locator(".parameters-container").textContent()).toContain("The assistant's id");
     for (const status of ["201", "400", "401", "402", "404", "429", "503"])
       expect(await createRun.locator(`tr.response[data-code="${status}"]`).count(), status).toBe(1);
     const listAssistants = await open("ListAssistants");
