@@ -101,7 +101,7 @@ const resourceTags: [segment: string, tag: string][] = [
 ];
 const tagOfSegment = new Map(resourceTags);
 
-export function resourceTag(path: string): string {
+function resourceTag(path: string): string {
   const segments = path.split("/").filter((s) => s !== "" && !s.startsWith("{"));
   for (let i = segments.length - 1; i >= 0; i--) {
     const tag = tagOfSegment.get(`${segments[i - 1]}/${segments[i]}`) ?? tagOfSegment.get(segments[i]!);
