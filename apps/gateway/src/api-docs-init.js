@@ -1,9 +1,10 @@
 // The /docs page's script (served as /docs/init.js by api-docs.ts).
 //
 // Swagger UI resolves an OpenAPI 3.1 document operation by operation
-// (swagger-ui#10748): Loom's 41 operations, every one expanded, took 82 s to
+// (swagger-ui#10748): Loom's operations, every one expanded, took 82 s to
 // render here, and 6 s when the same document is read as 3.0. So the page
-// fetches /openapi.json and shows it in 3.0's words, which say the same of
+// shows every operation collapsed (one is resolved when a reader opens it),
+// and fetches /openapi.json and shows it in 3.0's words, which say the same of
 // Loom's schemas: `type: [T, "null"]` is `type: T, nullable: true`, `const`
 // a one-value `enum`; `contentMediaType`, `contentEncoding` and
 // `propertyNames`, which Swagger UI does not show, are left out.
@@ -35,8 +36,9 @@ fetch("openapi.json")
     window.ui = SwaggerUIBundle({
       spec: { ...as30(document), openapi: "3.0.3" },
       dom_id: "#swagger-ui",
-      // Every operation expanded (parameters, bodies, every response with its error body), with its operation id.
-      docExpansion: "full",
+      // Grouped by resource (the document's tags), each group open, every operation in it collapsed until opened
+      // (so the page renders at once), with its operation id.
+      docExpansion: "list",
       displayOperationId: true,
       defaultModelsExpandDepth: 1,
       // No validator badge: Swagger UI would fetch it from validator.swagger.io.

@@ -58,7 +58,7 @@ async function asset(type: string, body: Buffer): Promise<Asset> {
 }
 
 /**
- * `/` redirects to `/docs`; `/docs` is the page, `/docs/<file>` its assets.
+ * `/docs` is the page, `/docs/<file>` its assets (`/` goes to the console: console.ts).
  * Public, like /openapi.json. Read and compressed once, on first use; each
  * answer carries an ETag, so a browser revalidates (`no-cache`) and gets a
  * 304 instead of 1.7 MB of script until Loom (or its swagger-ui-dist) changes.
@@ -84,7 +84,6 @@ export function apiDocs() {
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     // Relative, like the page's own URLs: right under /api and behind a prefix too.
-    if (ctx.path === "/") return ctx.redirect("docs");
     if (ctx.path === "/docs/") return ctx.redirect("../docs");
     if (ctx.path !== "/docs" && !ctx.path.startsWith("/docs/")) return next();
     const found = load(ctx.path === "/docs" ? "" : ctx.path.slice("/docs/".length));

@@ -7,7 +7,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import Koa from "koa";
 import { apiDocs } from "./api-docs.ts";
 import { authenticate } from "./auth.ts";
-import { type BillingStanding, billingStanding } from "./billing-standing.ts";
+import { billingStanding } from "./billing-standing.ts";
 import { forwardBlobs } from "./blob-forwarding.ts";
 import type { ServiceClients } from "./clients.ts";
 import { defaultLimits, type LimitSettings } from "./config.ts";
@@ -75,17 +75,12 @@ export interface GatewayDeps {
   billingRequired?: boolean;
 }
 
-export function publicOperations(
-  clients: ServiceClients,
-  feeds: EventFeeds,
-  standing: BillingStanding,
-  revocations?: Revocations,
-): Operation[] {
+export function publicOperations(clients: ServiceClients, feeds: EventFeeds, revocations?: Revocations): Operation[] {
   return [
     ...userOperations(clients),
     ...apiKeyOperations(clients, revocations),
     ...assistantOperations(clients),
-    ...runOperations(clients, standing),
+    ...runOperations(clients),
     ...threadOperations(clients),
     ...rulesetOperations(clients),
     ...ruleOperations(clients),
@@ -96,7 +91,7 @@ export function publicOperations(
     ...streamOperations(clients, feeds),
     ...bucketOperations(clients),
     ...assetOperations(clients),
-    ...chatOperations(clients, standing),
+    ...chatOperations(clients),
     ...billingOperations(clients),
     ...toolOperations(clients),
     ...secretOperations(clients),
@@ -121,12 +116,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
   }
   deps.bus?.subscribe(subjects.revokedApiKeys, (data) => revocations.revoke(new TextDecoder().decode(data)));
   const feeds = createEventFeeds(deps.clients.events, deps.logger);
-  const operations = publicOperations(
-    deps.clients,
-    feeds,
-    billingStanding(deps.clients.billing, deps.billingRequired ?? true),
-    revocations,
-  );
+  const operations = publicOperations(deps.clients, feeds, revocations);
   // Built when first asked for: a process nobody reads it from does not hold it (the all-in-one's memory at rest).
   let openapi: ReturnType<typeof openApiDocument> | undefined;
   const limits = deps.limits ?? defaultLimits;
@@ -137,6 +127,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
       perOrganization: limits.STREAMS_PER_ORGANIZATION,
       revocations,
     }),
+    billingStanding: billingStanding(deps.clients.billing, deps.billingRequired ?? true),
   });
 
   const app = new Koa({ proxy: false });

@@ -17,7 +17,12 @@ import { jsonObject, jsonValue } from "./validation.ts";
 export function withExtraKeysAsMetadata<Shape extends z.ZodRawShape>(shape: Shape, description: string) {
   const known = new Set([...Object.keys(shape), "metadata"]);
   return z
-    .object({ ...shape, metadata: jsonObject.optional() })
+    .object({
+      ...shape,
+      metadata: jsonObject.optional().meta({
+        description: "Any JSON object to keep with it (replaces what is stored); other keys are merged into it",
+      }),
+    })
     .catchall(jsonValue)
     .meta({ description })
     .transform((body) => {

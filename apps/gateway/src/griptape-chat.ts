@@ -63,24 +63,45 @@ const contentSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("ActionResultMessageContent"), artifact: anyArtifactSchema, action: toolActionSchema }),
 ]);
 
-const usageSchema = z.object({
-  type: z.string().optional(),
-  input_tokens: optional(z.number()),
-  output_tokens: optional(z.number()),
-});
+/** What a message's `usage` fields are, asked and answered alike. */
+const usageFields = {
+  usage: { description: "The tokens the message took" },
+  type: { description: "griptape's class name, Message.Usage" },
+  input_tokens: { description: "Tokens of the prompt; null when unknown" },
+  output_tokens: { description: "Tokens of the answer; null when unknown" },
+} as const;
+
+const usageSchema = z
+  .object({
+    type: z.string().optional().meta(usageFields.type),
+    input_tokens: optional(z.number()).meta(usageFields.input_tokens),
+    output_tokens: optional(z.number()).meta(usageFields.output_tokens),
+  })
+  .meta(usageFields.usage);
 
 export const chatRoles = ["user", "assistant", "system"] as const;
 
 const messageSchema = z.object({
-  type: z.literal("Message").optional(),
-  role: z.enum(chatRoles),
-  content: z.array(contentSchema),
+  type: z.literal("Message").optional().meta({ description: "griptape's class name, Message" }),
+  role: z.enum(chatRoles).meta({ description: "Who says it: user, assistant or system" }),
+  content: z.array(contentSchema).meta({
+    description:
+      "What it says: text, images, the model's tool calls and their results, each with its griptape artifact",
+  }),
   usage: usageSchema,
 });
 
 const toolSchema = z.object({
-  name: z.string().min(1),
-  activities: z.array(z.object({ name: z.string().min(1), description: z.string(), json_schema: jsonObject })),
+  name: z.string().min(1).meta({ description: "The tool's name, as the model calls it" }),
+  activities: z
+    .array(
+      z.object({
+        name: z.string().min(1).meta({ description: "The activity's name" }),
+        description: z.string().meta({ description: "What it does, as the model reads it" }),
+        json_schema: jsonObject.meta({ description: "The JSON schema of its input" }),
+      }),
+    )
+    .meta({ description: "What the model may call it to do" }),
 });
 
 const driverConfigurationSchema = z.object({
@@ -88,11 +109,20 @@ const driverConfigurationSchema = z.object({
     description:
       "The model to answer with: one the deployment serves (DEFAULT_MODEL and CHAT_MODELS, e.g. `openai:gpt-4.1-mini`). Absent, null or empty: DEFAULT_MODEL. Another name is 400, listing the allowed ones.",
   }),
-  max_tokens: optional(z.number().int().min(1).max(int32Max)),
-  temperature: optional(z.number()),
-  use_native_tools: optional(z.boolean()),
-  structured_output_strategy: optional(z.enum(["native", "tool", "rule"])),
-  extra_params: optional(jsonObject),
+  max_tokens: optional(z.number().int().min(1).max(int32Max)).meta({
+    description: "The most tokens the answer may take",
+  }),
+  temperature: optional(z.number()).meta({ description: "Sampling temperature: higher is more varied" }),
+  use_native_tools: optional(z.boolean()).meta({
+    description: "Whether tools are called through the model's own tool calls (default true)",
+  }),
+  structured_output_strategy: optional(z.enum(["native", "tool", "rule"])).meta({
+    description:
+      "How `output_schema` is made to hold: the model's native structured output (the default), a tool, or a rule",
+  }),
+  extra_params: optional(jsonObject).meta({
+    description: "More call settings, of an allowed few (an unknown key is 400, naming the allowed ones)",
+  }),
 });
 
 /**
@@ -102,10 +132,15 @@ const driverConfigurationSchema = z.object({
  * other three are required. The configuration's fields may be null.
  */
 export const chatRequestSchema = z.object({
-  driver_configuration: driverConfigurationSchema,
-  messages: z.array(messageSchema).min(1, "must hold at least one message"),
-  output_schema: optional(jsonObject),
-  tools: z.array(toolSchema),
+  driver_configuration: driverConfigurationSchema.meta({ description: "Which model answers, and how" }),
+  messages: z
+    .array(messageSchema)
+    .min(1, "must hold at least one message")
+    .meta({ description: "The conversation so far, oldest first (a system message first, if any)" }),
+  output_schema: optional(jsonObject).meta({
+    description: "A JSON schema the answer must follow; absent or null: free text",
+  }),
+  tools: z.array(toolSchema).meta({ description: "The tools the model may call; `[]` for none" }),
 });
 
 export type ChatRequestBody = z.output<typeof chatRequestSchema>;
@@ -287,16 +322,38 @@ export function deltaMessageJson(r: StreamChatMessageResponse) {
 }
 
 /** Documentation shapes for /openapi.json. */
+const usageAnswer = z
+  .object({
+    type: z.string().meta(usageFields.type),
+    input_tokens: z.number().nullable().meta(usageFields.input_tokens),
+    output_tokens: z.number().nullable().meta(usageFields.output_tokens),
+  })
+  .meta(usageFields.usage);
+
 export const chatMessageResponseSchema = z.object({
-  type: z.literal("Message"),
-  role: z.string(),
-  content: z.array(z.object({ type: z.string(), artifact: z.record(z.string(), z.unknown()) }).loose()),
-  usage: z.object({ type: z.string(), input_tokens: z.number().nullable(), output_tokens: z.number().nullable() }),
+  type: z.literal("Message").meta({ description: "griptape's class name, Message" }),
+  role: z.string().meta({ description: "assistant" }),
+  content: z
+    .array(
+      z
+        .object({
+          type: z.string().meta({ description: "TextMessageContent, or ActionCallMessageContent for a tool call" }),
+          artifact: z
+            .record(z.string(), z.unknown())
+            .meta({ description: "The text or the call, as a griptape artifact" }),
+        })
+        .loose(),
+    )
+    .meta({ description: "What the model answered" }),
+  usage: usageAnswer,
 });
 
 export const deltaMessageSchema = z.object({
-  type: z.literal("DeltaMessage"),
-  role: z.string(),
-  content: z.record(z.string(), z.unknown()).nullable(),
-  usage: z.object({ type: z.string(), input_tokens: z.number().nullable(), output_tokens: z.number().nullable() }),
+  type: z.literal("DeltaMessage").meta({ description: "griptape's class name, DeltaMessage" }),
+  role: z.string().meta({ description: "assistant" }),
+  content: z
+    .record(z.string(), z.unknown())
+    .nullable()
+    .meta({ description: "The next piece of the answer (text or a tool call's); null in the closing usage frame" }),
+  usage: usageAnswer,
 });

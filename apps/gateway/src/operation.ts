@@ -4,6 +4,7 @@ import { clientGoneSignal } from "@loom/server/client-gone";
 import { headersFor, type Principal } from "@loom/server/principal";
 import type { Context, Middleware } from "koa";
 import type { z } from "zod";
+import type { BillingStanding } from "./billing-standing.ts";
 import { bodyLimits, readJsonBody } from "./body.ts";
 import { callHeaders } from "./call-headers.ts";
 import { trackSseConnection } from "./metrics.ts";
@@ -49,6 +50,12 @@ export interface Operation<
   query?: Q;
   /** `documented`: the shape /openapi.json shows, when the handler parses the body itself (several accepted forms). */
   body?: { schema: B; required: boolean; limit?: number; documented?: z.ZodType };
+  /**
+   * A paid operation (a run, a chat call): billing standing is checked after
+   * the input and before the handler, so it may answer 402, and /openapi.json
+   * lists 402 on it and on no other operation.
+   */
+  paid?: boolean;
   /** `stream`: the handler returns SSE frames instead of JSON (a Readable, or a Buffer of a whole finished stream); `schema` is then one event's `data`; `eventIds`: every event has an `id:` (a resumable stream). */
   response: { status: number; description: string; schema?: z.ZodType; stream?: boolean; eventIds?: boolean };
   handle(input: OperationInput<z.output<P>, z.output<Q>, z.output<B>>): Promise<unknown>;
@@ -69,11 +76,14 @@ export function routerPath(path: string, restOfPath?: string): string {
   return path.replace(/\{(\w+)\}/g, (_, name: string) => (name === restOfPath ? `*${name}` : `:${name}`));
 }
 
-/** `beforeStream` runs ahead of every stream operation's handler (open-streams.ts: the stream caps, and stopping streams of deleted keys). */
+/**
+ * `beforeStream` runs ahead of every stream operation's handler (open-streams.ts: the stream caps, and stopping
+ * streams of deleted keys); `billingStanding` ahead of every paid operation's.
+ */
 export function mountOperations(
   router: Router,
   operations: Operation[],
-  options: { beforeStream?: Middleware } = {},
+  options: { beforeStream?: Middleware; billingStanding?: BillingStanding } = {},
 ): void {
   for (const op of operations) {
     const answer = async (ctx: Context) => {
@@ -90,14 +100,10 @@ export function mountOperations(
       // and a stream's when it must stop (its key deleted: open-streams.ts).
       const streamStop = ctx.state.streamStop as AbortSignal | undefined;
       const signal = streamStop ? AbortSignal.any([clientGoneSignal(ctx.res), streamStop]) : clientGoneSignal(ctx.res);
-      const result = await op.handle({
-        params,
-        query,
-        body,
-        principal,
-        call: { headers: { ...headersFor(principal), ...callHeaders(ctx) }, signal },
-        ctx,
-      });
+      const call = { headers: { ...headersFor(principal), ...callHeaders(ctx) }, signal };
+      // 402 when billing is required and not paid.
+      if (op.paid) await options.billingStanding?.(call);
+      const result = await op.handle({ params, query, body, principal, call, ctx });
       if (op.response.stream) {
         ctx.status = op.response.status;
         ctx.set({

@@ -104,29 +104,29 @@ export const idArray = z.array(uuid).max(maxIdsPerArray, `must hold at most ${ma
  * griptape-cloud-client types `page` and `page_size` as floats, and Python
  * sends 2.0 as `2.0`.
  */
-export function integerParam(min: number, max: number, fallback: number) {
+export function integerParam(min: number, max: number, fallback: number, description?: string) {
   return z
     .string()
     .regex(/^-?\d+(?:\.0+)?$/, "must be an integer")
     .transform(Number)
     .pipe(z.number().min(min, `must be at least ${min}`).max(max, `must be at most ${max}`))
-    .meta({ type: "integer", minimum: min, maximum: max, default: fallback })
+    .meta({ type: "integer", minimum: min, maximum: max, default: fallback, description })
     .optional()
     .transform((v) => v ?? fallback);
 }
 
 /** `page` and `page_size` of every page-numbered list (docs/behaviour.md §4). */
 export const pageQuery = z.object({
-  page: integerParam(1, Number.MAX_SAFE_INTEGER, pageBounds.defaultPage),
-  page_size: integerParam(1, pageBounds.maxPageSize, pageBounds.defaultPageSize),
+  page: integerParam(1, Number.MAX_SAFE_INTEGER, pageBounds.defaultPage, "Which page to answer, from 1"),
+  page_size: integerParam(1, pageBounds.maxPageSize, pageBounds.defaultPageSize, "How many items a page holds"),
 });
 
 /** A boolean query parameter, sent as `true` or `false`; documented as the boolean it must be. */
-export function booleanParam(fallback: boolean) {
+export function booleanParam(fallback: boolean, description?: string) {
   return z
     .enum(["true", "false"], { error: "must be true or false" })
     .transform((v) => v === "true")
-    .meta({ type: "boolean", default: fallback })
+    .meta({ type: "boolean", default: fallback, description })
     .optional()
     .transform((v) => v ?? fallback);
 }
@@ -138,7 +138,13 @@ export function booleanParam(fallback: boolean) {
 export function statusQueryOf<const S extends readonly [string, ...string[]]>(statuses: S) {
   return z
     .union([z.string(), z.array(z.string())])
-    .meta({ anyOf: undefined, type: "array", items: { type: "string", enum: [...statuses] }, minItems: 1 })
+    .meta({
+      anyOf: undefined,
+      type: "array",
+      items: { type: "string", enum: [...statuses] },
+      minItems: 1,
+      description: "Only those in these statuses (`status=A&status=B` or `status=A,B`); absent: every status",
+    })
     .optional()
     .transform((v) =>
       v === undefined

@@ -55,6 +55,7 @@ describe("the API reference page, /docs", () => {
     expect(init).toContain('fetch("openapi.json")');
     expect(init).toContain("validatorUrl: null");
     expect(init).toContain("displayOperationId: true");
+    expect(init).toContain('docExpansion: "list"'); // operations collapsed until opened
     expect((await get("/api/docs/swagger-ui-bundle.js")).status).toBe(200);
   });
 

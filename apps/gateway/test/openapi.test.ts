@@ -6,6 +6,7 @@ import { buildApp } from "../src/app.ts";
 import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";
+import { undescribedFields } from "./field-descriptions.ts";
 import { noBlobs } from "./no-blobs.ts";
 
 const { router, operations } = buildApp({
@@ -227,14 +228,75 @@ describe("/openapi.json", () => {
     expect(list).toEqual(["page", "page_size", "alias", "starts_with", "created_by"]);
   });
 
-  it("lists every error answer with the error body on every operation", () => {
+  it("lists on each operation only the errors it can give, each with the error body", () => {
+    const statuses = (path: string, method: string) => Object.keys(op(path, method).responses);
+    // Billing refuses only the paid operations: a run's create and the chat calls.
+    const paid = ops.filter((o) => o.responses["402"]).map((o) => o.operationId);
+    expect(paid.sort()).toEqual(["CreateAssistantRun", "CreateChatMessage", "CreateChatMessageStream"]);
+    // No input, nothing to validate, no id to miss, no body to be too large.
+    expect(statuses("/users", "get")).toEqual(["200", "401", "403", "409", "429", "500", "503"]);
+    // A list with only paging: 400, but no 404.
+    expect(statuses("/assistants", "get")).toEqual(["200", "400", "401", "403", "409", "429", "500", "503"]);
+    // An id in the path: 404; a body: 413.
+    expect(statuses("/assistants/{assistant_id}", "patch")).toEqual(
+      expect.arrayContaining(["400", "404", "409", "413"]),
+    );
+    expect(statuses("/assistants/{assistant_id}", "get")).not.toContain("413");
+    expect(statuses("/assistants/{assistant_id}", "delete")).not.toContain("413");
+    // Ids named in the body (ruleset_ids, tool_ids) may be unknown too.
+    expect(statuses("/assistants", "post")).toContain("404");
     for (const o of ops) {
-      for (const status of ["400", "401", "403", "404", "409", "413", "429", "500", "503"]) {
-        expect(o.responses[status]?.content["application/json"].schema, `${o.operationId} ${status}`).toEqual({
+      for (const status of ["401", "403", "409", "429", "500", "503"])
+        expect(o.responses[status], `${o.operationId} ${status}`).toBeDefined();
+      for (const [status, answer] of Object.entries(o.responses) as [string, any][]) {
+        if (Number(status) < 400) continue;
+        expect(answer.content["application/json"].schema, `${o.operationId} ${status}`).toEqual({
           $ref: "#/components/schemas/ErrorBody",
         });
       }
     }
+  });
+
+  it("groups the operations by resource, one tag each, every tag listed once in the document's order", () => {
+    const tagOf = (path: string, method: string) => op(path, method).tags;
+    expect(tagOf("/users/{user_id}/api-keys", "post")).toEqual(["API keys"]);
+    expect(tagOf("/organizations/{organization_id}/api-keys", "get")).toEqual(["API keys"]);
+    expect(tagOf("/assistants/{assistant_id}/runs", "post")).toEqual(["Assistant runs"]);
+    expect(tagOf("/assistant-runs/{assistant_run_id}/cancel", "post")).toEqual(["Assistant runs"]);
+    expect(tagOf("/assistant-runs/{assistant_run_id}/events/stream", "get")).toEqual(["Events"]);
+    expect(tagOf("/buckets/{bucket_id}/asset-urls/{name}", "post")).toEqual(["Assets"]);
+    expect(tagOf("/threads/{thread_id}/messages", "get")).toEqual(["Messages"]);
+    expect(tagOf("/chat/messages", "post")).toEqual(["Chat"]);
+    const used = new Set(ops.map((o) => o.tags[0]));
+    for (const o of ops) expect(o.tags, o.operationId).toHaveLength(1);
+    expect(used.has("default")).toBe(false);
+    expect(used.size).toBeGreaterThan(15);
+    const listed = (document as any).tags.map((t: { name: string }) => t.name);
+    expect(new Set(listed).size).toBe(listed.length);
+    for (const tag of used) expect(listed, tag).toContain(tag);
+    expect(listed.slice(0, 4)).toEqual(["API keys", "Users", "Billing", "Assistants"]);
+  });
+
+  it("opens with a getting-started text: where the key comes from, and a curl call with it", () => {
+    const text = (document as any).info.description as string;
+    expect(text).toContain("bootstrap key");
+    expect(text).toContain("pnpm loom keys create");
+    expect(text).toMatch(/curl -H "Authorization: Bearer \$LOOM_API_KEY" http:\/\/localhost:8080\/assistants/);
+  });
+
+  it("describes every field: parameters, request bodies, answers, stream events and the error body", () => {
+    const { missing, total } = undescribedFields(document);
+    console.log(`/openapi.json: ${total - missing.length} of ${total} fields described`);
+    // A new field comes with its description (`.meta({ description })` on the zod definition that validates it).
+    expect(missing).toEqual([]);
+    expect(total).toBeGreaterThan(900);
+    // Described from the definitions: a shared field, a route-local body field, a query and a path parameter.
+    expect(op("/assistants", "post").requestBody.content["application/json"].schema.properties.name.description).toBe(
+      "The assistant's name",
+    );
+    const runs = op("/assistants/{assistant_id}/runs", "get").parameters;
+    expect(runs.find((p: any) => p.name === "assistant_id").description).toBe("The assistant's id");
+    expect(runs.find((p: any) => p.name === "page_size").description).toBe("How many items a page holds");
   });
 
   it("gives response ids the lower-case v4 pattern Loom produces", () => {

@@ -8,8 +8,9 @@ import type { Revocations } from "../revocations.ts";
 import { apiKeyListSchema, apiKeySchema, createdApiKeySchema } from "../schemas.ts";
 import { boundedName, pageQuery, uuid } from "../validation.ts";
 
-const nameBody = z.object({ name: boundedName(200) });
-const renameBody = z.object({ name: boundedName(200).optional() });
+const keyName = boundedName(200).meta({ description: "A name to tell keys apart" });
+const nameBody = z.object({ name: keyName });
+const renameBody = z.object({ name: keyName.optional() });
 
 export function apiKeyJson(key: ApiKey | undefined) {
   if (!key) throw new Error("the identity service answered without a key");

@@ -66,7 +66,10 @@ export function assetOperations({ storage }: ServiceClients) {
       path: "/buckets/{bucket_id}/assets",
       summary: "A bucket's assets, newest first, optionally only names with a prefix and/or a postfix",
       params: bucketPath,
-      query: pageQuery.extend({ prefix: z.string().optional(), postfix: z.string().optional() }),
+      query: pageQuery.extend({
+        prefix: z.string().optional().meta({ description: "Only assets whose name starts with this, e.g. `dir/`" }),
+        postfix: z.string().optional().meta({ description: "Only assets whose name ends with this, e.g. `.pdf`" }),
+      }),
       response: { status: 200, description: "A page of assets, with the filters as given", schema: assetListSchema },
       async handle({ params, query, call }) {
         const res = await storage.listAssets(
@@ -104,7 +107,12 @@ export function assetOperations({ storage }: ServiceClients) {
       restOfPath: "name",
       summary: "One asset; with include_contents=true, its bytes too (at most 1 MiB)",
       params: assetPath,
-      query: z.object({ include_contents: booleanParam(false) }),
+      query: z.object({
+        include_contents: booleanParam(
+          false,
+          "Also answer the bytes, in `contents` (text as is, anything else base64)",
+        ),
+      }),
       response: { status: 200, description: "The asset", schema: assetSchema },
       handle: async ({ params, query, call }) =>
         assetJson(
@@ -135,7 +143,14 @@ export function assetOperations({ storage }: ServiceClients) {
       summary:
         "A URL to upload (PUT) or download (GET) the asset's bytes without the bearer credential, for a limited time; without an operation, good for both",
       params: assetPath,
-      body: { schema: z.object({ operation: z.enum(["PUT", "GET"]).optional() }), required: false },
+      body: {
+        schema: z.object({
+          operation: z.enum(["PUT", "GET"]).optional().meta({
+            description: "PUT: a URL to upload the bytes to; GET: one to download them from; absent: one for both",
+          }),
+        }),
+        required: false,
+      },
       response: { status: 200, description: "The URL and the headers to send with it", schema: assetUrlSchema },
       async handle({ params, body, call }) {
         const operation = body?.operation ? urlOperations[body.operation] : AssetUrlOperation.UNSPECIFIED;

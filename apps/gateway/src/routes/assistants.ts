@@ -6,15 +6,20 @@ import { defineOperation } from "../operation.ts";
 import { assistantListSchema, assistantSchema } from "../schemas.ts";
 import { boundedName, boundedText, idArray, pageQuery, uuid } from "../validation.ts";
 
+const ids = (description: string) => idArray.optional().meta({ description });
+
 const createBody = z.object({
-  name: boundedName(200),
-  description: boundedText(200).optional(),
-  input: z.string().optional(),
-  knowledge_base_ids: idArray.optional(),
-  retriever_ids: idArray.optional(),
-  ruleset_ids: idArray.optional(),
-  structure_ids: idArray.optional(),
-  tool_ids: idArray.optional(),
+  name: boundedName(200).meta({ description: "The assistant's name" }),
+  description: boundedText(200).optional().meta({ description: "What the assistant is for, in words" }),
+  input: z.string().optional().meta({
+    description:
+      "The user message of a run given no `input`, as a template: `{{ args[N] }}` is the run's N-th arg, `{{ args }}` all of them",
+  }),
+  knowledge_base_ids: ids("The knowledge bases its runs search"),
+  retriever_ids: ids("Retrievers: accepted and echoed; Loom has no retrievers yet"),
+  ruleset_ids: ids("The rulesets whose rules its runs follow, in this order"),
+  structure_ids: ids("Structures: accepted and echoed; Loom has no structures yet"),
+  tool_ids: ids("The tools its runs may call"),
 });
 
 // docs/api.md §4: the update body has no retriever_ids; sent anyway, it is ignored like any unknown field.

@@ -13,7 +13,14 @@ export function billingOperations({ billing }: ServiceClients) {
       path: "/billing/checkout-session",
       summary: "A Stripe Checkout session for the price with the given lookup key",
       // Stripe's lookup keys are at most 200 characters.
-      body: { schema: z.object({ price_lookup_key: boundedName(200) }), required: true },
+      body: {
+        schema: z.object({
+          price_lookup_key: boundedName(200).meta({
+            description: "The lookup key of the Stripe price to subscribe to",
+          }),
+        }),
+        required: true,
+      },
       response: { status: 201, description: "Where to send the user to pay", schema: checkoutSessionSchema },
       async handle({ body, call }) {
         const res = await billing.createCheckoutSession({ priceLookupKey: body.price_lookup_key }, call);

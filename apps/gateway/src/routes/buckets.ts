@@ -21,7 +21,7 @@ export function bucketJson(b: Bucket | undefined) {
 /** Buckets of named assets (docs/behaviour.md §7). */
 export function bucketOperations({ storage }: ServiceClients) {
   const bucketPath = z.object({ bucket_id: uuid });
-  const bucketName = boundedName(256);
+  const bucketName = boundedName(256).meta({ description: "The bucket's name" });
   return [
     defineOperation({
       id: "ListBuckets",

@@ -1,7 +1,6 @@
 import { Readable } from "node:stream";
 import type { StreamChatMessageResponse } from "@loom/proto/runs/v1/chat_pb";
 import { z } from "zod";
-import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { publicMessage } from "../errors.ts";
 import {
@@ -19,9 +18,12 @@ import { defineOperation } from "../operation.ts";
  * griptape's GriptapeCloudPromptDriver posts and rebuilds.
  */
 /** A frame of the chat stream: a DeltaMessage, or the error that ended it. */
-const chatFrameSchema = z.union([deltaMessageSchema, z.object({ error: z.string() })]);
+const chatFrameSchema = z.union([
+  deltaMessageSchema,
+  z.object({ error: z.string().meta({ description: "Why the stream ended early" }) }),
+]);
 
-export function chatOperations({ chat }: ServiceClients, billingStanding: BillingStanding) {
+export function chatOperations({ chat }: ServiceClients) {
   return [
     defineOperation({
       id: "CreateChatMessage",
@@ -29,14 +31,13 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
       path: "/chat/messages",
       summary: "Sends a conversation, tools and an output schema to the model; answers its one reply",
       body: { schema: chatRequestSchema, required: true },
+      paid: true,
       response: {
         status: 201,
         description: "The model's reply, a griptape Message",
         schema: chatMessageResponseSchema,
       },
       async handle({ body, call }) {
-        // 402 when billing is required and not paid, as for runs.
-        await billingStanding(call);
         return messageJson((await chat.createChatMessage(chatRequest(body), call)).message);
       },
     }),
@@ -46,6 +47,7 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
       path: "/chat/messages/stream",
       summary: "The same, streamed: `data: <DeltaMessage>` frames, then one with the usage, then the stream closes",
       body: { schema: chatRequestSchema, required: true },
+      paid: true,
       response: {
         status: 200,
         description: 'Server-sent griptape DeltaMessages; an error mid-stream is `data: {"error": "..."}`',
@@ -55,7 +57,6 @@ export function chatOperations({ chat }: ServiceClients, billingStanding: Billin
       async handle({ body, call }) {
         // The call's signal aborts when the client goes away, which cancels the
         // RPC and, in the runs service, the provider request.
-        await billingStanding(call);
         const responses = chat.streamChatMessage(chatRequest(body), call)[Symbol.asyncIterator]();
         // Waiting for the first message lets an error before it be an ordinary JSON error.
         const first = await responses.next();

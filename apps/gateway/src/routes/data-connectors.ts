@@ -11,12 +11,14 @@ const ownBuckets = "Loom reads only its own buckets";
 /** The one kind Loom serves: Griptape Cloud's `data_lake`, a bucket of the organization (docs/decisions.md, "Knowledge bases"). */
 const configInput = z.strictObject(
   {
-    data_lake: z.object({
-      bucket_id: uuid,
-      asset_paths: z.array(z.string()).optional().meta({
-        description: 'Asset names and folders (ending in "/") in the bucket; absent or empty: the whole bucket',
-      }),
-    }),
+    data_lake: z
+      .object({
+        bucket_id: uuid.meta({ description: "The bucket of the organization it reads" }),
+        asset_paths: z.array(z.string()).optional().meta({
+          description: 'Asset names and folders (ending in "/") in the bucket; absent or empty: the whole bucket',
+        }),
+      })
+      .meta({ description: "A bucket of the organization, the only kind" }),
   },
   {
     error: (issue) => (issue.code === "unrecognized_keys" ? `the only kind is data_lake: ${ownBuckets}` : undefined),
@@ -24,10 +26,13 @@ const configInput = z.strictObject(
 );
 
 const createBody = z.object({
-  name: boundedName(200),
-  description: boundedText(200).optional(),
-  type: z.literal("data_lake", { error: `must be data_lake: ${ownBuckets}` }).optional(),
-  config: configInput,
+  name: boundedName(200).meta({ description: "The data connector's name" }),
+  description: boundedText(200).optional().meta({ description: "What it reads, in words" }),
+  type: z
+    .literal("data_lake", { error: `must be data_lake: ${ownBuckets}` })
+    .optional()
+    .meta({ description: "Only data_lake: a bucket of the organization" }),
+  config: configInput.meta({ description: "Which bucket, and which of its files" }),
 });
 
 const updateBody = createBody.partial();

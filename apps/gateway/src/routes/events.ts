@@ -9,8 +9,8 @@ import { integerParam, uuid } from "../validation.ts";
 
 /** `offset` ≥ 0 (default 0) and `limit` 1..1000 (default 100), sent as strings (docs/behaviour.md §4). */
 export const eventPageQuery = z.object({
-  offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0),
-  limit: integerParam(1, 1000, 100),
+  offset: integerParam(0, Number.MAX_SAFE_INTEGER, 0, "The offset of the first event to answer: 0 is the run's first"),
+  limit: integerParam(1, 1000, 100, "How many events to answer at most"),
 });
 
 export function eventJson(event: Event, runField: "assistant_run_id" | "structure_run_id") {

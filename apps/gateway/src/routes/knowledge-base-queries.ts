@@ -20,8 +20,17 @@ import { pageQuery, uuid } from "../validation.ts";
  * each only when its caller gave it (docs/decisions.md, "Querying knowledge bases").
  */
 const queryArgs = z.object({
-  count: z.number().int().min(1).max(100).optional(),
-  include_vectors: z.boolean().optional(),
+  count: z
+    .number()
+    .int()
+    .min(1)
+    .max(100)
+    .optional()
+    .meta({ description: "How many chunks to find, 1 to 100 (default 5)" }),
+  include_vectors: z
+    .boolean()
+    .optional()
+    .meta({ description: "Also answer each chunk's embedding, in `vector` (default false)" }),
   // Ranks are cosine similarity's (vector search) and BM25's: the metric is not the caller's to pick.
   distance_metric: z.string().optional().meta({ description: "Accepted and ignored: vector search is cosine" }),
   filter: z
@@ -30,14 +39,19 @@ const queryArgs = z.object({
     .meta({ description: "Refused when not empty: Loom filters nothing" }),
 });
 
+const queryText = z.string().meta({ description: "What to look for, in words (1 to 10,000 characters)" });
+
 const queryBody = z.object({
-  query: z.string(),
-  query_args: queryArgs.optional(),
+  query: queryText,
+  query_args: queryArgs.optional().meta({ description: "How many chunks, and whether with their embeddings" }),
 });
 
 const searchBody = z.object({
-  query: z.string(),
-  query_args: queryArgs.pick({ count: true, filter: true }).optional(),
+  query: queryText,
+  query_args: queryArgs
+    .pick({ count: true, filter: true })
+    .optional()
+    .meta({ description: "How many chunks to write the answer from" }),
 });
 
 /** A chunk found, as griptape's vector store entry: exactly its keys. */

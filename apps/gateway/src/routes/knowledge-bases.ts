@@ -25,9 +25,11 @@ const configInput = z.strictObject(
           .meta({ description: "One of EMBEDDING_MODELS (`provider:model`); `null` or absent: keyword search only" }),
         use_default_embedding_model: z
           .literal(false, { error: "Loom has no default embedding model: name one in embedding_model" })
-          .optional(),
+          .optional()
+          .meta({ description: "Only false: Loom has no default embedding model" }),
       })
-      .optional(),
+      .optional()
+      .meta({ description: "Loom's own index, the only kind" }),
   },
   {
     error: (issue) =>
@@ -38,20 +40,28 @@ const configInput = z.strictObject(
 );
 
 const createBody = z.object({
-  name: boundedName(200),
-  description: boundedText(200).optional(),
-  type: z.literal("gtc_pg_vector", { error: ownIndex }).optional(),
-  config: configInput.optional(),
-  asset_paths: z.array(z.string()).optional(),
+  name: boundedName(200).meta({ description: "The knowledge base's name" }),
+  description: boundedText(200).optional().meta({ description: "What it holds, in words" }),
+  type: z
+    .literal("gtc_pg_vector", { error: ownIndex })
+    .optional()
+    .meta({ description: "Only gtc_pg_vector: Loom keeps every knowledge base in its own index" }),
+  config: configInput.optional().meta({ description: "The index: which model embeds its chunks, if any" }),
+  asset_paths: z.array(z.string()).optional().meta({
+    description:
+      "The files it is made of: `<bucket_id>/<asset name>`, `<bucket_id>/<folder>/` (every asset under it) or `<bucket_id>/` (the bucket)",
+  }),
   // Loom's: data connectors of the organization (docs/api.md, Knowledge bases).
-  data_connector_ids: idArray.optional(),
+  data_connector_ids: idArray.optional().meta({ description: "The data connectors it is fed from too" }),
   // The clients' `embedding_model` names an OpenAI model without its provider; Loom's is in the config.
   embedding_model: z
     .never({ error: "name the model in config.gtc_pg_vector.embedding_model, as provider:model" })
-    .optional(),
+    .optional()
+    .meta({ description: "Not taken: name the model in config.gtc_pg_vector.embedding_model" }),
   use_default_embedding_model: z
     .literal(false, { error: "Loom has no default embedding model: name one in config.gtc_pg_vector.embedding_model" })
-    .optional(),
+    .optional()
+    .meta({ description: "Only false: Loom has no default embedding model" }),
 });
 
 const updateBody = createBody.partial();

@@ -14,14 +14,17 @@ import { jsonObject, pageQuery, uuid } from "../validation.ts";
  * strings (griptape stores artifact JSON in them).
  */
 export const newMessage = withExtraKeysAsMetadata(
-  { input: z.string(), output: z.string() },
+  {
+    input: z.string().meta({ description: "What the user said (any string: griptape stores artifact JSON)" }),
+    output: z.string().meta({ description: "What the assistant answered (any string)" }),
+  },
   "`input` and `output` are any strings; `metadata` a JSON object; any other key is stored in `metadata` (griptape sends a run's meta so)",
 );
 
 const updateBody = z.object({
-  input: z.string().optional(),
-  output: z.string().optional(),
-  metadata: jsonObject.optional(),
+  input: z.string().optional().meta({ description: "What the user said; absent: unchanged" }),
+  output: z.string().optional().meta({ description: "What the assistant answered; absent: unchanged" }),
+  metadata: jsonObject.optional().meta({ description: "Any JSON object; replaces the stored one; absent: unchanged" }),
 });
 
 export function messageJson(m: ThreadMessage | undefined) {

@@ -15,9 +15,11 @@ const ruleValue = z.union([boundedText(maxRuleLength), jsonObject], {
 });
 
 const createBody = z.object({
-  name: boundedName(200),
-  rule: ruleValue,
-  metadata: jsonObject.optional(),
+  name: boundedName(200).meta({ description: "The rule's name" }),
+  rule: ruleValue.meta({
+    description: "An instruction for the model, in words; or a JSON schema object its answer must follow",
+  }),
+  metadata: jsonObject.optional().meta({ description: "Any JSON object to keep with it" }),
 });
 
 const updateBody = createBody.partial();
@@ -46,7 +48,9 @@ export function ruleOperations({ rulesets }: ServiceClients) {
       path: "/rules",
       summary:
         "The organization's rules, newest first; with ruleset_id, that ruleset's rules in its rule_ids order (all of them when page_size is absent)",
-      query: pageQuery.extend({ ruleset_id: uuid.optional() }),
+      query: pageQuery.extend({
+        ruleset_id: uuid.optional().meta({ description: "Only this ruleset's rules, in its order" }),
+      }),
       response: { status: 200, description: "A page of rules", schema: ruleListSchema },
       async handle({ query, call, ctx }) {
         // griptape's ruleset driver reads one page of a ruleset's rules: without page_size, the whole ruleset

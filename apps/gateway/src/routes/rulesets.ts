@@ -7,11 +7,14 @@ import { rulesetListSchema, rulesetSchema } from "../schemas.ts";
 import { boundedName, boundedText, idArray, jsonObject, pageQuery, uuid } from "../validation.ts";
 
 const createBody = z.object({
-  name: boundedName(200),
-  alias: z.string().optional(),
-  description: boundedText(200).optional(),
-  metadata: jsonObject.optional(),
-  rule_ids: idArray.optional(),
+  name: boundedName(200).meta({ description: "The ruleset's name" }),
+  alias: z.string().optional().meta({ description: "Another name to find it by (`?alias=` of ListRulesets)" }),
+  description: boundedText(200).optional().meta({ description: "What the ruleset is for, in words" }),
+  metadata: jsonObject.optional().meta({ description: "Any JSON object to keep with it" }),
+  rule_ids: idArray.optional().meta({
+    description:
+      "Its rules, each once, in the order they reach the model; on an update the whole list (`[]` empties it)",
+  }),
 });
 
 const updateBody = createBody.partial();
@@ -41,7 +44,9 @@ export function rulesetOperations({ rulesets }: ServiceClients) {
       method: "GET",
       path: "/rulesets",
       summary: "The organization's rulesets, newest first, optionally by alias",
-      query: pageQuery.extend({ alias: z.string().optional() }),
+      query: pageQuery.extend({
+        alias: z.string().optional().meta({ description: "Only the rulesets of this alias" }),
+      }),
       response: {
         status: 200,
         description: "A page of rulesets (none matching is an empty page)",

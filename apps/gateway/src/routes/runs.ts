@@ -4,29 +4,48 @@ import { invalidArgument } from "@loom/contracts/errors";
 import { valueToJson } from "@loom/contracts/json-value";
 import { type AssistantRun, RunStatus, type StatusDetail } from "@loom/proto/runs/v1/runs_pb";
 import { z } from "zod";
-import type { BillingStanding } from "../billing-standing.ts";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
 import { idArray, pageQuery, statusQuery, uuid } from "../validation.ts";
 
+/** A family of ids the run uses instead of the assistant's, and one it adds to them. */
+const instead = (family: string) =>
+  idArray.optional().meta({ description: `The ${family} the run uses instead of the assistant's` });
+const added = (family: string) =>
+  idArray.optional().meta({
+    description: `More ${family} for this run, besides the assistant's (or \`${family.replaceAll(" ", "_")}\` given)`,
+  });
+
 const createBody = z.object({
-  input: z.string().optional(),
-  args: z.array(z.string()).max(100, "must hold at most 100 args").optional(),
-  stream: z.boolean().optional(),
-  new_thread: z.boolean().optional(),
-  thread_id: uuid.optional(),
-  knowledge_base_ids: idArray.optional(),
-  retriever_ids: idArray.optional(),
-  ruleset_ids: idArray.optional(),
-  structure_ids: idArray.optional(),
-  tool_ids: idArray.optional(),
-  additional_knowledge_base_ids: idArray.optional(),
-  additional_retriever_ids: idArray.optional(),
-  additional_ruleset_ids: idArray.optional(),
-  additional_structure_ids: idArray.optional(),
-  additional_tool_ids: idArray.optional(),
+  input: z
+    .string()
+    .optional()
+    .meta({ description: "The user message; absent: the assistant's input template, filled with `args`" }),
+  args: z
+    .array(z.string())
+    .max(100, "must hold at most 100 args")
+    .optional()
+    .meta({ description: "Arguments for the input template (`{{ args[0] }}`, `{{ args }}`)" }),
+  stream: z
+    .boolean()
+    .optional()
+    .meta({ description: "Also write the answer as TextChunkEvents while the model writes it (default false)" }),
+  new_thread: z.boolean().optional().meta({ description: "Create a thread for the run, to continue it later" }),
+  thread_id: uuid
+    .optional()
+    .meta({ description: "Continue this thread: its messages are the history (wins over new_thread)" }),
+  knowledge_base_ids: instead("knowledge base ids"),
+  retriever_ids: instead("retriever ids"),
+  ruleset_ids: instead("ruleset ids"),
+  structure_ids: instead("structure ids"),
+  tool_ids: instead("tool ids"),
+  additional_knowledge_base_ids: added("knowledge base ids"),
+  additional_retriever_ids: added("retriever ids"),
+  additional_ruleset_ids: added("ruleset ids"),
+  additional_structure_ids: added("structure ids"),
+  additional_tool_ids: added("tool ids"),
 });
 
 const idempotencyKey = z.string().min(1).max(255).optional();
@@ -111,15 +130,21 @@ const decideBody = z.strictObject({
   decisions: z
     .array(
       z.strictObject({
-        call_id: z.string().min(1),
-        approved: z.boolean(),
+        call_id: z
+          .string()
+          .min(1)
+          .meta({ description: "The call decided on: a `call_id` of the run's `status_detail.calls`" }),
+        approved: z
+          .boolean()
+          .meta({ description: "true: the call goes ahead; false: the model is told it was denied" }),
         reason: z.string().max(2000).optional().meta({ description: "Given to the model with a denial" }),
       }),
     )
-    .min(1),
+    .min(1)
+    .meta({ description: "One decision per call, each call at most once" }),
 });
 
-export function runOperations({ runs }: ServiceClients, billingStanding: BillingStanding) {
+export function runOperations({ runs }: ServiceClients) {
   const runPath = z.object({ assistant_run_id: uuid });
   return [
     defineOperation({
@@ -149,6 +174,7 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
       summary: "Queues a run of the assistant; it executes in the background. Honors an Idempotency-Key header.",
       params: z.object({ assistant_id: uuid }),
       body: { schema: createBody, required: false },
+      paid: true,
       response: {
         status: 201,
         description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)",
@@ -159,8 +185,6 @@ export function runOperations({ runs }: ServiceClients, billingStanding: Billing
         if (!key.success)
           throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
         const b = body ?? {};
-        // 402 when billing is required and not paid.
-        await billingStanding(call);
         const res = await runs.createAssistantRun(
           {
             assistantId: params.assistant_id,

@@ -17,7 +17,10 @@ const secretValue = z
     description: `The secret's value, 1 to ${maxSecretValueBytes} bytes in UTF-8: write-only, never in an answer`,
   });
 
-const createBody = z.object({ name: boundedName(200), value: secretValue });
+const createBody = z.object({
+  name: boundedName(200).meta({ description: "The secret's name" }),
+  value: secretValue,
+});
 const updateBody = createBody.partial();
 
 /** A secret in Griptape Cloud's SecretDetail shape: no value, ever (docs/api.md §2, Secret). */

@@ -9,7 +9,14 @@ import { integerParam, uuid } from "../validation.ts";
 import { eventJson } from "./events.ts";
 
 const maxOffset = Number.MAX_SAFE_INTEGER;
-const resumeQuery = z.object({ offset: integerParam(0, maxOffset, 0).optional() });
+const resumeQuery = z.object({
+  offset: integerParam(
+    0,
+    maxOffset,
+    0,
+    "The offset of the first event to send; a Last-Event-ID header wins over it",
+  ).optional(),
+});
 
 /**
  * Where a stream starts: just after `Last-Event-ID` (the offset of the last

@@ -10,7 +10,11 @@ import { eventJson, eventList, eventPageQuery } from "./events.ts";
 
 export const maxEventsPerRequest = 1000;
 
-const newEvent = z.object({ type: boundedName(200), timestamp: z.number(), payload: jsonValue.optional() });
+const newEvent = z.object({
+  type: boundedName(200).meta({ description: "What happened, e.g. griptape's StartTaskEvent" }),
+  timestamp: z.number().meta({ description: "When it happened: seconds since the Unix epoch, with a fraction" }),
+  payload: jsonValue.optional().meta({ description: "The event itself: any JSON value (null when absent)" }),
+});
 const eventArray = z
   .array(newEvent)
   .min(1, "must hold at least one event")
@@ -41,7 +45,11 @@ export function structureEventOperations({ events }: ServiceClients) {
         schema: z.unknown(),
         required: true,
         limit: bodyLimits.events,
-        documented: z.union([z.object({ events: eventArray }), eventArray, newEvent]),
+        documented: z.union([
+          z.object({ events: eventArray.meta({ description: "The events, in the order to append them" }) }),
+          eventArray,
+          newEvent,
+        ]),
       },
       response: { status: 202, description: "Stored" },
       async handle({ params, body, call }) {

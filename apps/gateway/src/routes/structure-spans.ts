@@ -5,7 +5,7 @@ import { bodyLimits } from "../body.ts";
 import type { ServiceClients } from "../clients.ts";
 import { pagination } from "../json.ts";
 import { defineOperation } from "../operation.ts";
-import { spanListSchema } from "../schemas.ts";
+import { spanFields, spanListSchema } from "../schemas.ts";
 import { boundedName, boundedText, jsonObject, pageQuery, uuid } from "../validation.ts";
 
 /** RFC 3339 with an offset and any fraction of a second, as OpenTelemetry's exporters write it. */
@@ -15,18 +15,25 @@ const attributes = jsonObject.default({});
 
 /** One span as griptape's GriptapeCloudObservabilityDriver sends it; other keys are ignored. */
 const newSpan = z.object({
-  span_id: spanText,
-  trace_id: spanText,
-  parent_id: spanText.nullable().optional(),
-  name: boundedName(spanBounds.maxNameLength),
-  start_time: dateTime,
-  end_time: dateTime,
-  status: z.enum(["OK", "ERROR", "UNSET"], { error: "must be one of OK, ERROR, UNSET" }),
-  attributes,
+  span_id: spanText.meta(spanFields.span_id),
+  trace_id: spanText.meta(spanFields.trace_id),
+  parent_id: spanText.nullable().optional().meta(spanFields.parent_id),
+  name: boundedName(spanBounds.maxNameLength).meta(spanFields.name),
+  start_time: dateTime.meta(spanFields.start_time),
+  end_time: dateTime.meta(spanFields.end_time),
+  status: z.enum(["OK", "ERROR", "UNSET"], { error: "must be one of OK, ERROR, UNSET" }).meta(spanFields.status),
+  attributes: attributes.meta(spanFields.attributes),
   events: z
-    .array(z.object({ name: boundedName(spanBounds.maxNameLength), timestamp: dateTime, attributes }))
+    .array(
+      z.object({
+        name: boundedName(spanBounds.maxNameLength).meta(spanFields.event_name),
+        timestamp: dateTime.meta(spanFields.event_timestamp),
+        attributes: attributes.meta(spanFields.attributes),
+      }),
+    )
     .max(spanBounds.maxEvents, `must hold at most ${spanBounds.maxEvents} events`)
-    .default([]),
+    .default([])
+    .meta(spanFields.events),
 });
 const spanArray = z
   .array(newSpan)
@@ -62,7 +69,9 @@ export function structureSpanOperations({ events }: ServiceClients) {
       response: {
         status: 200,
         description: "Stored: the spans' ids in the order sent",
-        schema: z.strictObject({ span_ids: z.array(z.string()) }),
+        schema: z.strictObject({
+          span_ids: z.array(z.string()).meta({ description: "The stored spans' ids, in the order sent" }),
+        }),
       },
       async handle({ params, body, call }) {
         const res = await events.appendSpans(

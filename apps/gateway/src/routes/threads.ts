@@ -10,18 +10,23 @@ import { threadListSchema, threadSchema } from "../schemas.ts";
 import { boundedName, jsonObject, pageQuery, uuid } from "../validation.ts";
 import { newMessage } from "./messages.ts";
 
-const threadName = boundedName(200);
-const messages = z.array(newMessage).max(maxMessagesPerBody, `must have at most ${maxMessagesPerBody} items`);
+const threadName = boundedName(200).meta({ description: "The thread's name" });
+const alias = z.string().optional().meta({ description: "Another name to find it by (`?alias=` of ListThreads)" });
+const messages = z
+  .array(newMessage)
+  .max(maxMessagesPerBody, `must have at most ${maxMessagesPerBody} items`)
+  .optional()
+  .meta({ description: "Its messages, oldest first" });
 
 const createBody = z.object({
   name: threadName,
-  alias: z.string().optional(),
-  metadata: jsonObject.optional(),
-  messages: messages.optional(),
+  alias,
+  metadata: jsonObject.optional().meta({ description: "Any JSON object to keep with the thread" }),
+  messages,
 });
 
 const updateBody = withExtraKeysAsMetadata(
-  { name: threadName.optional(), alias: z.string().optional(), messages: messages.optional() },
+  { name: threadName.optional(), alias, messages },
   "Changes the fields sent. `messages` replaces all the thread's messages, in order; `metadata` replaces the thread's metadata; any other key is stored in `metadata` too (griptape's conversation-memory driver sends its memory's meta so)",
 );
 
@@ -72,7 +77,7 @@ export function threadOperations({ runs }: ServiceClients) {
       path: "/threads",
       summary: "The organization's threads, newest first, optionally by alias, name prefix or creator",
       query: pageQuery.extend({
-        alias: z.string().optional(),
+        alias: z.string().optional().meta({ description: "Only the threads of this alias" }),
         starts_with: z.string().optional().meta({ description: "Only threads whose name starts with this" }),
         created_by: uuid.optional().meta({ description: "Only threads created by this user" }),
       }),

@@ -71,9 +71,15 @@ export function toolActivityOperations({ activities }: ServiceClients) {
       path: "/tools/{tool_id}/activities/{activity}",
       summary: "Calls one of the tool's activities with the body as its input; recorded as a tool run",
       params: toolPath.extend({
-        activity: z.string().regex(/^[A-Za-z0-9_]{1,200}$/, "must be an activity name: letters, digits and _"),
+        activity: z
+          .string()
+          .regex(/^[A-Za-z0-9_]{1,200}$/, "must be an activity name: letters, digits and _")
+          .meta({ description: "The activity's name, as GetToolOpenApi lists it" }),
       }),
-      body: { schema: jsonObject, required: false },
+      body: {
+        schema: jsonObject.meta({ description: "The activity's input, as its JSON schema says" }),
+        required: false,
+      },
       response: {
         status: 200,
         description: "The result as a griptape artifact; an ErrorArtifact when the tool failed",

@@ -14,12 +14,17 @@ import { envVarSchema, toolCodeSchema, toolListSchema, toolSchema, toolServerSch
 import { boundedName, boundedText, pageQuery, uuid } from "../validation.ts";
 
 const createBody = z.object({
-  name: boundedName(200),
-  description: boundedText(200).optional(),
+  name: boundedName(200).meta({ description: "The tool's name" }),
+  description: boundedText(200)
+    .optional()
+    .meta({ description: "What the tool does, in words: the model reads it to choose a tool" }),
   code: toolCodeSchema.optional(),
-  env_vars: z.array(envVarSchema).optional(),
-  tool_config_file: z.string().optional(),
-  server: toolServerSchema.extend({ headers: toolServerSchema.shape.headers.optional() }).optional(),
+  env_vars: z.array(envVarSchema).optional().meta({ description: "Environment variables, stored as given" }),
+  tool_config_file: z.string().optional().meta({ description: "The tool's config file path, stored as given" }),
+  server: toolServerSchema
+    .extend({ headers: toolServerSchema.shape.headers.optional() })
+    .optional()
+    .meta({ description: "The tool server Loom calls: a remote MCP server or a griptape tool server" }),
 });
 
 const updateBody = createBody.partial();

@@ -24,7 +24,11 @@ export function userOperations({ identity }: ServiceClients) {
       method: "GET",
       path: "/users",
       summary: "Users who belong to the caller's organization",
-      response: { status: 200, description: "The users", schema: z.strictObject({ users: z.array(userSchema) }) },
+      response: {
+        status: 200,
+        description: "The users",
+        schema: z.strictObject({ users: z.array(userSchema).meta({ description: "The users" }) }),
+      },
       async handle({ call }) {
         const { users } = await identity.listUsers({}, call);
         return { users: users.map(userJson) };
