@@ -1,28 +1,14 @@
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
-import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@loom/telemetry/logger";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.ts";
-import { oneTransport, serviceClients } from "../src/clients.ts";
-import { noBlobs } from "./no-blobs.ts";
+import { serveWithoutServices } from "./no-services.ts";
 
 /** The app itself is checked in a real browser (apps/loom/test/console-page.test.ts); here: what HTTP clients see. */
 describe("the console, /console", () => {
-  let server: Server;
   let base: string;
+  let close: () => Promise<void>;
   beforeAll(async () => {
-    const { app } = buildApp({
-      clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
-      blobs: noBlobs,
-      logger: createLogger("test", "silent"),
-      readiness: async () => ({ ready: true }),
-    });
-    server = createServer(app.callback());
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    ({ base, close } = await serveWithoutServices());
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(() => close());
 
   const get = (path: string) => fetch(base + path, { redirect: "manual" });
 

@@ -1,20 +1,10 @@
-import { createRouterTransport } from "@connectrpc/connect";
-import { createLogger } from "@loom/telemetry/logger";
 import { describe, expect, it } from "vitest";
-import { buildApp } from "../src/app.ts";
-
-import { oneTransport, serviceClients } from "../src/clients.ts";
 import { openApiDocument } from "../src/openapi.ts";
 import { routerPath } from "../src/operation.ts";
 import { undescribedFields } from "./field-descriptions.ts";
-import { noBlobs } from "./no-blobs.ts";
+import { appWithoutServices } from "./no-services.ts";
 
-const { router, operations } = buildApp({
-  clients: serviceClients(oneTransport(createRouterTransport(() => {}))),
-  blobs: noBlobs,
-  logger: createLogger("test", "silent"),
-  readiness: async () => ({ ready: true }),
-});
+const { router, operations } = appWithoutServices();
 const document = openApiDocument(operations) as {
   openapi: string;
   paths: Record<string, Record<string, { operationId: string }>>;
