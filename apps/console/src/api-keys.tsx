@@ -1,4 +1,4 @@
-import { useCallback, useEffect, useState } from "preact/hooks";
+import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import {
   type ApiKey,
   type ApiKeyPage,
@@ -158,6 +158,13 @@ function KeyItem({ apiKey, item, onChanged }: { apiKey: string; item: ApiKey; on
   const [name, setName] = useState(item.name);
   const [error, setError] = useState<string | null>(null);
   const [busy, setBusy] = useState(false);
+  // The form or question replaces the button that opened it: the focus moves there, to the safe choice when revoking.
+  const renameField = useRef<HTMLInputElement>(null);
+  const keepButton = useRef<HTMLButtonElement>(null);
+  useEffect(() => {
+    if (mode === "rename") renameField.current?.focus();
+    if (mode === "revoke") keepButton.current?.focus();
+  }, [mode]);
 
   const act = async (work: () => Promise<unknown>) => {
     setBusy(true);
@@ -200,7 +207,7 @@ function KeyItem({ apiKey, item, onChanged }: { apiKey: string; item: ApiKey; on
           }}
         >
           <label for={fieldId}>New name</label>
-          <input id={fieldId} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
+          <input ref={renameField} id={fieldId} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
           <button type="submit" disabled={busy}>
             Save
           </button>
@@ -215,7 +222,7 @@ function KeyItem({ apiKey, item, onChanged }: { apiKey: string; item: ApiKey; on
           <button type="button" disabled={busy} onClick={() => void act(() => revokeApiKey(apiKey, item.api_key_id))}>
             Yes, revoke
           </button>
-          <button type="button" onClick={() => setMode("show")}>
+          <button ref={keepButton} type="button" onClick={() => setMode("show")}>
             Cancel
           </button>
         </fieldset>

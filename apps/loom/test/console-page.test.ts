@@ -200,6 +200,7 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     expect(await seriousViolations(page)).toEqual([]);
 
     await page.getByRole("button", { name: "Rename CI key" }).click();
+    await expect.poll(() => page.getByLabel("New name").and(page.locator(":focus")).count()).toBe(1);
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByLabel("New name").fill("CI key, renamed");
     await page.getByRole("button", { name: "Save" }).click();
@@ -215,6 +216,10 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
 
     await page.getByRole("button", { name: "Revoke CI key, renamed" }).click();
     const confirm = page.getByRole("group", { name: "Revoke CI key, renamed?" });
+    // The focus goes to the choice that keeps the key: Enter alone revokes nothing.
+    await expect
+      .poll(() => confirm.getByRole("button", { name: "Cancel" }).and(page.locator(":focus")).count())
+      .toBe(1);
     expect(await seriousViolations(page)).toEqual([]);
     await confirm.getByRole("button", { name: "Yes, revoke" }).click();
     await expect.poll(() => list.getByText("CI key, renamed", { exact: true }).count()).toBe(0);
