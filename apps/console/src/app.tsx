@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
+import { ApiKeys } from "./api-keys.tsx";
 import { Assistants } from "./assistants.tsx";
 import { forgetKey, savedKey, saveKey } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
@@ -28,6 +29,7 @@ export function App() {
         <span class="brand">Loom</span>
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
+          <a href="/console/api-keys">API keys</a>
         </nav>
         <button type="button" onClick={signOut}>
           Sign out
@@ -36,6 +38,7 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route path="/console/api-keys" component={() => <ApiKeys apiKey={apiKey} />} />
           <Route default component={() => <Assistants apiKey={apiKey} />} />
         </Router>
       </main>

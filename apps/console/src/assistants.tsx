@@ -1,5 +1,6 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import { type Assistant, createAssistant, listAssistants, type Pagination } from "./api.ts";
+import { Pages } from "./pages.tsx";
 
 const pageSize = 20;
 
@@ -54,17 +55,7 @@ export function Assistants({ apiKey }: { apiKey: string }) {
               </li>
             ))}
           </ul>
-          <nav aria-label="Pages" class="pages">
-            <button type="button" disabled={!list.pagination.previous_page} onClick={() => setPage(page - 1)}>
-              Previous
-            </button>
-            <span>
-              Page {list.pagination.page_number} of {Math.max(list.pagination.total_pages, 1)}
-            </span>
-            <button type="button" disabled={!list.pagination.next_page} onClick={() => setPage(page + 1)}>
-              Next
-            </button>
-          </nav>
+          <Pages pagination={list.pagination} onPage={setPage} />
         </>
       )}
     </section>

@@ -1,3 +1,5 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { type Browser, launchChromium, needsChromium } from "@loom/testing/browser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +8,25 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 interface Watched {
   outside: string[];
   problems: string[];
+}
+
+type Page = Awaited<ReturnType<Browser["newPage"]>>;
+
+/** axe-core from node_modules: evaluated in the page (not a script tag, which the page's policy refuses), no request made. */
+const axeSource = readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+
+/** What axe-core finds on the screen as it is now, serious or critical only: rule, impact and the elements. */
+async function seriousViolations(page: Page): Promise<string[]> {
+  await page.evaluate(await axeSource);
+  const results = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as {
+    passes: unknown[];
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  // Rules that passed too: axe ran and found the screen's elements, rather than nothing to check.
+  expect(results.passes.length).toBeGreaterThan(10);
+  return results.violations
+    .filter((v) => v.impact === "serious" || v.impact === "critical")
+    .map((v) => `${v.impact} ${v.id}: ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`);
 }
 
 /**
@@ -56,9 +77,11 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     return { context, page, watched };
   }
 
-  async function signIn(page: Awaited<ReturnType<typeof openPage>>["page"], apiKey: string) {
+  async function signIn(page: Page, apiKey: string) {
     await page.goto(`${loom.url}/`);
     expect(new URL(page.url()).pathname).toBe("/console");
+    await page.getByLabel("API key").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
     await page.getByLabel("API key").fill(apiKey);
     await page.getByRole("button", { name: "Sign in" }).click();
   }
@@ -73,11 +96,13 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     await page.getByRole("button", { name: "New assistant" }).focus();
     await page.keyboard.press("Enter");
     await expect.poll(() => page.getByLabel("Name").and(page.locator(":focus")).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
     await page.keyboard.type("Support bot");
     await page.keyboard.press("Enter");
     const list = page.getByRole("list", { name: "Assistants" });
     await list.getByText("Support bot", { exact: true }).waitFor();
     expect(await list.getByRole("listitem").count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
     // Made through the API, in the key's organization.
     const listed = (await (await api("GET", "/assistants", key)).json()) as { assistants: { name: string }[] };
     expect(listed.assistants.map((a) => a.name)).toEqual(["Support bot"]);
@@ -111,6 +136,7 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     const alert = page.getByRole("alert");
     await alert.waitFor();
     expect(await alert.textContent()).toBe(refused.errors[0]!.message);
+    expect(await seriousViolations(page)).toEqual([]);
     expect(await page.getByLabel("API key").isVisible()).toBe(true);
     expect(await page.evaluate(() => sessionStorage.length)).toBe(0);
 
@@ -145,6 +171,60 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     await page.getByText("Page 2 of 2").waitFor();
     expect(await list.getByRole("listitem").allTextContents()).toEqual(["Paged 2", "Paged 1", "Support bot"]);
     expect(pageSizes).toContain("2/20");
+
+    await context.close();
+    expect(watched.outside).toEqual([]);
+    expect(watched.problems).toEqual([]);
+  }, 60_000);
+  it("creates an API key, shows its value once, renames it, and revokes it: the next request with it is refused", async () => {
+    const { context, page, watched } = await openPage();
+    await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(loom.url).origin });
+    await signIn(page, key);
+    await page.getByRole("link", { name: "API keys" }).click();
+    const list = page.getByRole("list", { name: "API keys" });
+    await list.getByRole("listitem").first().waitFor();
+    const before = await list.getByRole("listitem").count();
+
+    await page.getByLabel("Name", { exact: true }).fill("CI key");
+    await page.getByRole("button", { name: "Create" }).click();
+    const shown = page.getByRole("region", { name: "New key's value" });
+    const value = (await shown.locator("code").textContent()) ?? "";
+    expect(value).toMatch(/^loom_[A-Za-z0-9_-]{43}$/);
+    await shown.getByRole("button", { name: "Copy" }).click();
+    await shown.getByRole("status").getByText("Copied.").waitFor();
+    expect(await page.evaluate("navigator.clipboard.readText()")).toBe(value);
+    await list.getByText("CI key", { exact: true }).waitFor();
+    expect(await list.getByRole("listitem").count()).toBe(before + 1);
+    // The new key works, from outside the page.
+    expect((await api("GET", "/assistants", value)).status).toBe(200);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByRole("button", { name: "Rename CI key" }).click();
+    await expect.poll(() => page.getByLabel("New name").and(page.locator(":focus")).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByLabel("New name").fill("CI key, renamed");
+    await page.getByRole("button", { name: "Save" }).click();
+    await list.getByText("CI key, renamed", { exact: true }).waitFor();
+
+    // Shown once: after leaving the screen and coming back, the value is nowhere on the page.
+    await page.getByRole("link", { name: "Assistants" }).click();
+    await page.getByRole("heading", { name: "Assistants" }).waitFor();
+    await page.getByRole("link", { name: "API keys" }).click();
+    await list.getByText("CI key, renamed", { exact: true }).waitFor();
+    expect(await page.getByText(value).count()).toBe(0);
+    expect(await page.content()).not.toContain(value);
+
+    await page.getByRole("button", { name: "Revoke CI key, renamed" }).click();
+    const confirm = page.getByRole("group", { name: "Revoke CI key, renamed?" });
+    // The focus goes to the choice that keeps the key: Enter alone revokes nothing.
+    await expect
+      .poll(() => confirm.getByRole("button", { name: "Cancel" }).and(page.locator(":focus")).count())
+      .toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await confirm.getByRole("button", { name: "Yes, revoke" }).click();
+    await expect.poll(() => list.getByText("CI key, renamed", { exact: true }).count()).toBe(0);
+    expect(await list.getByRole("listitem").count()).toBe(before);
+    expect((await api("GET", "/assistants", value)).status).toBe(401);
 
     await context.close();
     expect(watched.outside).toEqual([]);

@@ -1,0 +1,19 @@
+import type { Pagination } from "./api.ts";
+
+/** Previous and Next through a list the API pages, with where the reader is. */
+export function Pages({ pagination, onPage }: { pagination: Pagination; onPage: (page: number) => void }) {
+  const page = pagination.page_number;
+  return (
+    <nav aria-label="Pages" class="pages">
+      <button type="button" disabled={!pagination.previous_page} onClick={() => onPage(page - 1)}>
+        Previous
+      </button>
+      <span>
+        Page {page} of {Math.max(pagination.total_pages, 1)}
+      </span>
+      <button type="button" disabled={!pagination.next_page} onClick={() => onPage(page + 1)}>
+        Next
+      </button>
+    </nav>
+  );
+}
