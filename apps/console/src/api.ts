@@ -24,17 +24,20 @@ export class ApiError extends Error {
   }
 }
 
-/** The message a person reads: the API's own (ErrorBody `errors[].message`), else the HTTP status. */
-async function errorOf(response: Response): Promise<ApiError> {
-  let message = `${response.status} ${response.statusText}`.trim();
+/** The message a person reads: the API's own (ErrorBody `errors[].message`), else the HTTP status line. */
+export function errorMessage(status: number, statusText: string, bodyText: string): string {
   try {
-    const body = (await response.json()) as { errors?: { message?: string }[] };
+    const body = JSON.parse(bodyText) as { errors?: { message?: string }[] };
     const messages = (body.errors ?? []).map((e) => e.message).filter((m): m is string => Boolean(m));
-    if (messages.length > 0) message = messages.join("; ");
+    if (messages.length > 0) return messages.join("; ");
   } catch {
     // Not JSON (a proxy's page, say): the status line says what happened.
   }
-  return new ApiError(response.status, message);
+  return `${status} ${statusText}`.trim();
+}
+
+async function errorOf(response: Response): Promise<ApiError> {
+  return new ApiError(response.status, errorMessage(response.status, response.statusText, await response.text()));
 }
 
 export async function request<T>(key: string, method: string, path: string, body?: unknown): Promise<T> {
@@ -102,3 +105,50 @@ export const renameApiKey = (key: string, apiKeyId: string, name: string) =>
 
 export const revokeApiKey = (key: string, apiKeyId: string) =>
   request<undefined>(key, "DELETE", `/api-keys/${apiKeyId}`);
+
+export interface Bucket {
+  bucket_id: string;
+  name: string;
+  created_at: string;
+}
+
+export interface Asset {
+  name: string;
+  size?: number;
+  updated_at: string;
+}
+
+/** A signed URL: it works without the key, for one asset, for a limited time, with these headers. */
+export interface AssetUrl {
+  url: string;
+  headers: Record<string, string>;
+  expires_at: string;
+}
+
+export type BucketPage = { buckets: Bucket[]; pagination: Pagination };
+export type AssetPage = { assets: Asset[]; pagination: Pagination };
+
+export const listBuckets = (key: string, page: number, pageSize: number) =>
+  request<BucketPage>(key, "GET", `/buckets?page=${page}&page_size=${pageSize}`);
+
+export const getBucket = (key: string, bucketId: string) =>
+  request<Bucket>(key, "GET", `/buckets/${encodeURIComponent(bucketId)}`);
+
+export const createBucket = (key: string, name: string) => request<Bucket>(key, "POST", "/buckets", { name });
+
+export const deleteBucket = (key: string, bucketId: string) =>
+  request<undefined>(key, "DELETE", `/buckets/${encodeURIComponent(bucketId)}`);
+
+export const listAssets = (key: string, bucketId: string, page: number, pageSize: number) =>
+  request<AssetPage>(key, "GET", `/buckets/${encodeURIComponent(bucketId)}/assets?page=${page}&page_size=${pageSize}`);
+
+export const createAsset = (key: string, bucketId: string, name: string) =>
+  request<Asset>(key, "PUT", `/buckets/${encodeURIComponent(bucketId)}/assets`, { name });
+
+export const deleteAsset = (key: string, bucketId: string, name: string) =>
+  request<undefined>(key, "DELETE", `/buckets/${encodeURIComponent(bucketId)}/assets/${encodeURIComponent(name)}`);
+
+export const createAssetUrl = (key: string, bucketId: string, name: string, operation: "PUT" | "GET") =>
+  request<AssetUrl>(key, "POST", `/buckets/${encodeURIComponent(bucketId)}/asset-urls/${encodeURIComponent(name)}`, {
+    operation,
+  });

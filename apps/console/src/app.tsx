@@ -2,6 +2,8 @@ import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
 import { ApiKeys } from "./api-keys.tsx";
 import { Assistants } from "./assistants.tsx";
+import { BucketFiles } from "./bucket-files.tsx";
+import { Buckets } from "./buckets.tsx";
 import { forgetKey, savedKey, saveKey } from "./session.ts";
 import { SignIn } from "./sign-in.tsx";
 
@@ -29,6 +31,7 @@ export function App() {
         <span class="brand">Loom</span>
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
+          <a href="/console/files">Files</a>
           <a href="/console/api-keys">API keys</a>
         </nav>
         <button type="button" onClick={signOut}>
@@ -38,6 +41,11 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route path="/console/files" component={() => <Buckets apiKey={apiKey} />} />
+          <Route
+            path="/console/files/:bucketId"
+            component={({ bucketId }: { bucketId: string }) => <BucketFiles apiKey={apiKey} bucketId={bucketId} />}
+          />
           <Route path="/console/api-keys" component={() => <ApiKeys apiKey={apiKey} />} />
           <Route default component={() => <Assistants apiKey={apiKey} />} />
         </Router>

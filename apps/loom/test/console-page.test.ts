@@ -1,5 +1,9 @@
-import { readFile } from "node:fs/promises";
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { type AllInOne, startAllInOne } from "@loom/test-stacks/all-in-one";
 import { type Browser, launchChromium, needsChromium } from "@loom/testing/browser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -230,4 +234,91 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
     expect(watched.outside).toEqual([]);
     expect(watched.problems).toEqual([]);
   }, 60_000);
+
+  it("makes a bucket, uploads 20 MB with the progress reaching 100%, downloads it back byte-identical, and deletes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "loom-console-"));
+    const sha256 = (path: string) =>
+      new Promise<string>((resolve, reject) => {
+        const hash = createHash("sha256");
+        createReadStream(path)
+          .on("data", (chunk) => hash.update(chunk))
+          .on("end", () => resolve(hash.digest("hex")))
+          .on("error", reject);
+      });
+    try {
+      const big = join(dir, "big.bin");
+      const bytes = Buffer.alloc(20 * 1024 * 1024);
+      for (let i = 0; i < bytes.length; i += 4) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
+      await writeFile(big, bytes);
+      const markup = "<img src=x onerror=window.__xss=1>.txt";
+      const marked = join(dir, markup);
+      await writeFile(marked, "hello");
+
+      const { context, page, watched } = await openPage();
+      await signIn(page, key);
+      await page.getByRole("link", { name: "Files" }).click();
+      await page.getByText("No buckets yet.").waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.getByLabel("Name", { exact: true }).fill("Uploads");
+      await page.getByRole("button", { name: "Create" }).click();
+      const buckets = page.getByRole("list", { name: "Buckets" });
+      await buckets.getByRole("link", { name: "Uploads" }).click();
+      await page.getByText("No files in this bucket yet.").waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // The progress bar's values as the upload goes: it ends at its maximum.
+      await page.getByLabel("File", { exact: true }).setInputFiles(big);
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      const progress = page.getByRole("progressbar", { name: "Upload progress" });
+      await page.getByRole("status").getByText("Uploaded big.bin.").waitFor({ timeout: 30_000 });
+      expect(
+        await progress.evaluate((element) => {
+          const bar = element as unknown as { value: number; max: number };
+          return [bar.value, bar.max];
+        }),
+      ).toEqual([bytes.length, bytes.length]);
+      const files = page.getByRole("list", { name: "Files" });
+      await files.getByText("big.bin", { exact: true }).waitFor();
+      await files.getByText(`${bytes.length.toLocaleString("en-US")} bytes`).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.getByRole("button", { name: "Download big.bin" }).click(),
+      ]);
+      const saved = join(dir, "downloaded.bin");
+      await download.saveAs(saved);
+      expect(await sha256(saved)).toBe(createHash("sha256").update(bytes).digest("hex"));
+
+      // A file name is text: the markup in it is shown, and runs nothing.
+      await page.getByLabel("File", { exact: true }).setInputFiles(marked);
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      await files.getByText(markup, { exact: true }).waitFor();
+      expect(await files.locator("img").count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+
+      await page.getByRole("button", { name: "Delete big.bin" }).click();
+      const confirm = page.getByRole("group", { name: "Delete big.bin?" });
+      await expect
+        .poll(() => confirm.getByRole("button", { name: "Cancel" }).and(page.locator(":focus")).count())
+        .toBe(1);
+      expect(await seriousViolations(page)).toEqual([]);
+      await confirm.getByRole("button", { name: "Yes, delete" }).click();
+      await expect.poll(() => files.getByText("big.bin", { exact: true }).count()).toBe(0);
+      expect(await files.getByRole("listitem").count()).toBe(1);
+
+      await page.getByRole("link", { name: "All buckets" }).click();
+      await page.getByRole("button", { name: "Delete Uploads" }).click();
+      await page.getByRole("group", { name: "Delete Uploads?" }).getByRole("button", { name: "Yes, delete" }).click();
+      await page.getByText("No buckets yet.").waitFor();
+      const listed = (await (await api("GET", "/buckets", key)).json()) as { buckets: unknown[] };
+      expect(listed.buckets).toEqual([]);
+
+      await context.close();
+      expect(watched.outside).toEqual([]);
+      expect(watched.problems).toEqual([]);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
