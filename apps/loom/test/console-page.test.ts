@@ -266,11 +266,30 @@ describe.skipIf(!needsChromium("the console in a browser"))("the console in a br
       await page.getByText("No files in this bucket yet.").waitFor();
       expect(await seriousViolations(page)).toEqual([]);
 
-      // The progress bar's values as the upload goes: it ends at its maximum.
+      // Uploads slowed to 40 MB/s (half a second for this file), and the progress bar sampled as it goes:
+      // it moves through values between empty and full, and ends full.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: 40 * 1024 * 1024,
+      });
+      // A string, run in the page (where the DOM is): this file is type-checked without DOM types.
+      await page.evaluate(`
+        globalThis.__progressSeen = [];
+        setInterval(() => {
+          const bar = document.querySelector("progress");
+          if (bar) globalThis.__progressSeen.push(bar.value / bar.max);
+        }, 10);
+      `);
       await page.getByLabel("File", { exact: true }).setInputFiles(big);
       await page.getByRole("button", { name: "Upload", exact: true }).click();
       const progress = page.getByRole("progressbar", { name: "Upload progress" });
       await page.getByRole("status").getByText("Uploaded big.bin.").waitFor({ timeout: 30_000 });
+      const seen = (await page.evaluate("globalThis.__progressSeen")) as number[];
+      expect(seen.filter((fraction) => fraction > 0 && fraction < 1).length, seen.join(" ")).toBeGreaterThan(0);
+      await cdp.detach();
       expect(
         await progress.evaluate((element) => {
           const bar = element as unknown as { value: number; max: number };
