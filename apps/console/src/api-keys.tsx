@@ -5,13 +5,13 @@ import {
   createOrganizationApiKey,
   keyOrganization,
   listOrganizationApiKeys,
+  messageOf,
   renameApiKey,
   revokeApiKey,
 } from "./api.ts";
 import { Pages } from "./pages.tsx";
 
 const pageSize = 20;
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /**
  * The organization's API keys, a page at a time: create (the value shown once,

@@ -16,6 +16,9 @@ export interface Assistant {
   created_at: string;
 }
 
+/** What a caught error says, for a person to read. */
+export const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+
 export class ApiError extends Error {
   readonly status: number;
   constructor(status: number, message: string) {

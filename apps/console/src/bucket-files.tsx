@@ -1,11 +1,19 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type AssetPage, type Bucket, createAsset, createAssetUrl, deleteAsset, getBucket, listAssets } from "./api.ts";
+import {
+  type AssetPage,
+  type Bucket,
+  createAsset,
+  createAssetUrl,
+  deleteAsset,
+  getBucket,
+  listAssets,
+  messageOf,
+} from "./api.ts";
 import { DeleteButton } from "./confirm.tsx";
 import { Pages } from "./pages.tsx";
 import { putFile } from "./upload.ts";
 
 const pageSize = 20;
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** One bucket's files, a page at a time: upload one (with its progress), download one, delete one (asked first). */
 export function BucketFiles({ apiKey, bucketId }: { apiKey: string; bucketId: string }) {

@@ -1,10 +1,9 @@
 import { useCallback, useEffect, useState } from "preact/hooks";
-import { type BucketPage, createBucket, deleteBucket, listBuckets } from "./api.ts";
+import { type BucketPage, createBucket, deleteBucket, listBuckets, messageOf } from "./api.ts";
 import { DeleteButton } from "./confirm.tsx";
 import { Pages } from "./pages.tsx";
 
 const pageSize = 20;
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
 
 /** The "Files" screen: the organization's buckets, a page at a time; create one, open one, delete one (asked first). */
 export function Buckets({ apiKey }: { apiKey: string }) {

@@ -1,6 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e));
+import { messageOf } from "./api.ts";
 
 /**
  * A "Delete" button that asks first: the question takes its place, with the
