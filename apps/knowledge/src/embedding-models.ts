@@ -40,16 +40,31 @@ export function embeddingModelNames(settings: EmbeddingSettings): string[] {
     .split(",")
     .map((name) => name.trim())
     .filter((name) => name !== "");
-  for (const name of names) {
-    const colon = name.indexOf(":");
-    const provider = providers.find((known) => known === name.slice(0, colon));
-    if (colon <= 0 || colon === name.length - 1 || provider === undefined)
-      throw new ConfigError(
-        `EMBEDDING_MODELS: "${name}" is not "provider:model" with provider ${providers.join(" or ")} (e.g. "openai:text-embedding-3-small")`,
-      );
-    const setting = requiredSetting[provider];
-    if ((settings[setting] ?? "").trim() === "")
-      throw new ConfigError(`${setting}: must be set for the embedding model ${name} (EMBEDDING_MODELS)`);
-  }
+  for (const name of names)
+    checkProviderModel(name, settings, {
+      variable: "EMBEDDING_MODELS",
+      role: "embedding model",
+      example: ' (e.g. "openai:text-embedding-3-small")',
+    });
   return [...new Set(names)];
+}
+
+/**
+ * Checks one `provider:model` name a setting gives (EMBEDDING_MODELS, KNOWLEDGE_SEARCH_MODEL): a known provider, a
+ * model name, and the provider's setting present. Throws ConfigError naming the variable to fix.
+ */
+export function checkProviderModel(
+  name: string,
+  settings: EmbeddingSettings,
+  { variable, role, example = "" }: { variable: string; role: string; example?: string },
+): void {
+  const colon = name.indexOf(":");
+  const provider = providers.find((known) => known === name.slice(0, colon));
+  if (colon <= 0 || colon === name.length - 1 || provider === undefined)
+    throw new ConfigError(
+      `${variable}: "${name}" is not "provider:model" with provider ${providers.join(" or ")}${example}`,
+    );
+  const setting = requiredSetting[provider];
+  if ((settings[setting] ?? "").trim() === "")
+    throw new ConfigError(`${setting}: must be set for the ${role} ${name} (${variable})`);
 }

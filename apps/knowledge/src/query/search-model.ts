@@ -1,8 +1,7 @@
 import { unavailable } from "@loom/contracts/errors";
-import { ConfigError } from "@loom/runtime/config";
 import { loadOnce } from "@loom/runtime/load-once";
 import { z } from "zod";
-import type { EmbeddingSettings } from "../embedding-models.ts";
+import { checkProviderModel, type EmbeddingSettings } from "../embedding-models.ts";
 
 /** The model that writes a search's answer: one per deployment (docs/decisions.md, "Querying knowledge bases"). */
 export const searchSettings = {
@@ -22,19 +21,6 @@ const instructions =
   "Answer the question from the numbered passages of the knowledge base only. Cite the passages you use by their " +
   "numbers in brackets, like [1]. If the passages do not hold the answer, say that the knowledge base does not say.";
 
-/** Throws ConfigError naming the variable to fix when `name` is not a usable search model. */
-function checkSearchModel(name: string, settings: SearchSettings): void {
-  const colon = name.indexOf(":");
-  const provider = name.slice(0, colon);
-  const setting = provider === "openai" ? "OPENAI_API_KEY" : "OPENAI_COMPATIBLE_BASE_URL";
-  if (colon <= 0 || colon === name.length - 1 || (provider !== "openai" && provider !== "openai-compatible"))
-    throw new ConfigError(
-      `KNOWLEDGE_SEARCH_MODEL: "${name}" is not "provider:model" with provider openai or openai-compatible`,
-    );
-  if ((settings[setting] ?? "").trim() === "")
-    throw new ConfigError(`${setting}: must be set for the search model ${name} (KNOWLEDGE_SEARCH_MODEL)`);
-}
-
 /**
  * The search model from the settings, checked at start (a bad name or a missing provider setting is a ConfigError
  * naming the variable); none when KNOWLEDGE_SEARCH_MODEL is unset: then a search is UNAVAILABLE saying so.
@@ -45,7 +31,7 @@ export function searchModel(settings: SearchSettings): AnswerFromChunks {
     return async () => {
       throw unavailable("no search model is configured (KNOWLEDGE_SEARCH_MODEL): use the query operation instead");
     };
-  checkSearchModel(name, settings);
+  checkProviderModel(name, settings, { variable: "KNOWLEDGE_SEARCH_MODEL", role: "search model" });
   // Loaded on the first search (docs/decisions.md, "Loading only what is used").
   const sdk = loadOnce(async () => {
     const [{ generateText }, { languageModel }] = await Promise.all([import("ai"), import("../providers.ts")]);
