@@ -1,11 +1,11 @@
 import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
-import { ApiKeys } from "./api-keys.tsx";
-import { Assistants } from "./assistants.tsx";
-import { BucketFiles } from "./bucket-files.tsx";
-import { Buckets } from "./buckets.tsx";
-import { forgetKey, savedKey, saveKey } from "./session.ts";
-import { SignIn } from "./sign-in.tsx";
+import { ApiKeys } from "./api-keys/api-keys.tsx";
+import { Assistants } from "./assistants/assistants.tsx";
+import { BucketFiles } from "./files/bucket-files.tsx";
+import { Buckets } from "./files/buckets.tsx";
+import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
+import { SignIn } from "./sign-in/sign-in.tsx";
 
 /** Signed out: the sign-in form. Signed in: the navigation and the screen the URL names. */
 export function App() {

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { serveWithoutServices } from "./no-services.ts";
 
-/** The app itself is checked in a real browser (apps/loom/test/console-page.test.ts); here: what HTTP clients see. */
+/** The app itself is checked in a real browser (apps/loom/test/console/); here: what HTTP clients see. */
 describe("the console, /console", () => {
   let base: string;
   let close: () => Promise<void>;

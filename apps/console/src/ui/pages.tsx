@@ -1,4 +1,4 @@
-import type { Pagination } from "./api.ts";
+import type { Pagination } from "../api/request.ts";
 
 /** Previous and Next through a list the API pages, with where the reader is. */
 export function Pages({ pagination, onPage }: { pagination: Pagination; onPage: (page: number) => void }) {

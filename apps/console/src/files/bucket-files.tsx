@@ -1,40 +1,25 @@
-import { useCallback, useEffect, useState } from "preact/hooks";
-import {
-  type AssetPage,
-  type Bucket,
-  createAsset,
-  createAssetUrl,
-  deleteAsset,
-  getBucket,
-  listAssets,
-  messageOf,
-} from "./api.ts";
-import { DeleteButton } from "./confirm.tsx";
-import { Pages } from "./pages.tsx";
+import { useEffect, useState } from "preact/hooks";
+import { messageOf } from "../api/request.ts";
+import { ConfirmButton } from "../ui/confirm-button.tsx";
+import { ErrorNote } from "../ui/error-note.tsx";
+import { PagedItems } from "../ui/paged-items.tsx";
+import { useAction } from "../ui/use-action.ts";
+import { usePagedList } from "../ui/use-paged-list.ts";
+import { type Bucket, createAsset, createAssetUrl, deleteAsset, getBucket, listAssets } from "./api.ts";
 import { putFile } from "./upload.ts";
-
-const pageSize = 20;
 
 /** One bucket's files, a page at a time: upload one (with its progress), download one, delete one (asked first). */
 export function BucketFiles({ apiKey, bucketId }: { apiKey: string; bucketId: string }) {
   const [bucket, setBucket] = useState<Bucket | null>(null);
-  const [page, setPage] = useState(1);
-  const [list, setList] = useState<AssetPage | null>(null);
-  const [error, setError] = useState<string | null>(null);
+  const [bucketError, setBucketError] = useState<string | null>(null);
+  const { list, error, setPage, load } = usePagedList(
+    (page, size) => listAssets(apiKey, bucketId, page, size),
+    [apiKey, bucketId],
+  );
 
   useEffect(() => {
-    getBucket(apiKey, bucketId).then(setBucket, (e) => setError(messageOf(e)));
+    getBucket(apiKey, bucketId).then(setBucket, (e) => setBucketError(messageOf(e)));
   }, [apiKey, bucketId]);
-
-  const load = useCallback(async () => {
-    setError(null);
-    try {
-      setList(await listAssets(apiKey, bucketId, page, pageSize));
-    } catch (e) {
-      setError(messageOf(e));
-    }
-  }, [apiKey, bucketId, page]);
-  useEffect(() => void load(), [load]);
 
   /** A signed GET URL, opened as a download: the key never goes into a URL, and the bytes never through the page. */
   const download = async (name: string) => {
@@ -52,32 +37,27 @@ export function BucketFiles({ apiKey, bucketId }: { apiKey: string; bucketId: st
       </p>
       <h1 id="bucket-heading">{bucket ? `Files in ${bucket.name}` : "Files"}</h1>
       <Upload apiKey={apiKey} bucketId={bucketId} onUploaded={() => void load()} />
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
-      {!list && !error && <p>Loading files…</p>}
-      {list && list.assets.length === 0 && <p>No files in this bucket yet.</p>}
-      {list && list.assets.length > 0 && (
-        <>
-          <ul class="items" aria-label="Files">
-            {list.assets.map((asset) => (
-              <FileItem key={asset.name} name={asset.name} size={asset.size} onDownload={download}>
-                <DeleteButton
-                  what={asset.name}
-                  question="Delete this file? This cannot be undone."
-                  onDelete={async () => {
-                    await deleteAsset(apiKey, bucketId, asset.name);
-                    void load();
-                  }}
-                />
-              </FileItem>
-            ))}
-          </ul>
-          <Pages pagination={list.pagination} onPage={setPage} />
-        </>
-      )}
+      <ErrorNote error={bucketError} />
+      <PagedItems
+        label="Files"
+        page={list && { items: list.assets, pagination: list.pagination }}
+        error={error}
+        empty="No files in this bucket yet."
+        onPage={setPage}
+        item={(asset) => (
+          <FileItem key={asset.name} name={asset.name} size={asset.size} onDownload={download}>
+            <ConfirmButton
+              verb="Delete"
+              what={asset.name}
+              question="Delete this file? This cannot be undone."
+              onConfirm={async () => {
+                await deleteAsset(apiKey, bucketId, asset.name);
+                void load();
+              }}
+            />
+          </FileItem>
+        )}
+      />
     </section>
   );
 }
@@ -93,27 +73,19 @@ function FileItem({
   onDownload: (name: string) => Promise<void>;
   children: preact.ComponentChildren;
 }) {
-  const [error, setError] = useState<string | null>(null);
+  const { error, run } = useAction();
   return (
     <li>
       {/* Text, never markup: a file name is whatever its uploader chose. */}
       <span class="name">{name}</span>
       <span class="description">{size === undefined ? "not uploaded" : `${size.toLocaleString()} bytes`}</span>
       <span class="actions">
-        <button
-          type="button"
-          aria-label={`Download ${name}`}
-          onClick={() => onDownload(name).catch((e) => setError(messageOf(e)))}
-        >
+        <button type="button" aria-label={`Download ${name}`} onClick={() => void run(() => onDownload(name))}>
           Download
         </button>
         {children}
       </span>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </li>
   );
 }
@@ -123,26 +95,21 @@ function Upload({ apiKey, bucketId, onUploaded }: { apiKey: string; bucketId: st
   const [file, setFile] = useState<File | null>(null);
   const [progress, setProgress] = useState<{ sent: number; total: number } | null>(null);
   const [status, setStatus] = useState<string | null>(null);
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
   const submit = async (event: Event) => {
     event.preventDefault();
     if (!file) return;
-    setBusy(true);
-    setError(null);
     setStatus(null);
     setProgress({ sent: 0, total: file.size });
-    try {
+    const uploaded = await run(async () => {
       await createAsset(apiKey, bucketId, file.name);
       const signed = await createAssetUrl(apiKey, bucketId, file.name, "PUT");
       await putFile(signed, file, (sent, total) => setProgress({ sent, total }));
+    });
+    if (uploaded) {
       setStatus(`Uploaded ${file.name}.`);
       onUploaded();
-    } catch (e) {
-      setError(messageOf(e));
-    } finally {
-      setBusy(false);
     }
   };
 
@@ -155,11 +122,7 @@ function Upload({ apiKey, bucketId, onUploaded }: { apiKey: string; bucketId: st
       </button>
       {progress && <progress aria-label="Upload progress" max={Math.max(progress.total, 1)} value={progress.sent} />}
       <span role="status">{status}</span>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </form>
   );
 }

@@ -1,24 +1,16 @@
 import { useState } from "preact/hooks";
-import { listAssistants } from "./api.ts";
+import { listAssistants } from "../assistants/api.ts";
+import { ErrorNote } from "../ui/error-note.tsx";
+import { useAction } from "../ui/use-action.ts";
 
 /** Checks the key with one small request before keeping it, so a wrong key says why at once. */
 export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
   const [key, setKey] = useState("");
-  const [error, setError] = useState<string | null>(null);
-  const [busy, setBusy] = useState(false);
+  const { busy, error, run } = useAction();
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    setBusy(true);
-    setError(null);
-    try {
-      await listAssistants(key.trim(), 1, 1);
-      onSignedIn(key.trim());
-    } catch (e) {
-      setError(e instanceof Error ? e.message : String(e));
-    } finally {
-      setBusy(false);
-    }
+    if (await run(() => listAssistants(key.trim(), 1, 1))) onSignedIn(key.trim());
   };
 
   return (
@@ -38,11 +30,7 @@ export function SignIn({ onSignedIn }: { onSignedIn: (key: string) => void }) {
           Sign in
         </button>
       </form>
-      {error && (
-        <p role="alert" class="error">
-          {error}
-        </p>
-      )}
+      <ErrorNote error={error} />
     </main>
   );
 }

@@ -1,4 +1,5 @@
-import { type AssetUrl, errorMessage } from "./api.ts";
+import { errorMessage } from "../api/request.ts";
+import type { AssetUrl } from "./api.ts";
 
 /**
  * PUTs a file to a signed URL, reporting the bytes sent. XMLHttpRequest, not

@@ -1,0 +1,117 @@
+import { createHash } from "node:crypto";
+import { createReadStream } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { needsChromium } from "@loom/testing/browser";
+import { describe, expect, it } from "vitest";
+import { consoleSession, seriousViolations } from "./console-session.ts";
+
+/** The Files screen: buckets, and a large file up through a signed URL with its progress, and back. */
+describe.skipIf(!needsChromium("the console's Files screen"))("the console: files", () => {
+  const session = consoleSession();
+
+  it("makes a bucket, uploads 20 MB with the progress reaching 100%, downloads it back byte-identical, and deletes", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "loom-console-"));
+    const sha256 = (path: string) =>
+      new Promise<string>((resolve, reject) => {
+        const hash = createHash("sha256");
+        createReadStream(path)
+          .on("data", (chunk) => hash.update(chunk))
+          .on("end", () => resolve(hash.digest("hex")))
+          .on("error", reject);
+      });
+    try {
+      const big = join(dir, "big.bin");
+      const bytes = Buffer.alloc(20 * 1024 * 1024);
+      for (let i = 0; i < bytes.length; i += 4) bytes.writeUInt32LE((i * 2654435761) >>> 0, i);
+      await writeFile(big, bytes);
+      const markup = "<img src=x onerror=window.__xss=1>.txt";
+      const marked = join(dir, markup);
+      await writeFile(marked, "hello");
+
+      const { context, page, close } = await session.openTab();
+      await session.signIn(page);
+      await page.getByRole("link", { name: "Files" }).click();
+      await page.getByText("No buckets yet.").waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+      await page.getByLabel("Name", { exact: true }).fill("Uploads");
+      await page.getByRole("button", { name: "Create" }).click();
+      const buckets = page.getByRole("list", { name: "Buckets" });
+      await buckets.getByRole("link", { name: "Uploads" }).click();
+      await page.getByText("No files in this bucket yet.").waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      // Uploads slowed to 40 MB/s (half a second for this file), and the progress bar sampled as it goes:
+      // it moves through values between empty and full, and ends full.
+      const cdp = await context.newCDPSession(page);
+      await cdp.send("Network.emulateNetworkConditions", {
+        offline: false,
+        latency: 0,
+        downloadThroughput: -1,
+        uploadThroughput: 40 * 1024 * 1024,
+      });
+      // A string, run in the page (where the DOM is): this file is type-checked without DOM types.
+      await page.evaluate(`
+        globalThis.__progressSeen = [];
+        setInterval(() => {
+          const bar = document.querySelector("progress");
+          if (bar) globalThis.__progressSeen.push(bar.value / bar.max);
+        }, 10);
+      `);
+      await page.getByLabel("File", { exact: true }).setInputFiles(big);
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      const progress = page.getByRole("progressbar", { name: "Upload progress" });
+      await page.getByRole("status").getByText("Uploaded big.bin.").waitFor({ timeout: 30_000 });
+      const seen = (await page.evaluate("globalThis.__progressSeen")) as number[];
+      expect(seen.filter((fraction) => fraction > 0 && fraction < 1).length, seen.join(" ")).toBeGreaterThan(0);
+      await cdp.detach();
+      expect(
+        await progress.evaluate((element) => {
+          const bar = element as unknown as { value: number; max: number };
+          return [bar.value, bar.max];
+        }),
+      ).toEqual([bytes.length, bytes.length]);
+      const files = page.getByRole("list", { name: "Files" });
+      await files.getByText("big.bin", { exact: true }).waitFor();
+      await files.getByText(`${bytes.length.toLocaleString("en-US")} bytes`).waitFor();
+      expect(await seriousViolations(page)).toEqual([]);
+
+      const [download] = await Promise.all([
+        page.waitForEvent("download"),
+        page.getByRole("button", { name: "Download big.bin" }).click(),
+      ]);
+      const saved = join(dir, "downloaded.bin");
+      await download.saveAs(saved);
+      expect(await sha256(saved)).toBe(createHash("sha256").update(bytes).digest("hex"));
+
+      // A file name is text: the markup in it is shown, and runs nothing.
+      await page.getByLabel("File", { exact: true }).setInputFiles(marked);
+      await page.getByRole("button", { name: "Upload", exact: true }).click();
+      await files.getByText(markup, { exact: true }).waitFor();
+      expect(await files.locator("img").count()).toBe(0);
+      expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+
+      await page.getByRole("button", { name: "Delete big.bin" }).click();
+      const confirm = page.getByRole("group", { name: "Delete big.bin?" });
+      await expect
+        .poll(() => confirm.getByRole("button", { name: "Cancel" }).and(page.locator(":focus")).count())
+        .toBe(1);
+      expect(await seriousViolations(page)).toEqual([]);
+      await confirm.getByRole("button", { name: "Yes, delete" }).click();
+      await expect.poll(() => files.getByText("big.bin", { exact: true }).count()).toBe(0);
+      expect(await files.getByRole("listitem").count()).toBe(1);
+
+      await page.getByRole("link", { name: "All buckets" }).click();
+      await page.getByRole("button", { name: "Delete Uploads" }).click();
+      await page.getByRole("group", { name: "Delete Uploads?" }).getByRole("button", { name: "Yes, delete" }).click();
+      await page.getByText("No buckets yet.").waitFor();
+      const listed = (await (await session.api("GET", "/buckets")).json()) as { buckets: unknown[] };
+      expect(listed.buckets).toEqual([]);
+
+      await close();
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
+});
