@@ -1,4 +1,5 @@
 import { loadavg } from "node:os";
+import { benchConsole } from "./console.ts";
 import { benchEvents } from "./events.ts";
 import { benchGetApiKey } from "./get-api-key.ts";
 import { benchInProcessTransport } from "./in-process-transport.ts";
@@ -41,7 +42,7 @@ process.once("beforeExit", () =>
 );
 if (!natsUrl) console.log("(rows with the NATS bus skipped: NATS_URL is not set)");
 
-const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing", "tools" or "knowledge": one benchmark
+const only = process.env.BENCH_ONLY; // "api-keys", "transport", "runs", "rulesets", "memory", "events", "replays", "storage", "streaming", "tracing", "tools", "knowledge" or "console": one benchmark
 
 if (!only || only === "api-keys") {
   await benchGetApiKey({ seconds, connections, natsUrl });
@@ -109,3 +110,4 @@ if (!only || only === "knowledge") {
   if (!part || part === "query")
     await benchQueryLatency({ sizes: (process.env.BENCH_QUERY_CHUNKS ?? "10000,100000").split(",").map(Number) });
 }
+if (!only || only === "console") await benchConsole({ rounds: Number(process.env.BENCH_CONSOLE_ROUNDS ?? 10) });
