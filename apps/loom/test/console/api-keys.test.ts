@@ -58,4 +58,32 @@ describe.skipIf(!needsChromium("the console's API keys screen"))("the console: A
 
     await close();
   }, 60_000);
+
+  it("says why when the signed-in key is revoked elsewhere: the next screen shows the API's refusal, not a blank page", async () => {
+    const users = (await (await session.api("GET", "/users")).json()) as { users: { organizations: string[] }[] };
+    const organizationId = users.users[0]!.organizations[0]!;
+    const made = (await (
+      await session.api("POST", `/organizations/${organizationId}/api-keys`, undefined, { name: "Soon revoked" })
+    ).json()) as { api_key_id: string; value: string };
+
+    const { page, close } = await session.openTab();
+    await session.signIn(page, made.value);
+    await page.getByRole("heading", { name: "Assistants" }).waitFor();
+    expect((await session.api("DELETE", `/api-keys/${made.api_key_id}`)).status).toBe(204);
+    const refused = (await (await session.api("GET", "/buckets", made.value)).json()) as {
+      errors: { message: string }[];
+    };
+
+    await page.getByRole("link", { name: "Files" }).click();
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    expect(await alert.textContent()).toBe(refused.errors[0]!.message);
+    expect(await page.getByText("Loading buckets…").count()).toBe(0);
+    expect(await seriousViolations(page)).toEqual([]);
+    // Still able to leave: signing out brings the sign-in form back.
+    await page.getByRole("button", { name: "Sign out" }).click();
+    await page.getByLabel("API key").waitFor();
+
+    await close();
+  }, 60_000);
 });

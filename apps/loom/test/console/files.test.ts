@@ -114,4 +114,20 @@ describe.skipIf(!needsChromium("the console's Files screen"))("the console: file
       await rm(dir, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it("shows the API's own message for a bucket that is not there, at its URL", async () => {
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const refused = (await (await session.api("GET", `/buckets/${missing}`)).json()) as {
+      errors: { message: string }[];
+    };
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await page.getByRole("heading", { name: "Assistants" }).waitFor();
+    await page.goto(`${session.loom.url}/console/files/${missing}`);
+    const alerts = page.getByRole("alert");
+    await alerts.first().waitFor();
+    expect(await alerts.allTextContents()).toContain(refused.errors[0]!.message);
+    expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
 });
