@@ -73,6 +73,8 @@ export interface GatewayDeps {
    * (`billingStanding`). Unset: asked (identity decides).
    */
   billingRequired?: boolean;
+  /** Origins the console's page may call besides Loom's own: where signed blob URLs point (S3 with public URLs). */
+  consoleConnectOrigins?: readonly string[];
 }
 
 export function publicOperations(clients: ServiceClients, feeds: EventFeeds, revocations?: Revocations): Operation[] {
@@ -171,7 +173,7 @@ export function buildApp(deps: GatewayDeps): { app: Koa; router: Router; operati
     await next();
   });
   // Unauthenticated: the console (its page asks for a key); `/` leads there.
-  app.use(consoleApp());
+  app.use(consoleApp(deps.consoleConnectOrigins));
   // Unauthenticated: the API reference page that renders /openapi.json.
   app.use(apiDocs());
   app.use(authenticate(deps.clients.identity, principals, revocations));

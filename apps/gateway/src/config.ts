@@ -39,6 +39,21 @@ export const gatewayConfigSchema = z.object({
    * they do not (docs/decisions.md, "Billing standing: asked only when required").
    */
   BILLING_REQUIRED: env.flag().default(false),
+  /**
+   * Origins the console's page may send requests to besides Loom's own, comma-separated: the S3 endpoint's
+   * origin when the storage service hands out S3's own signed URLs (S3_BUCKET with S3_PUBLIC_URLS), so that the
+   * console's uploads and downloads are not refused by its Content-Security-Policy.
+   */
+  CONSOLE_CONNECT_ORIGINS: z
+    .string()
+    .default("")
+    .transform((list) =>
+      list
+        .split(",")
+        .map((origin) => origin.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(z.url().transform((url) => new URL(url).origin))),
   /** Key revocations arrive here; with it the gateway caches who a credential is (see README). */
   NATS_URL: env.url().optional(),
 });

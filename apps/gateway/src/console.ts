@@ -11,9 +11,13 @@ import type { Context, Next } from "koa";
  */
 const distDir = join(dirname(createRequire(import.meta.url).resolve("@loom/console/package.json")), "dist");
 
-/** Scripts, styles and requests from this origin only; the built page has no inline script or style. */
-const contentSecurityPolicy =
-  "default-src 'self'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'";
+/**
+ * Scripts, styles and requests from this origin only (the built page has no
+ * inline script or style), and requests also to `connectOrigins`: where signed
+ * upload and download URLs point when blobs live in S3 with public URLs.
+ */
+const contentSecurityPolicy = (connectOrigins: readonly string[]) =>
+  `default-src 'self'; script-src 'self'; style-src 'self'; connect-src ${["'self'", ...connectOrigins].join(" ")}; img-src 'self'; object-src 'none'; base-uri 'self'; form-action 'self'; frame-ancestors 'self'`;
 
 /** A year: files under assets/ carry a hash of their content in their name, so a change is a new name. */
 const assetMaxAgeMs = 365 * 24 * 3600 * 1000;
@@ -24,13 +28,14 @@ const assetMaxAgeMs = 365 * 24 * 3600 * 1000;
  * screens, so the page (index.html), whose script reads the path. Public:
  * the page asks for an API key and every API call it makes carries it.
  */
-export function consoleApp() {
+export function consoleApp(connectOrigins: readonly string[] = []) {
+  const policy = contentSecurityPolicy(connectOrigins);
   return async (ctx: Context, next: Next): Promise<void> => {
     if (ctx.method !== "GET" && ctx.method !== "HEAD") return next();
     // Relative: right under /api and behind a proxy that adds a prefix too.
     if (ctx.path === "/") return ctx.redirect("console");
     if (ctx.path !== "/console" && !ctx.path.startsWith("/console/")) return next();
-    ctx.set("Content-Security-Policy", contentSecurityPolicy);
+    ctx.set("Content-Security-Policy", policy);
     ctx.set("X-Content-Type-Options", "nosniff");
     const file = ctx.path.slice("/console".length);
     if (file.startsWith("/assets/")) {

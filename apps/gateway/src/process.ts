@@ -34,6 +34,7 @@ export function buildGateway(config: GatewayConfig, deps: { logger: Logger; bus?
     bus: deps.bus,
     limits: config,
     billingRequired: config.BILLING_REQUIRED,
+    consoleConnectOrigins: config.CONSOLE_CONNECT_ORIGINS,
     readiness,
   });
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { gatewayConfigSchema } from "../src/config.ts";
 import { serveWithoutServices } from "./no-services.ts";
 
 /** The app itself is checked in a real browser (apps/loom/test/console/); here: what HTTP clients see. */
@@ -83,5 +84,28 @@ describe("the console, /console", () => {
   it("leaves the API alone: other paths still need a credential", async () => {
     expect((await get("/assistants")).status).toBe(401);
     expect((await get("/consoles")).status).toBe(401);
+  });
+});
+
+describe("the console's policy with blobs on S3 (CONSOLE_CONNECT_ORIGINS)", () => {
+  it("reads the setting as origins, and refuses a value that is not a URL", () => {
+    const parse = (value: string | undefined) => gatewayConfigSchema.shape.CONSOLE_CONNECT_ORIGINS.safeParse(value);
+    expect(parse("http://127.0.0.1:9000/loom-blobs, https://s3.eu-west-1.amazonaws.com").data).toEqual([
+      "http://127.0.0.1:9000",
+      "https://s3.eu-west-1.amazonaws.com",
+    ]);
+    expect(parse(undefined).data).toEqual([]);
+    expect(parse("s3 please").success).toBe(false);
+  });
+
+  it("lets the page's requests reach those origins too, and nothing else", async () => {
+    const { base, close } = await serveWithoutServices({ consoleConnectOrigins: ["http://127.0.0.1:9000"] });
+    try {
+      const policy = (await fetch(`${base}/console`)).headers.get("content-security-policy") ?? "";
+      expect(policy).toContain("connect-src 'self' http://127.0.0.1:9000;");
+      expect(policy).toContain("script-src 'self';");
+    } finally {
+      await close();
+    }
   });
 });

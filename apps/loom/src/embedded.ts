@@ -142,6 +142,8 @@ async function startServices(
     bus,
     limits: config,
     billingRequired: config.BILLING_REQUIRED,
+    // The console uploads and downloads straight to S3 when signed URLs point there.
+    consoleConnectOrigins: storage.signedUrlOrigin ? [storage.signedUrlOrigin] : [],
     logger: logger.child({ service: "gateway" }),
     readiness: async () => ({ ready: await allReady(services), ...busReadiness(bus) }),
   });

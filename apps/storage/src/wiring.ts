@@ -40,6 +40,8 @@ export interface WiredStorage {
   serveBlob: ServeBlob;
   /** Runs the orphan sweep now (it also runs at start and hourly); `graceMs` overrides ORPHAN_BLOB_GRACE_SECONDS. */
   sweepOrphans: (graceMs?: number) => Promise<number>;
+  /** Where signed URLs point when they are the store's own (S3 with S3_PUBLIC_URLS); unset: Loom's own URLs. */
+  signedUrlOrigin: string | undefined;
 }
 
 /** How often the orphan sweep walks the blob store. */
@@ -106,5 +108,8 @@ export async function wireStorage(
     service: { ...service, close: () => (sweeping.forEach((s) => s.stop()), service.close()) },
     serveBlob,
     sweepOrphans,
+    // A browser page that uploads to signed URLs (the console) must be allowed to reach this origin: presigning
+    // is local (no request), so one probe gives the exact origin the store's URLs use (path or virtual-host style).
+    signedUrlOrigin: directUrls ? new URL((await blobs.presign!("origin-probe", "PUT", 60)).url).origin : undefined,
   };
 }

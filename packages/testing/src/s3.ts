@@ -27,6 +27,8 @@ export interface FreshS3Bucket {
   env: Record<string, string>;
   /** A client with the root credentials, to look at the bucket behind the adapter's back. */
   client: S3Client;
+  /** The keys of every object in the bucket (all pages). */
+  objectKeys(): Promise<string[]>;
   /** Aborts unfinished multipart uploads, empties and removes the bucket. */
   cleanup(): Promise<void>;
 }
@@ -51,11 +53,18 @@ export async function freshS3Bucket(prefix = "loom-test"): Promise<FreshS3Bucket
     S3_SECRET_ACCESS_KEY: server.secretAccessKey,
     S3_FORCE_PATH_STYLE: true,
   };
+  const objectKeys = async () => {
+    const keys: string[] = [];
+    for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket }))
+      for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key);
+    return keys;
+  };
   return {
     bucket,
     settings,
     env: { ...settings, S3_FORCE_PATH_STYLE: "true" },
     client,
+    objectKeys,
     async cleanup() {
       try {
         // Unfinished uploads (a test cut short) would keep the bucket from going; the SDK has no paginator for them.
@@ -68,10 +77,11 @@ export async function freshS3Bucket(prefix = "loom-test"): Promise<FreshS3Bucket
           }
           if (!IsTruncated || !Uploads.length) break;
         }
-        for await (const page of paginateListObjectsV2({ client }, { Bucket: bucket })) {
-          const objects = (page.Contents ?? []).map((object) => ({ Key: object.Key }));
-          if (objects.length)
-            await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
+        const keys = await objectKeys();
+        // DeleteObjects takes at most 1,000 keys a request.
+        for (let i = 0; i < keys.length; i += 1000) {
+          const objects = keys.slice(i, i + 1000).map((Key) => ({ Key }));
+          await client.send(new DeleteObjectsCommand({ Bucket: bucket, Delete: { Objects: objects, Quiet: true } }));
         }
         await client.send(new DeleteBucketCommand({ Bucket: bucket }));
       } finally {

@@ -39,18 +39,29 @@ export interface ConsoleTab {
   close(): Promise<void>;
 }
 
+/** What a session needs made first: the process's settings, other origins of this machine it may reach, and their undoing. */
+export interface SessionSetup {
+  env: Record<string, string>;
+  /** Origins on this machine the page may also reach (an S3 server that signed URLs point at). */
+  otherOrigins?: string[];
+  cleanup?: () => Promise<void>;
+}
+
 /**
  * /console as a person uses it, for one test file: the all-in-one process
  * (`pnpm start`'s) serves it with its bootstrap key, a real browser (Debian's
  * chromium) runs it, and every request a tab makes is checked: one for another
- * origin fails the test. Call at the top of a `describe`.
+ * origin (than Loom's and `otherOrigins`) fails the test. Call at the top of a
+ * `describe`, with the process's settings or a setup that makes them.
  */
-export function consoleSession(env: Record<string, string> = {}) {
+export function consoleSession(setup: Record<string, string> | (() => Promise<SessionSetup>) = {}) {
   let loom: AllInOne;
   let key: string;
   let browser: Browser;
+  let made: SessionSetup;
   beforeAll(async () => {
-    loom = await startAllInOne({ PORT: "0", HOST: "127.0.0.1", ...env });
+    made = typeof setup === "function" ? await setup() : { env: setup };
+    loom = await startAllInOne({ PORT: "0", HOST: "127.0.0.1", ...made.env });
     key = (await loom.bootstrapKey())!;
     expect(key, loom.output()).toBeDefined();
     browser = await launchChromium();
@@ -58,6 +69,7 @@ export function consoleSession(env: Record<string, string> = {}) {
   afterAll(async () => {
     await browser?.close();
     await loom?.stop("SIGTERM");
+    await made?.cleanup?.();
   });
 
   /** A call to the public API from outside the page, as a second client would make it. */
@@ -70,11 +82,11 @@ export function consoleSession(env: Record<string, string> = {}) {
 
   async function openTab(): Promise<ConsoleTab> {
     const context = await browser.newContext();
-    const origin = new URL(loom.url).origin;
+    const allowed = new Set([new URL(loom.url).origin, ...(made.otherOrigins ?? [])]);
     const watched: Watched = { outside: [], problems: [] };
     await context.route("**/*", (route) => {
       const target = new URL(route.request().url());
-      if (target.origin === origin) return route.continue();
+      if (allowed.has(target.origin)) return route.continue();
       watched.outside.push(target.href);
       return route.abort("blockedbyclient");
     });
