@@ -88,6 +88,17 @@ describe.skipIf(cannot !== undefined)("the image (infra/docker/Dockerfile)", () 
     expect(response.status).toBe(200);
   });
 
+  it("serves the console: / leads to its page, whose script is among the image's files", async () => {
+    const page = await fetch(`http://127.0.0.1:${port}/`);
+    expect(new URL(page.url).pathname).toBe("/console");
+    expect(page.status).toBe(200);
+    const script = /src="(\/console\/assets\/[^"]+\.js)"/.exec(await page.text())?.[1];
+    expect(script).toBeDefined();
+    const served = await fetch(`http://127.0.0.1:${port}${script}`);
+    expect(served.status).toBe(200);
+    expect(served.headers.get("content-type")).toContain("javascript");
+  });
+
   it("keeps its data in the /data volume, owned by the app user, and nothing in /app", () => {
     expect(image.volumes).toEqual(["/data"]);
     expect(image.env.LOOM_DATA_DIR).toBe("/data");
