@@ -46,9 +46,10 @@ export interface KnowledgeBaseQuery {
   entries: QueryEntry[];
 }
 
+/** The request body; an empty description is left out (the API takes 1 to 200 characters, or none). */
 const body = (fields: KnowledgeBaseFields) => ({
   name: fields.name,
-  description: fields.description,
+  ...(fields.description ? { description: fields.description } : {}),
   asset_paths: fields.asset_paths,
   config: { gtc_pg_vector: { embedding_model: fields.embedding_model } },
 });

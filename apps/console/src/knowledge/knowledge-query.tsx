@@ -50,7 +50,7 @@ export function KnowledgeQuery({ apiKey, knowledgeBaseId }: { apiKey: string; kn
 
   return (
     <section aria-labelledby="query-heading">
-      <h2 id="query-heading">Query</h2>
+      <h2 id="query-heading">Search this knowledge base</h2>
       <form onSubmit={submit} aria-label="Query the knowledge base">
         <label for="kb-query">Query</label>
         <input id="kb-query" required value={query} onInput={(e) => setQuery(e.currentTarget.value)} />

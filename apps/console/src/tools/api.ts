@@ -53,6 +53,9 @@ export interface Artifact {
   value: unknown;
 }
 
+/** The request body; an empty description is left out (the API takes 1 to 200 characters, or none). */
+const body = ({ description, ...rest }: ToolFields) => ({ ...rest, ...(description ? { description } : {}) });
+
 const toolPath = (toolId: string) => `/tools/${segment(toolId)}`;
 
 export const listTools = (key: string, page: number, pageSize: number) =>
@@ -60,10 +63,10 @@ export const listTools = (key: string, page: number, pageSize: number) =>
 
 export const getTool = (key: string, toolId: string) => request<Tool>(key, "GET", toolPath(toolId));
 
-export const createTool = (key: string, fields: ToolFields) => request<Tool>(key, "POST", "/tools", fields);
+export const createTool = (key: string, fields: ToolFields) => request<Tool>(key, "POST", "/tools", body(fields));
 
 export const updateTool = (key: string, toolId: string, fields: ToolFields) =>
-  request<Tool>(key, "PATCH", toolPath(toolId), fields);
+  request<Tool>(key, "PATCH", toolPath(toolId), body(fields));
 
 export const deleteTool = (key: string, toolId: string) => request<undefined>(key, "DELETE", toolPath(toolId));
 
