@@ -1,0 +1,100 @@
+import { needsChromium } from "@loom/testing/browser";
+import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleSession, seriousViolations } from "./console-session.ts";
+
+/** The Tools screens: a tool on a real MCP server (on this machine), its activities listed and tried from forms. */
+describe.skipIf(!needsChromium("the console's Tools screens"))("the console: tools", () => {
+  // The all-in-one reaches loopback by default; the setting says so for whoever reads this test.
+  const session = consoleSession({ TOOL_ALLOWED_HOSTS: "127.0.0.1" });
+  let mcp: McpTestServer;
+  beforeAll(async () => {
+    mcp = await startMcpServer();
+  });
+  afterAll(async () => {
+    await mcp?.close();
+  });
+
+  it("creates a tool, lists its activities, runs one from its generated form, shows an error result, edits and deletes", async () => {
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByText("No tools yet.").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await page.getByRole("button", { name: "New tool" }).click();
+    const form = page.getByRole("form", { name: "New tool" });
+    await expect.poll(() => form.getByLabel("Name").and(page.locator(":focus")).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await form.getByLabel("Name").fill("Calculator");
+    await form.getByLabel("Server URL").fill(mcp.url);
+    await form.getByLabel("Server URL").press("Enter");
+    await page.getByRole("list", { name: "Tools" }).getByRole("link", { name: "Calculator" }).click();
+
+    // The server's activities, as it lists them now: name, description, input schema.
+    const activities = page.getByRole("list", { name: "Activities" });
+    await activities.getByRole("heading", { name: "add", exact: true }).waitFor();
+    await activities.getByText("Adds two numbers: { a } plus { b }.").waitFor();
+    await activities.getByRole("heading", { name: "say_hello", exact: true }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // Fields from the input schema: numbers for `add`, sent as numbers.
+    const tryAdd = page.getByRole("form", { name: "Try add" });
+    await tryAdd.getByRole("spinbutton", { name: "a", exact: true }).fill("20");
+    await tryAdd.getByRole("spinbutton", { name: "b", exact: true }).fill("22");
+    await tryAdd.getByRole("button", { name: "Run" }).click();
+    const addResult = page.getByRole("region", { name: "Result of add" });
+    await addResult.getByText("42", { exact: true }).waitFor();
+    expect(mcp.calls.at(-1)).toMatchObject({ tool: "add", arguments: { a: 20, b: 22 } });
+
+    const tryHello = page.getByRole("form", { name: "Try say_hello" });
+    await tryHello.getByRole("textbox", { name: "name", exact: true }).fill("<img src=x onerror=window.__xss=1>");
+    await tryHello.getByRole("button", { name: "Run" }).click();
+    const helloResult = page.getByRole("region", { name: "Result of say_hello" });
+    await helloResult.getByText("Hello, <img src=x onerror=window.__xss=1>!", { exact: true }).waitFor();
+    expect(await helloResult.locator("img").count()).toBe(0);
+
+    // A tool's failure is its answer: shown as an error, with the tool's own words.
+    await page.getByRole("form", { name: "Try fail" }).getByRole("button", { name: "Run" }).click();
+    const failResult = page.getByRole("region", { name: "Result of fail" });
+    await failResult.getByText("The tool answered with an error:").waitFor();
+    await failResult.getByText("boom: the tool failed").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+
+    // Edited: every call now waits for approval; the server and its headers stay.
+    await page.getByRole("button", { name: "Edit" }).click();
+    const edit = page.getByRole("form", { name: "Edit Calculator" });
+    await edit.getByLabel("Approval required").selectOption("all");
+    await edit.getByRole("button", { name: "Save" }).click();
+    await page.getByText("all activities").waitFor();
+    const tools = (await (await session.api("GET", "/tools")).json()) as { tools: { server: unknown }[] };
+    expect(tools.tools.map((t) => t.server)).toEqual([
+      { url: mcp.url, transport: "mcp", headers: {}, approval_required: true },
+    ]);
+
+    await page.getByRole("link", { name: "All tools" }).click();
+    await page.getByRole("button", { name: "Delete Calculator" }).click();
+    await page.getByRole("group", { name: "Delete Calculator?" }).getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByText("No tools yet.").waitFor();
+
+    await close();
+  }, 60_000);
+
+  it("says why a server's activities could not be listed", async () => {
+    const created = await session.api("POST", "/tools", undefined, {
+      name: "Gone",
+      server: { url: "http://127.0.0.1:9/mcp", transport: "mcp" },
+    });
+    const tool = (await created.json()) as { tool_id: string };
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("link", { name: "Gone" }).click();
+    const alert = page.getByRole("alert");
+    await alert.getByText("The server's activities could not be listed:", { exact: false }).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await session.api("DELETE", `/tools/${tool.tool_id}`);
+    await close();
+  }, 60_000);
+});
