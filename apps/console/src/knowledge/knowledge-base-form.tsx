@@ -1,9 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { messageOf } from "../api/request.ts";
-import { type Bucket, listBuckets } from "../files/api.ts";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { useAction } from "../ui/use-action.ts";
 import type { KnowledgeBase, KnowledgeBaseFields } from "./api.ts";
+import { readablePath, useBuckets } from "./use-buckets.ts";
 
 /** `<bucket_id>/<path>` as asset_paths has it: no path is the whole bucket; a path ending in `/` a folder. */
 export const assetPath = (bucketId: string, path: string) => `${bucketId}/${path.trim().replace(/^\/+/, "")}`;
@@ -37,19 +36,11 @@ export function KnowledgeBaseForm({
   const [bucketId, setBucketId] = useState("");
   const [path, setPath] = useState("");
   const [model, setModel] = useState(initial?.config.gtc_pg_vector.embedding_model ?? "");
-  const [buckets, setBuckets] = useState<Bucket[] | null>(null);
-  const [bucketsError, setBucketsError] = useState<string | null>(null);
+  const { buckets, error: bucketsError } = useBuckets(apiKey);
   const { busy, error, run } = useAction();
   const nameField = useRef<HTMLInputElement>(null);
 
   useEffect(() => nameField.current?.focus(), []);
-  // The buckets to pick from: the first page, at the API's largest page size.
-  useEffect(() => {
-    listBuckets(apiKey, 1, 100).then(
-      (page) => setBuckets(page.buckets),
-      (e) => setBucketsError(messageOf(e)),
-    );
-  }, [apiKey]);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -80,8 +71,12 @@ export function KnowledgeBaseForm({
         <ul aria-label="Files it reads" class="paths">
           {paths.map((p) => (
             <li key={p}>
-              <code>{p}</code>
-              <button type="button" aria-label={`Remove ${p}`} onClick={() => setPaths(paths.filter((q) => q !== p))}>
+              <span>{readablePath(p, buckets)}</span>
+              <button
+                type="button"
+                aria-label={`Remove ${readablePath(p, buckets)}`}
+                onClick={() => setPaths(paths.filter((q) => q !== p))}
+              >
                 Remove
               </button>
             </li>

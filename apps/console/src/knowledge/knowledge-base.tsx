@@ -5,12 +5,14 @@ import { getKnowledgeBase, type KnowledgeBase, updateKnowledgeBase } from "./api
 import { IngestJobs } from "./ingest-jobs.tsx";
 import { KnowledgeBaseForm } from "./knowledge-base-form.tsx";
 import { KnowledgeQuery } from "./knowledge-query.tsx";
+import { readablePath, useBuckets } from "./use-buckets.ts";
 
 /** One knowledge base: what it reads (editable), its ingest jobs, and a query box. */
 export function KnowledgeBasePage({ apiKey, knowledgeBaseId }: { apiKey: string; knowledgeBaseId: string }) {
   const [kb, setKb] = useState<KnowledgeBase | null>(null);
   const [error, setError] = useState<string | null>(null);
   const [editing, setEditing] = useState(false);
+  const { buckets } = useBuckets(apiKey);
 
   useEffect(() => {
     getKnowledgeBase(apiKey, knowledgeBaseId).then(setKb, (e) => setError(messageOf(e)));
@@ -40,7 +42,11 @@ export function KnowledgeBasePage({ apiKey, knowledgeBaseId }: { apiKey: string;
             {kb.description && <p class="description">{kb.description}</p>}
             <dl class="details">
               <dt>Files it reads</dt>
-              <dd>{kb.asset_paths.length > 0 ? kb.asset_paths.join(", ") : "none yet"}</dd>
+              <dd>
+                {kb.asset_paths.length > 0
+                  ? kb.asset_paths.map((path) => readablePath(path, buckets)).join(", ")
+                  : "none yet"}
+              </dd>
               <dt>Embedding model</dt>
               <dd>{kb.config.gtc_pg_vector.embedding_model ?? "none: searched by keywords only"}</dd>
             </dl>

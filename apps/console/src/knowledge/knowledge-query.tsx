@@ -73,7 +73,7 @@ export function KnowledgeQuery({ apiKey, knowledgeBaseId }: { apiKey: string; kn
                   {/* Text, never markup: a chunk is whatever the file held. */}
                   <span class="name">{chunk.file}</span>
                   <span class="description">{position(chunk)}</span>
-                  <span>score {entry.score.toFixed(3)}</span>
+                  <span>score {entry.score.toPrecision(3)}</span>
                   <p class="chunk">{chunk.text}</p>
                 </li>
               );

@@ -52,10 +52,10 @@ export function ActivityItem({ apiKey, toolId, activity }: { apiKey: string; too
         <ErrorNote error={error} />
       </form>
       {result && (
-        <section aria-label={`Result of ${activity.name}`} class={failed ? "result error" : "result"}>
+        <div role="status" aria-label={`Result of ${activity.name}`} class={failed ? "result error" : "result"}>
           <p>{failed ? "The tool answered with an error:" : `Result (${result.type}):`}</p>
           <pre>{textOf(result)}</pre>
-        </section>
+        </div>
       )}
     </li>
   );

@@ -56,7 +56,7 @@ describe.skipIf(!needsChromium("the console's Knowledge screens"))("the console:
 
     // Its page: what it reads, made through the API with the bucket's id.
     await page.getByRole("heading", { name: "Company handbook" }).waitFor();
-    await page.getByText(`${bucket.bucket_id}/guide/`, { exact: true }).waitFor();
+    await page.getByText("Handbook/guide/", { exact: true }).waitFor();
     await page.getByText("Not ingested yet.").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     const listed = (await (await session.api("GET", "/knowledge-bases")).json()) as {
@@ -67,12 +67,12 @@ describe.skipIf(!needsChromium("the console's Knowledge screens"))("the console:
     // Edited in place: the form keeps what it reads, and the page shows the change.
     await page.getByRole("button", { name: "Edit" }).click();
     const edit = page.getByRole("form", { name: "Edit Company handbook" });
-    await edit.getByRole("listitem").getByText(`${bucket.bucket_id}/guide/`).waitFor();
+    await edit.getByRole("listitem").getByText("Handbook/guide/").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await edit.getByLabel("Description").fill("Policies and office life");
     await edit.getByRole("button", { name: "Save" }).click();
     await page.getByText("Policies and office life").waitFor();
-    await page.getByText(`${bucket.bucket_id}/guide/`, { exact: true }).waitFor();
+    await page.getByText("Handbook/guide/", { exact: true }).waitFor();
 
     await page.getByRole("button", { name: "Ingest" }).click();
     const progress = page.getByRole("status", { name: "Ingest progress" });
@@ -87,7 +87,7 @@ describe.skipIf(!needsChromium("the console's Knowledge screens"))("the console:
     const first = hits.getByRole("listitem").first();
     await first.getByText("guide/holidays.txt", { exact: true }).waitFor();
     await first.getByText("Employees get thirty days of paid holiday each year.").waitFor();
-    await first.getByText(/^score \d+\.\d{3}$/).waitFor();
+    await first.getByText(/^score \d/).waitFor();
     await first.getByText("chunk 1", { exact: false }).waitFor();
     expect(await seriousViolations(page)).toEqual([]);
 

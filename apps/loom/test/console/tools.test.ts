@@ -43,20 +43,20 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
     await tryAdd.getByRole("spinbutton", { name: "a", exact: true }).fill("20");
     await tryAdd.getByRole("spinbutton", { name: "b", exact: true }).fill("22");
     await tryAdd.getByRole("button", { name: "Run" }).click();
-    const addResult = page.getByRole("region", { name: "Result of add" });
+    const addResult = page.getByRole("status", { name: "Result of add" });
     await addResult.getByText("42", { exact: true }).waitFor();
     expect(mcp.calls.at(-1)).toMatchObject({ tool: "add", arguments: { a: 20, b: 22 } });
 
     const tryHello = page.getByRole("form", { name: "Try say_hello" });
     await tryHello.getByRole("textbox", { name: "name", exact: true }).fill("<img src=x onerror=window.__xss=1>");
     await tryHello.getByRole("button", { name: "Run" }).click();
-    const helloResult = page.getByRole("region", { name: "Result of say_hello" });
+    const helloResult = page.getByRole("status", { name: "Result of say_hello" });
     await helloResult.getByText("Hello, <img src=x onerror=window.__xss=1>!", { exact: true }).waitFor();
     expect(await helloResult.locator("img").count()).toBe(0);
 
     // A tool's failure is its answer: shown as an error, with the tool's own words.
     await page.getByRole("form", { name: "Try fail" }).getByRole("button", { name: "Run" }).click();
-    const failResult = page.getByRole("region", { name: "Result of fail" });
+    const failResult = page.getByRole("status", { name: "Result of fail" });
     await failResult.getByText("The tool answered with an error:").waitFor();
     await failResult.getByText("boom: the tool failed").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
