@@ -1,3 +1,5 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
 import { needsChromium } from "@loom/testing/browser";
 import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,11 +10,14 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
   // The all-in-one reaches loopback by default; the setting says so for whoever reads this test.
   const session = consoleSession({ TOOL_ALLOWED_HOSTS: "127.0.0.1" });
   let mcp: McpTestServer;
+  let griptape: Server;
   beforeAll(async () => {
     mcp = await startMcpServer();
+    griptape = await startEchoToolServer();
   });
   afterAll(async () => {
     await mcp?.close();
+    griptape?.close();
   });
 
   it("creates a tool, lists its activities, runs one from its generated form, shows an error result, edits and deletes", async () => {
@@ -81,6 +86,33 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
     await close();
   }, 60_000);
 
+  it("makes a checkbox for a boolean and a JSON text area for an array, and sends what they hold", async () => {
+    const { port } = griptape.address() as AddressInfo;
+    const created = await session.api("POST", "/tools", undefined, {
+      name: "Echo",
+      server: { url: `http://127.0.0.1:${port}`, transport: "griptape" },
+    });
+    const tool = (await created.json()) as { tool_id: string };
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("link", { name: "Echo" }).click();
+    const form = page.getByRole("form", { name: "Try echo" });
+    await form.getByRole("checkbox", { name: "loud" }).check();
+    await form.getByRole("textbox", { name: "tags (JSON)" }).fill("[1, 2");
+    await form.getByRole("button", { name: "Run" }).click();
+    await form.getByRole("alert").getByText("tags: not valid JSON.").waitFor();
+    await form.getByRole("textbox", { name: "tags (JSON)" }).fill('["a", "b"]');
+    await form.getByRole("button", { name: "Run" }).click();
+    // The server answers the input it was sent: a JSON object, shown as JSON.
+    const result = page.getByRole("status", { name: "Result of echo" });
+    await result.getByText("Result (JsonArtifact):").waitFor();
+    expect(JSON.parse((await result.locator("pre").textContent())!)).toEqual({ loud: true, tags: ["a", "b"] });
+    expect(await seriousViolations(page)).toEqual([]);
+    await session.api("DELETE", `/tools/${tool.tool_id}`);
+    await close();
+  }, 60_000);
+
   it("says why a server's activities could not be listed", async () => {
     const created = await session.api("POST", "/tools", undefined, {
       name: "Gone",
@@ -98,3 +130,37 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
     await close();
   }, 60_000);
 });
+
+/** A griptape-style tool server whose one activity, `echo`, answers the input it was sent. */
+async function startEchoToolServer(): Promise<Server> {
+  const openApi = {
+    openapi: "3.1.0",
+    info: { title: "Echo", version: "1" },
+    paths: {
+      "/activities/echo": {
+        post: {
+          operationId: "echo",
+          description: "Answers its input.",
+          requestBody: {
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  properties: { loud: { type: "boolean" }, tags: { type: "array", items: { type: "string" } } },
+                },
+              },
+            },
+          },
+        },
+      },
+    },
+  };
+  const server = createServer(async (req, res) => {
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(req.url === "/openapi" ? JSON.stringify(openApi) : body);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return server;
+}
