@@ -5,7 +5,7 @@ import type { KnowledgeBase, KnowledgeBaseFields } from "./api.ts";
 import { readablePath, useBuckets } from "./use-buckets.ts";
 
 /** `<bucket_id>/<path>` as asset_paths has it: no path is the whole bucket; a path ending in `/` a folder. */
-export const assetPath = (bucketId: string, path: string) => `${bucketId}/${path.trim().replace(/^\/+/, "")}`;
+const assetPath = (bucketId: string, path: string) => `${bucketId}/${path.trim().replace(/^\/+/, "")}`;
 
 /**
  * A knowledge base's name, description, files and embedding model, to create

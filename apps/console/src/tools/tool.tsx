@@ -32,9 +32,10 @@ export function ToolPage({ apiKey, toolId }: { apiKey: string; toolId: string })
   useEffect(() => {
     getTool(apiKey, toolId).then(setTool, (e) => setToolError(messageOf(e)));
   }, [apiKey, toolId]);
-  // Listed again when the tool changes: a new URL is another server.
+  // Listed again when the server changes (a new URL is another server), not when only a name or setting does.
+  const server = tool?.server && `${tool.server.transport} ${tool.server.url}`;
   useEffect(() => {
-    if (!tool?.server) return;
+    if (!server) return;
     setActivities(null);
     setActivitiesError(null);
     getToolOpenApi(apiKey, toolId).then(
@@ -44,7 +45,7 @@ export function ToolPage({ apiKey, toolId }: { apiKey: string; toolId: string })
       },
       (e) => setActivitiesError(messageOf(e)),
     );
-  }, [apiKey, toolId, tool]);
+  }, [apiKey, toolId, server]);
 
   return (
     <section aria-labelledby="tool-heading">
