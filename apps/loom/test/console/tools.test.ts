@@ -7,7 +7,7 @@ import { consoleSession, seriousViolations } from "./console-session.ts";
 
 /** The Tools screens: a tool on a real MCP server (on this machine), its activities listed and tried from forms. */
 describe.skipIf(!needsChromium("the console's Tools screens"))("the console: tools", () => {
-  // The all-in-one reaches loopback by default; the setting says so for whoever reads this test.
+  // The tool servers are on loopback: allowed by name, so the test does not rest on the all-in-one's default.
   const session = consoleSession({ TOOL_ALLOWED_HOSTS: "127.0.0.1" });
   let mcp: McpTestServer;
   let griptape: Server;
