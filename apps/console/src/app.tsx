@@ -4,8 +4,12 @@ import { ApiKeys } from "./api-keys/api-keys.tsx";
 import { Assistants } from "./assistants/assistants.tsx";
 import { BucketFiles } from "./files/bucket-files.tsx";
 import { Buckets } from "./files/buckets.tsx";
+import { KnowledgeBasePage } from "./knowledge/knowledge-base.tsx";
+import { KnowledgeBases } from "./knowledge/knowledge-bases.tsx";
 import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
 import { SignIn } from "./sign-in/sign-in.tsx";
+import { ToolPage } from "./tools/tool.tsx";
+import { Tools } from "./tools/tools.tsx";
 
 /** Signed out: the sign-in form. Signed in: the navigation and the screen the URL names. */
 export function App() {
@@ -32,6 +36,8 @@ export function App() {
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
           <a href="/console/files">Files</a>
+          <a href="/console/knowledge">Knowledge</a>
+          <a href="/console/tools">Tools</a>
           <a href="/console/api-keys">API keys</a>
         </nav>
         <button type="button" onClick={signOut}>
@@ -45,6 +51,18 @@ export function App() {
           <Route
             path="/console/files/:bucketId"
             component={({ bucketId }: { bucketId: string }) => <BucketFiles apiKey={apiKey} bucketId={bucketId} />}
+          />
+          <Route path="/console/knowledge" component={() => <KnowledgeBases apiKey={apiKey} />} />
+          <Route
+            path="/console/knowledge/:knowledgeBaseId"
+            component={({ knowledgeBaseId }: { knowledgeBaseId: string }) => (
+              <KnowledgeBasePage apiKey={apiKey} knowledgeBaseId={knowledgeBaseId} />
+            )}
+          />
+          <Route path="/console/tools" component={() => <Tools apiKey={apiKey} />} />
+          <Route
+            path="/console/tools/:toolId"
+            component={({ toolId }: { toolId: string }) => <ToolPage apiKey={apiKey} toolId={toolId} />}
           />
           <Route path="/console/api-keys" component={() => <ApiKeys apiKey={apiKey} />} />
           <Route default component={() => <Assistants apiKey={apiKey} />} />

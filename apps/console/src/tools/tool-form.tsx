@@ -1,0 +1,103 @@
+import { useEffect, useRef, useState } from "preact/hooks";
+import { ErrorNote } from "../ui/error-note.tsx";
+import { useAction } from "../ui/use-action.ts";
+import type { Tool, ToolFields, ToolServer } from "./api.ts";
+
+/** "none", "all", or "kept": a list of activities set through the API, which this form keeps as it is. */
+type Approval = "none" | "all" | "kept";
+
+const approvalOf = (server: ToolServer | undefined): Approval =>
+  server?.approval_required === true ? "all" : server?.approval_required?.length ? "kept" : "none";
+
+/**
+ * A tool's name, description and server (URL, transport, whether its calls
+ * wait for a person's approval), to create one or edit one. The server's
+ * headers, which this form does not show, are sent back as they were. It
+ * takes the focus, as it opens in place of a button.
+ */
+export function ToolForm({
+  formLabel,
+  submitLabel,
+  initial,
+  onSubmit,
+  onDone,
+  onCancel,
+}: {
+  formLabel: string;
+  submitLabel: string;
+  initial?: Tool;
+  onSubmit: (fields: ToolFields) => Promise<unknown>;
+  onDone: () => void;
+  onCancel: () => void;
+}) {
+  const [name, setName] = useState(initial?.name ?? "");
+  const [description, setDescription] = useState(initial?.description ?? "");
+  const [url, setUrl] = useState(initial?.server?.url ?? "");
+  const [transport, setTransport] = useState<ToolServer["transport"]>(initial?.server?.transport ?? "mcp");
+  const [approval, setApproval] = useState<Approval>(approvalOf(initial?.server));
+  const { busy, error, run } = useAction();
+  const nameField = useRef<HTMLInputElement>(null);
+  useEffect(() => nameField.current?.focus(), []);
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    const kept = initial?.server?.approval_required;
+    const approvalRequired = approval === "all" ? true : approval === "kept" ? kept : undefined;
+    const server: ToolServer = {
+      url,
+      transport,
+      headers: initial?.server?.headers ?? {},
+      ...(approvalRequired ? { approval_required: approvalRequired } : {}),
+    };
+    if (await run(() => onSubmit({ name, description, server }))) onDone();
+  };
+
+  const id = initial?.tool_id ?? "new";
+  const keptList = initial?.server?.approval_required;
+  return (
+    <form onSubmit={submit} aria-label={formLabel} class="fields">
+      <label for={`tool-name-${id}`}>Name</label>
+      <input
+        ref={nameField}
+        id={`tool-name-${id}`}
+        required
+        value={name}
+        onInput={(e) => setName(e.currentTarget.value)}
+      />
+      <label for={`tool-description-${id}`}>Description</label>
+      <input id={`tool-description-${id}`} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <label for={`tool-url-${id}`}>Server URL</label>
+      <input id={`tool-url-${id}`} type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
+      <label for={`tool-transport-${id}`}>Transport</label>
+      <select
+        id={`tool-transport-${id}`}
+        value={transport}
+        onChange={(e) => setTransport(e.currentTarget.value as ToolServer["transport"])}
+      >
+        <option value="mcp">MCP server</option>
+        <option value="griptape">Griptape tool server</option>
+      </select>
+      <label for={`tool-approval-${id}`}>Approval required</label>
+      <select
+        id={`tool-approval-${id}`}
+        value={approval}
+        onChange={(e) => setApproval(e.currentTarget.value as Approval)}
+      >
+        <option value="none">None: calls run at once</option>
+        <option value="all">All: every call waits for a person</option>
+        {Array.isArray(keptList) && keptList.length > 0 && (
+          <option value="kept">Only {keptList.join(", ")} (as set through the API)</option>
+        )}
+      </select>
+      <span class="actions">
+        <button type="submit" disabled={busy}>
+          {submitLabel}
+        </button>
+        <button type="button" onClick={onCancel}>
+          Cancel
+        </button>
+      </span>
+      <ErrorNote error={error} />
+    </form>
+  );
+}

@@ -1,0 +1,61 @@
+import { useState } from "preact/hooks";
+import { ConfirmButton } from "../ui/confirm-button.tsx";
+import { PagedItems } from "../ui/paged-items.tsx";
+import { usePagedList } from "../ui/use-paged-list.ts";
+import { createTool, deleteTool, listTools } from "./api.ts";
+import { ToolForm } from "./tool-form.tsx";
+
+/** The "Tools" screen: the organization's tools, a page at a time; create one, open one, delete one (asked first). */
+export function Tools({ apiKey }: { apiKey: string }) {
+  const { list, error, setPage, load, reload } = usePagedList((page, size) => listTools(apiKey, page, size), [apiKey]);
+  const [creating, setCreating] = useState(false);
+
+  return (
+    <section aria-labelledby="tools-heading">
+      <h1 id="tools-heading">Tools</h1>
+      {creating ? (
+        <ToolForm
+          formLabel="New tool"
+          submitLabel="Create"
+          onSubmit={(fields) => createTool(apiKey, fields)}
+          onDone={() => {
+            setCreating(false);
+            reload();
+          }}
+          onCancel={() => setCreating(false)}
+        />
+      ) : (
+        <button type="button" onClick={() => setCreating(true)}>
+          New tool
+        </button>
+      )}
+      <PagedItems
+        label="Tools"
+        page={list && { items: list.tools, pagination: list.pagination }}
+        error={error}
+        empty="No tools yet."
+        onPage={setPage}
+        item={(tool) => (
+          <li key={tool.tool_id}>
+            {/* Text, never markup: a name is whatever its author typed. */}
+            <a class="name" href={`/console/tools/${tool.tool_id}`}>
+              {tool.name}
+            </a>
+            <span class="description">{tool.server ? tool.server.url : "no server"}</span>
+            <span class="actions">
+              <ConfirmButton
+                verb="Delete"
+                what={tool.name}
+                question="Delete this tool? This cannot be undone."
+                onConfirm={async () => {
+                  await deleteTool(apiKey, tool.tool_id);
+                  void load();
+                }}
+              />
+            </span>
+          </li>
+        )}
+      />
+    </section>
+  );
+}
