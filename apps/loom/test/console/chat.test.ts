@@ -1,0 +1,169 @@
+import { needsChromium } from "@loom/testing/browser";
+import { answer, callTools, type FakeOpenAI, inTurn, startFakeOpenAI, trickle } from "@loom/testing/fake-openai";
+import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { consoleSession, type Page, seriousViolations } from "./console-session.ts";
+
+const markup = "<img src=x onerror=window.__xss=1>";
+
+/** Picks the assistant named `name` in the Chat screen's select. */
+async function pick(page: Page, name: string) {
+  await page.getByRole("link", { name: "Chat" }).click();
+  await page.getByLabel("Assistant", { exact: true }).selectOption({ label: name });
+}
+
+/** Sends `text` from the "Message" box with Enter, as a keyboard user does. */
+async function send(page: Page, text: string) {
+  const box = page.getByRole("textbox", { name: "Message", exact: true });
+  await box.fill(text);
+  await box.press("Enter");
+}
+
+/** The Chat screen with the built-in offline model: an answer, markup in it shown as text, the thread reopened. */
+describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat with loom:echo", () => {
+  const session = consoleSession();
+
+  it("answers in the log, shows markup as text, lists the thread and reopens it with its messages after a reload", async () => {
+    const made = await session.api("POST", "/assistants", undefined, { name: "Echo bot" });
+    const assistantId = ((await made.json()) as { assistant_id: string }).assistant_id;
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await pick(page, "Echo bot");
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText("No messages yet").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await send(page, `Hi ${markup}`);
+    await log.getByText(`Echo: Hi ${markup}`, { exact: true }).waitFor();
+    await log.getByRole("link", { name: "Run details" }).waitFor();
+    expect(await page.locator("img").count()).toBe(0);
+    expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+    expect(await page.getByRole("textbox", { name: "Message", exact: true }).inputValue()).toBe("");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // The thread has its own address, and is listed under the assistant.
+    const url = new URL(page.url());
+    const threadId = url.pathname.split("/").at(-1)!;
+    expect(url.pathname).toBe(`/console/chat/${threadId}`);
+    expect(url.searchParams.get("assistant")).toBe(assistantId);
+    const threads = page.getByRole("list", { name: "Threads" });
+    await threads.getByRole("link", { name: `Hi ${markup}` }).waitFor();
+
+    // A second turn on the same thread: the model hears the first.
+    await send(page, "again");
+    await log.getByText("Echo: again", { exact: true }).waitFor();
+    const runLinks = log.getByRole("link", { name: "Run details" });
+    expect(await runLinks.count()).toBe(2);
+    const runHref = await runLinks.nth(1).getAttribute("href");
+    expect(runHref).toMatch(/^\/console\/runs\/[0-9a-f-]{36}$/);
+
+    await page.reload();
+    await log.getByText(`Echo: Hi ${markup}`, { exact: true }).waitFor();
+    await log.getByText("Echo: again", { exact: true }).waitFor();
+    expect(await log.getByText("again", { exact: true }).count()).toBe(1);
+    expect(await log.getByRole("link", { name: "Run details" }).nth(1).getAttribute("href")).toBe(runHref);
+    expect(await page.getByLabel("Assistant", { exact: true }).inputValue()).toBe(assistantId);
+    expect(await threads.getByRole("listitem").count()).toBe(1);
+    expect(await page.evaluate(() => (globalThis as { __xss?: unknown }).__xss)).toBeUndefined();
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A new conversation starts empty; the earlier one is reopened from the list.
+    await page.getByRole("link", { name: "New conversation" }).click();
+    await log.getByText("No messages yet").waitFor();
+    await threads.getByRole("link", { name: `Hi ${markup}` }).click();
+    await log.getByText("Echo: again", { exact: true }).waitFor();
+    await close();
+  }, 60_000);
+});
+
+/**
+ * The Chat screen with a scripted OpenAI-compatible model (loom:echo streams
+ * its whole answer within a millisecond, too fast to see grow): the answer
+ * arriving piece by piece, and a tool call that needs approval answered in place.
+ */
+describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat streaming and approvals", () => {
+  let model: FakeOpenAI;
+  let mcp: McpTestServer;
+  // Filled before consoleSession's own beforeAll starts the process with it.
+  const env: Record<string, string> = { TOOL_ALLOWED_HOSTS: "127.0.0.1" };
+  beforeAll(async () => {
+    model = await startFakeOpenAI();
+    mcp = await startMcpServer();
+    env.DEFAULT_MODEL = "openai-compatible:fake-model";
+    env.OPENAI_COMPATIBLE_BASE_URL = model.baseUrl;
+  });
+  afterAll(async () => {
+    await model?.close();
+    await mcp?.close();
+  });
+  const session = consoleSession(env);
+
+  it("shows the answer growing token by token in the log, then the final output", async () => {
+    await session.api("POST", "/assistants", undefined, { name: "Storyteller" });
+    const story = "Once upon a time there were seven small looms in a row";
+    model.reply(trickle(story, 80));
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await pick(page, "Storyteller");
+    await page.getByRole("log", { name: "Conversation" }).getByText("No messages yet").waitFor();
+    // Every distinct text the log's last answer shows, as the page sees it change.
+    await page.evaluate(`(() => {
+      const log = document.querySelector('[role="log"]');
+      window.__answers = [];
+      new MutationObserver(() => {
+        const answers = log.querySelectorAll('.answer .text');
+        const text = answers.length ? answers[answers.length - 1].textContent : '';
+        if (text && text !== window.__answers[window.__answers.length - 1]) window.__answers.push(text);
+      }).observe(log, { subtree: true, childList: true, characterData: true });
+    })()`);
+    await send(page, "Tell me a story");
+    await page.getByRole("log").getByText(story, { exact: true }).waitFor();
+    const seen = ((await page.evaluate("window.__answers")) as string[]).filter((t) => t !== "…");
+    expect(seen.at(-1)).toBe(story);
+    const partial = seen.slice(0, -1);
+    expect(partial.length, seen.join(" | ")).toBeGreaterThanOrEqual(3);
+    // Each a longer start of the answer than the one before.
+    partial.forEach((text, i) => {
+      expect(story.startsWith(text)).toBe(true);
+      if (i > 0) expect(text.length).toBeGreaterThan(partial[i - 1]!.length);
+    });
+    expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
+
+  it("asks for approval of a tool call in place, runs it once approved, and shows its result and the answer", async () => {
+    const tool = (await (
+      await session.api("POST", "/tools", undefined, {
+        name: "Calc",
+        server: { url: mcp.url, transport: "mcp", approval_required: ["add"] },
+      })
+    ).json()) as { tool_id: string };
+    const made = await session.api("POST", "/assistants", undefined, { name: "Calculator", tool_ids: [tool.tool_id] });
+    const assistantId = ((await made.json()) as { assistant_id: string }).assistant_id;
+    model.reply(
+      inTurn(callTools([{ id: "call_1", name: "Calc_add", arguments: { a: 2, b: 3 } }]), answer("The sum is 5.")),
+    );
+
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    // Preselected by the address, as an assistant's own "Chat" link opens it.
+    await page.goto(`${session.loom.url}/console/chat?assistant=${assistantId}`);
+    expect(await page.getByLabel("Assistant", { exact: true }).inputValue()).toBe(assistantId);
+    await send(page, "What is 2 + 3?");
+    const approval = page.getByRole("form", { name: "Approve Calc add?" });
+    await approval.getByRole("button", { name: "Approve" }).waitFor();
+    expect(await approval.getByLabel("Reason for denying").isVisible()).toBe(true);
+    expect(mcp.calls).toEqual([]);
+    expect(await seriousViolations(page)).toEqual([]);
+
+    await approval.getByRole("button", { name: "Approve" }).click();
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText("The sum is 5.", { exact: true }).waitFor();
+    const calls = log.getByRole("list", { name: "Tool calls" });
+    expect(await calls.getByRole("listitem").textContent()).toBe('Calc add {"a":2,"b":3} gave: 5');
+    await log.getByText(/^Approved: Calc add/).waitFor();
+    expect(mcp.calls.map((c) => c.tool)).toEqual(["add"]);
+    expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
+});
