@@ -1,5 +1,13 @@
 import { needsChromium } from "@loom/testing/browser";
-import { answer, callTools, type FakeOpenAI, inTurn, startFakeOpenAI, trickle } from "@loom/testing/fake-openai";
+import {
+  answer,
+  callTools,
+  type FakeOpenAI,
+  failWith,
+  inTurn,
+  startFakeOpenAI,
+  trickle,
+} from "@loom/testing/fake-openai";
 import { type McpTestServer, startMcpServer } from "@loom/testing/mcp-server";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { consoleSession, type Page, seriousViolations } from "./console-session.ts";
@@ -74,6 +82,67 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await log.getByText("Echo: again", { exact: true }).waitFor();
     await close();
   }, 60_000);
+
+  it("lists an answer's citations under it, each linked to its file's bucket", async () => {
+    const bucketId = (
+      (await (await session.api("POST", "/buckets", undefined, { name: "handbook" })).json()) as {
+        bucket_id: string;
+      }
+    ).bucket_id;
+    const name = "gateway.txt";
+    await session.api("PUT", `/buckets/${bucketId}/assets`, undefined, { name });
+    const signed = (await (
+      await session.api("POST", `/buckets/${bucketId}/asset-urls/${name}`, undefined, { operation: "PUT" })
+    ).json()) as { url: string };
+    const put = await fetch(new URL(signed.url, session.loom.url), {
+      method: "PUT",
+      body: "The Umbermark gateway listens on port 7431 behind the north proxy.",
+      headers: { "content-type": "text/plain" },
+    });
+    expect(put.status).toBe(200);
+    // A keyword knowledge base: no embedding model, nothing leaves the machine.
+    const kb = (await (
+      await session.api("POST", "/knowledge-bases", undefined, {
+        name: "Handbook",
+        config: { gtc_pg_vector: { embedding_model: null } },
+        asset_paths: [`${bucketId}/`],
+      })
+    ).json()) as { knowledge_base_id: string };
+    const job = (await (
+      await session.api("POST", `/knowledge-bases/${kb.knowledge_base_id}/knowledge-base-jobs`)
+    ).json()) as { knowledge_base_job_id: string };
+    await expect
+      .poll(
+        async () =>
+          (
+            (await (await session.api("GET", `/knowledge-base-jobs/${job.knowledge_base_job_id}`)).json()) as {
+              status: string;
+            }
+          ).status,
+        { timeout: 15_000 },
+      )
+      .toBe("SUCCEEDED");
+    await session.api("POST", "/assistants", undefined, {
+      name: "Handbook bot",
+      knowledge_base_ids: [kb.knowledge_base_id],
+    });
+
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await pick(page, "Handbook bot");
+    await send(page, "Which port does the Umbermark gateway listen on?");
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText("Echo: Which port does the Umbermark gateway listen on?", { exact: true }).waitFor();
+    const sources = log.getByRole("list", { name: "Sources" });
+    const source = sources.getByRole("link", { name });
+    await source.waitFor();
+    expect(await source.getAttribute("href")).toBe(`/console/files/${bucketId}`);
+    expect(await sources.getByRole("listitem").textContent()).toMatch(/^gateway\.txt passage 1, score \d\.\d\d$/);
+    expect(await seriousViolations(page)).toEqual([]);
+    await source.click();
+    await page.getByRole("heading", { name: "Files in handbook" }).waitFor();
+    await close();
+  }, 60_000);
 });
 
 /**
@@ -131,17 +200,36 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await close();
   }, 60_000);
 
-  it("asks for approval of a tool call in place, runs it once approved, and shows its result and the answer", async () => {
+  it("shows a failed run's reason in the log", async () => {
+    await session.api("POST", "/assistants", undefined, { name: "Refuser" });
+    model.reply(failWith(400, "this prompt is not accepted"));
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await pick(page, "Refuser");
+    await send(page, "Hello?");
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText(/^The run ended FAILED \(ProviderRejected: .*this prompt is not accepted/).waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
+
+  it("asks for approval of tool calls in place, after a reload too; runs the approved one, tells the model of the denied one", async () => {
     const tool = (await (
       await session.api("POST", "/tools", undefined, {
         name: "Calc",
-        server: { url: mcp.url, transport: "mcp", approval_required: ["add"] },
+        server: { url: mcp.url, transport: "mcp", approval_required: ["add", "json"] },
       })
     ).json()) as { tool_id: string };
     const made = await session.api("POST", "/assistants", undefined, { name: "Calculator", tool_ids: [tool.tool_id] });
     const assistantId = ((await made.json()) as { assistant_id: string }).assistant_id;
     model.reply(
-      inTurn(callTools([{ id: "call_1", name: "Calc_add", arguments: { a: 2, b: 3 } }]), answer("The sum is 5.")),
+      inTurn(
+        callTools([
+          { id: "call_1", name: "Calc_add", arguments: { a: 2, b: 3 } },
+          { id: "call_2", name: "Calc_json", arguments: {} },
+        ]),
+        answer("The sum is 5."),
+      ),
     );
 
     const { page, close } = await session.openTab();
@@ -150,18 +238,27 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await page.goto(`${session.loom.url}/console/chat?assistant=${assistantId}`);
     expect(await page.getByLabel("Assistant", { exact: true }).inputValue()).toBe(assistantId);
     await send(page, "What is 2 + 3?");
-    const approval = page.getByRole("form", { name: "Approve Calc add?" });
-    await approval.getByRole("button", { name: "Approve" }).waitFor();
-    expect(await approval.getByLabel("Reason for denying").isVisible()).toBe(true);
+    const approveAdd = page.getByRole("form", { name: "Approve Calc add?" });
+    await approveAdd.getByRole("button", { name: "Approve" }).waitFor();
     expect(mcp.calls).toEqual([]);
     expect(await seriousViolations(page)).toEqual([]);
 
-    await approval.getByRole("button", { name: "Approve" }).click();
+    // The paused run is found again on its thread's page, its calls still to decide.
+    await page.reload();
+    await approveAdd.getByRole("button", { name: "Approve" }).click();
+    await page.getByText(/^Approved: Calc add/).waitFor();
+    const denyJson = page.getByRole("form", { name: "Approve Calc json?" });
+    await denyJson.getByLabel("Reason for denying").fill("not needed");
+    await denyJson.getByLabel("Reason for denying").press("Enter");
+
     const log = page.getByRole("log", { name: "Conversation" });
     await log.getByText("The sum is 5.", { exact: true }).waitFor();
-    const calls = log.getByRole("list", { name: "Tool calls" });
-    expect(await calls.getByRole("listitem").textContent()).toBe('Calc add {"a":2,"b":3} gave: 5');
-    await log.getByText(/^Approved: Calc add/).waitFor();
+    await log.getByText("Denied: Calc json {} (not needed)", { exact: true }).waitFor();
+    const calls = log.getByRole("list", { name: "Tool calls" }).getByRole("listitem");
+    expect(await calls.nth(0).textContent()).toBe('Calc add {"a":2,"b":3} gave: 5');
+    expect(await calls.nth(1).textContent()).toMatch(
+      /^Calc json \{\} failed: the call was denied by a person \(user .+\): not needed$/,
+    );
     expect(mcp.calls.map((c) => c.tool)).toEqual(["add"]);
     expect(await seriousViolations(page)).toEqual([]);
     await close();
