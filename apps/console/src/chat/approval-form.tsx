@@ -24,6 +24,7 @@ export function ApprovalForm({
   const [reason, setReason] = useState("");
   const { busy, error, run } = useAction();
   const fieldId = `deny-reason-${call.call_id}`;
+  // `run` keeps its own error for the form to show: nothing to await here.
   const decide = (approved: boolean) =>
     void run(() => decideApproval(apiKey, runId, call.call_id, approved, approved ? undefined : reason.trim()));
 
@@ -36,7 +37,7 @@ export function ApprovalForm({
         decide(false);
       }}
     >
-      <span>
+      <span class="question">
         Awaiting approval: <span class="name">{what}</span> <code>{input}</code>
       </span>
       <button type="button" disabled={busy} onClick={() => decide(true)}>

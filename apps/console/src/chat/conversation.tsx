@@ -3,13 +3,16 @@ import { ApprovalForm } from "./approval-form.tsx";
 import type { ToolCall, Turn } from "./turn.ts";
 
 /**
- * The conversation, in a `log` region (new turns and the growing answer are
- * announced politely). Every text from a person or a model is a JSX text node:
- * shown as written, never parsed as markup.
+ * The conversation, in a `log` region: new turns are announced politely, and
+ * while an answer streams the region is `aria-busy`, so that a screen reader
+ * reads the answer once whole rather than token by token (not while a run
+ * waits for an approval: the question is read at once). Every text from a
+ * person or a model is a JSX text node: shown as written, never parsed as markup.
  */
 export function Conversation({ apiKey, turns, loading }: { apiKey: string; turns: Turn[]; loading: boolean }) {
+  const streaming = turns.some((turn) => turn.running && !turn.approvals.some((call) => !call.decision));
   return (
-    <div role="log" aria-label="Conversation" class="log">
+    <div role="log" aria-label="Conversation" aria-busy={streaming} class="log">
       {loading && <p>Loading the conversation…</p>}
       {!loading && turns.length === 0 && <p>No messages yet: send one to start the conversation.</p>}
       {turns.map((turn) => (
@@ -26,6 +29,10 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
         <span class="who">You</span>
         <span class="text">{turn.input}</span>
       </p>
+      {turn.runId &&
+        turn.approvals.map((call) => (
+          <ApprovalView key={call.call_id} apiKey={apiKey} runId={turn.runId!} call={call} />
+        ))}
       {turn.toolCalls.length > 0 && (
         <ul class="tool-calls" aria-label="Tool calls">
           {turn.toolCalls.map((call) => (
@@ -33,27 +40,26 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
           ))}
         </ul>
       )}
-      {turn.runId &&
-        turn.approvals.map((call) => (
-          <ApprovalView key={call.call_id} apiKey={apiKey} runId={turn.runId!} call={call} />
-        ))}
       <p class="said answer">
         <span class="who">Assistant</span>
         <span class="text">{turn.answer || (turn.running ? "…" : "")}</span>
       </p>
       {turn.error && <p class="error">{turn.error}</p>}
       {turn.citations.length > 0 && (
-        <ul class="citations" aria-label="Sources">
-          {turn.citations.map((c) => (
-            <li key={`${c.knowledge_base_id} ${c.asset_name} ${c.chunk_index}`}>
-              <a href={`/console/files/${encodeURIComponent(c.bucket_id)}`}>{c.asset_name}</a>
-              <span class="description">
-                {" "}
-                passage {c.chunk_index + 1}, score {c.score.toFixed(2)}
-              </span>
-            </li>
-          ))}
-        </ul>
+        <div class="citations">
+          <span id={`sources-${turn.key}`}>Sources</span>
+          <ul aria-labelledby={`sources-${turn.key}`}>
+            {turn.citations.map((c) => (
+              <li key={`${c.knowledge_base_id} ${c.asset_name} ${c.chunk_index}`}>
+                <a href={`/console/files/${encodeURIComponent(c.bucket_id)}`}>{c.asset_name}</a>
+                <span class="description">
+                  {" "}
+                  passage {c.chunk_index + 1}, score {Number(c.score.toPrecision(2))}
+                </span>
+              </li>
+            ))}
+          </ul>
+        </div>
       )}
       {turn.runId && (
         <p class="details">

@@ -77,22 +77,17 @@ export function turnOfMessage(message: Message): Turn {
   };
 }
 
-export const turnOfRun = (run: AssistantRun, input: string): Turn =>
-  withRun(
-    {
-      key: run.assistant_run_id,
-      runId: run.assistant_run_id,
-      input,
-      answer: "",
-      running: true,
-      toolCalls: [],
-      approvals: [],
-      citations: [],
-    },
-    run,
-  );
-
-const terminal = new Set(["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"]);
+/** A run not yet ended, as its turn starts: followed from here on; the calls it waits on, if paused. */
+export const turnOfRun = (run: AssistantRun, input: string): Turn => ({
+  key: run.assistant_run_id,
+  runId: run.assistant_run_id,
+  input,
+  answer: "",
+  running: true,
+  toolCalls: [],
+  approvals: run.status_detail?.reason === "AwaitingApproval" ? (run.status_detail.calls ?? []) : [],
+  citations: [],
+});
 
 /** What a run that did not succeed says: its status and its `status_detail`. */
 function failureOf(status: string, detail: AssistantRun["status_detail"]): string {
@@ -100,17 +95,14 @@ function failureOf(status: string, detail: AssistantRun["status_detail"]): strin
   return `The run ended ${status} (${why}).`;
 }
 
-/** The turn as the run now stands (read once its stream ended, or when reopened): the final output replaces the streamed text. */
-export function withRun(turn: Turn, run: AssistantRun): Turn {
-  const running = !terminal.has(run.status);
-  const awaiting = run.status_detail?.reason === "AwaitingApproval" ? (run.status_detail.calls ?? []) : [];
+/** The turn once its run ended (its stream closes only then): the final output replaces the streamed text. */
+export function withEnd(turn: Turn, run: AssistantRun): Turn {
   return {
     ...turn,
-    running,
+    running: false,
     answer: run.output ? artifactText(run.output) : turn.answer,
     citations: run.output ? citationsOf(run.output) : turn.citations,
-    approvals: awaiting.length > 0 ? awaiting : turn.approvals,
-    error: run.status === "SUCCEEDED" || running ? undefined : failureOf(run.status, run.status_detail),
+    error: run.status === "SUCCEEDED" ? undefined : failureOf(run.status, run.status_detail),
   };
 }
 

@@ -2,7 +2,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { followEvents } from "../api/event-stream.ts";
 import { messageOf } from "../api/request.ts";
 import { type AssistantRun, createRun, getRun, listMessages, listUnfinishedRuns, runEventsPath } from "./api.ts";
-import { type Turn, turnOfMessage, turnOfRun, withEvent, withRun } from "./turn.ts";
+import { type Turn, turnOfMessage, turnOfRun, withEnd, withEvent } from "./turn.ts";
 
 /**
  * The conversation of one thread: its stored messages, then its runs as they
@@ -30,7 +30,7 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
       await followEvents(apiKey, runEventsPath(id), (event) => update(id, (turn) => withEvent(turn, event)), signal);
       if (signal.aborted) return;
       const ended = await getRun(apiKey, id);
-      if (!signal.aborted) update(id, (turn) => withRun(turn, ended));
+      if (!signal.aborted) update(id, (turn) => withEnd(turn, ended));
     } catch (e) {
       if (!signal.aborted) update(id, (turn) => ({ ...turn, running: false, error: messageOf(e) }));
     }
@@ -55,6 +55,7 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
       // A run still going on this thread (awaiting approval, say) is followed again, after the stored turns.
       const unfinished = assistant_runs.filter((run) => run.thread_id === threadId).reverse();
       setTurns([...messages.map(turnOfMessage), ...unfinished.map((run) => turnOfRun(run, run.input ?? ""))]);
+      // Each followed until it ends or the screen leaves it; `follow` shows its own failure in its turn.
       for (const run of unfinished) void follow(run);
     })()
       .catch((e) => signal.aborted || setError(messageOf(e)))
@@ -66,6 +67,7 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
     shown.current = thread;
     const run = await createRun(apiKey, assistantId, thread, input);
     setTurns((all) => [...all, turnOfRun(run, input)]);
+    // Sending is done once the run exists: following it goes on, its failure shown in its turn.
     void follow(run);
   };
 
