@@ -44,16 +44,20 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
     shown.current = threadId;
     setTurns([]);
     setError(null);
+    setLoading(Boolean(threadId));
     if (!threadId) return;
-    setLoading(true);
     (async () => {
       const [{ messages }, { assistant_runs }] = await Promise.all([
         listMessages(apiKey, threadId),
         listUnfinishedRuns(apiKey, assistantId),
       ]);
       if (signal.aborted) return;
-      // A run still going on this thread (awaiting approval, say) is followed again, after the stored turns.
-      const unfinished = assistant_runs.filter((run) => run.thread_id === threadId).reverse();
+      // A run still going on this thread (awaiting approval, say) is followed again, after the stored turns;
+      // one that ended between the two reads is already among them (its message has its id).
+      const stored = new Set(messages.map((m) => m.message_id));
+      const unfinished = assistant_runs
+        .filter((run) => run.thread_id === threadId && !stored.has(run.assistant_run_id))
+        .reverse();
       setTurns([...messages.map(turnOfMessage), ...unfinished.map((run) => turnOfRun(run, run.input ?? ""))]);
       // Each followed until it ends or the screen leaves it; `follow` shows its own failure in its turn.
       for (const run of unfinished) void follow(run);

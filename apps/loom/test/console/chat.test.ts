@@ -80,6 +80,16 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await log.getByText("No messages yet").waitFor();
     await threads.getByRole("link", { name: `Hi ${markup}` }).click();
     await log.getByText("Echo: again", { exact: true }).waitFor();
+
+    // A thread that is not there: the API's own message.
+    const missing = "00000000-0000-4000-8000-000000000000";
+    const refused = (await (await session.api("GET", `/threads/${missing}/messages`)).json()) as {
+      errors: { message: string }[];
+    };
+    await page.goto(`${session.loom.url}/console/chat/${missing}?assistant=${assistantId}`);
+    await page.getByRole("alert").waitFor();
+    expect(await page.getByRole("alert").textContent()).toBe(refused.errors[0]!.message);
+    expect(await seriousViolations(page)).toEqual([]);
     await close();
   }, 60_000);
 
