@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
+import { segment } from "../api/request.ts";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { PagedItems } from "../ui/paged-items.tsx";
 import { useAction } from "../ui/use-action.ts";
@@ -12,7 +13,7 @@ import "./chat.css";
 
 /** A thread's own address, to reload or share: `/console/chat/<thread_id>?assistant=<assistant_id>`. */
 const chatUrl = (assistantId: string, threadId?: string) =>
-  `/console/chat${threadId ? `/${encodeURIComponent(threadId)}` : ""}${assistantId ? `?assistant=${encodeURIComponent(assistantId)}` : ""}`;
+  `/console/chat${threadId ? `/${segment(threadId)}` : ""}${assistantId ? `?assistant=${segment(assistantId)}` : ""}`;
 
 /** A new thread's name: the start of its first message (a name is 1..200 characters). */
 const threadName = (message: string) => (message.length > 80 ? `${message.slice(0, 79)}…` : message);
@@ -31,6 +32,7 @@ export function Chat({ apiKey, threadId }: { apiKey: string; threadId?: string }
   /** Sends on the open thread, or makes the assistant's new thread first and moves to its address. */
   const send = async (text: string) => {
     const thread = threadId ?? (await createThread(apiKey, assistantId, threadName(text))).thread_id;
+    // `send` takes the thread as the one shown before its first await: moving to its address then reloads nothing.
     const sent = conversation.send(thread, text);
     if (!threadId) {
       route(chatUrl(assistantId, thread), true);

@@ -1,3 +1,4 @@
+import { segment } from "../api/request.ts";
 import type { ApprovalCall } from "./api.ts";
 import { ApprovalForm } from "./approval-form.tsx";
 import type { ToolCall, Turn } from "./turn.ts";
@@ -51,7 +52,7 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
           <ul aria-labelledby={`sources-${turn.key}`}>
             {turn.citations.map((c) => (
               <li key={`${c.knowledge_base_id} ${c.asset_name} ${c.chunk_index}`}>
-                <a href={`/console/files/${encodeURIComponent(c.bucket_id)}`}>{c.asset_name}</a>
+                <a href={`/console/files/${segment(c.bucket_id)}`}>{c.asset_name}</a>
                 <span class="description">
                   {" "}
                   passage {c.chunk_index + 1}, score {Number(c.score.toPrecision(2))}
@@ -63,7 +64,7 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
       )}
       {turn.runId && (
         <p class="details">
-          <a href={`/console/runs/${encodeURIComponent(turn.runId)}`}>Run details</a>
+          <a href={`/console/runs/${segment(turn.runId)}`}>Run details</a>
           {turn.running && <span class="description"> (running)</span>}
         </p>
       )}
@@ -72,7 +73,7 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
 }
 
 /** Inputs and results as JSON text, as the tool got and gave them. */
-const shown = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+const asText = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
 
 function ToolCallView({ call }: { call: ToolCall }) {
   return (
@@ -80,7 +81,7 @@ function ToolCallView({ call }: { call: ToolCall }) {
       <span class="name">
         {call.tool} {call.activity}
       </span>{" "}
-      <code>{shown(call.input)}</code>
+      <code>{asText(call.input)}</code>
       {call.result === undefined ? (
         <span class="description"> running…</span>
       ) : (
@@ -98,9 +99,9 @@ function ApprovalView({ apiKey, runId, call }: { apiKey: string; runId: string; 
   if (call.decision)
     return (
       <p class="approval">
-        {call.decision.approved ? "Approved" : "Denied"}: {what} <code>{shown(call.input)}</code>
+        {call.decision.approved ? "Approved" : "Denied"}: {what} <code>{asText(call.input)}</code>
         {call.decision.reason && ` (${call.decision.reason})`}
       </p>
     );
-  return <ApprovalForm apiKey={apiKey} runId={runId} call={call} what={what} input={shown(call.input)} />;
+  return <ApprovalForm apiKey={apiKey} runId={runId} call={call} what={what} input={asText(call.input)} />;
 }
