@@ -2,6 +2,7 @@ import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
 import { ApiKeys } from "./api-keys/api-keys.tsx";
 import { Assistants } from "./assistants/assistants.tsx";
+import { Chat } from "./chat/chat.tsx";
 import { BucketFiles } from "./files/bucket-files.tsx";
 import { Buckets } from "./files/buckets.tsx";
 import { KnowledgeBasePage } from "./knowledge/knowledge-base.tsx";
@@ -35,6 +36,7 @@ export function App() {
         <span class="brand">Loom</span>
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
+          <a href="/console/chat">Chat</a>
           <a href="/console/files">Files</a>
           <a href="/console/knowledge">Knowledge</a>
           <a href="/console/tools">Tools</a>
@@ -47,6 +49,10 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route
+            path="/console/chat/:threadId?"
+            component={({ threadId }: { threadId?: string }) => <Chat apiKey={apiKey} threadId={threadId} />}
+          />
           <Route path="/console/files" component={() => <Buckets apiKey={apiKey} />} />
           <Route
             path="/console/files/:bucketId"
