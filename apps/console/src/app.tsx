@@ -1,9 +1,12 @@
 import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
 import { ApiKeys } from "./api-keys/api-keys.tsx";
+import { AssistantPage } from "./assistants/assistant-page.tsx";
 import { Assistants } from "./assistants/assistants.tsx";
 import { BucketFiles } from "./files/bucket-files.tsx";
 import { Buckets } from "./files/buckets.tsx";
+import { RulesetPage } from "./rulesets/ruleset-page.tsx";
+import { Rulesets } from "./rulesets/rulesets.tsx";
 import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
 import { SignIn } from "./sign-in/sign-in.tsx";
 
@@ -32,6 +35,7 @@ export function App() {
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
           <a href="/console/files">Files</a>
+          <a href="/console/rulesets">Rulesets</a>
           <a href="/console/api-keys">API keys</a>
         </nav>
         <button type="button" onClick={signOut}>
@@ -41,10 +45,21 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route
+            path="/console/assistants/:assistantId"
+            component={({ assistantId }: { assistantId: string }) => (
+              <AssistantPage apiKey={apiKey} assistantId={assistantId} />
+            )}
+          />
           <Route path="/console/files" component={() => <Buckets apiKey={apiKey} />} />
           <Route
             path="/console/files/:bucketId"
             component={({ bucketId }: { bucketId: string }) => <BucketFiles apiKey={apiKey} bucketId={bucketId} />}
+          />
+          <Route path="/console/rulesets" component={() => <Rulesets apiKey={apiKey} />} />
+          <Route
+            path="/console/rulesets/:rulesetId"
+            component={({ rulesetId }: { rulesetId: string }) => <RulesetPage apiKey={apiKey} rulesetId={rulesetId} />}
           />
           <Route path="/console/api-keys" component={() => <ApiKeys apiKey={apiKey} />} />
           <Route default component={() => <Assistants apiKey={apiKey} />} />
