@@ -2,8 +2,9 @@ import { useEffect, useRef } from "preact/hooks";
 
 /**
  * A labelled text field: one line (`input`), or several (`textarea`) for
- * text such as a template or a rule. `focus` takes the focus when it
- * appears, for a form that opened in place of a button.
+ * text such as a template or a rule, where Enter starts a new line and
+ * Ctrl+Enter (⌘+Enter) sends the form, as in most editors. `focus` takes the
+ * focus when it appears, for a form that opened in place of a button.
  */
 export function TextField({
   id,
@@ -31,7 +32,20 @@ export function TextField({
     <span class="field">
       <label for={id}>{label}</label>
       {multiline ? (
-        <textarea ref={field} id={id} rows={3} required={required} value={value} onInput={onInput} />
+        <textarea
+          ref={field}
+          id={id}
+          rows={3}
+          required={required}
+          value={value}
+          onInput={onInput}
+          onKeyDown={(e) => {
+            if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) {
+              e.preventDefault();
+              e.currentTarget.form?.requestSubmit();
+            }
+          }}
+        />
       ) : (
         <input ref={field} id={id} required={required} value={value} onInput={onInput} />
       )}

@@ -105,4 +105,38 @@ describe.skipIf(!needsChromium("the console's assistant page"))("the console: ed
 
     await close();
   }, 60_000);
+
+  it("pages through the rulesets in the picker, keeping what was picked on other pages, in the order picked", async () => {
+    // With the first test's two, 24 rulesets: page 1 holds the 20 newest (R22 … R3), page 2 the rest.
+    const ids: Record<string, string> = {};
+    for (let i = 1; i <= 22; i++) ids[`R${i}`] = await made("/rulesets", { name: `R${i}` }, "ruleset_id");
+    const assistantId = await made("/assistants", { name: "Paged" }, "assistant_id");
+
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await page.getByRole("list", { name: "Assistants" }).getByRole("link", { name: "Paged" }).click();
+    const rulesets = page.getByRole("group", { name: "Rulesets" });
+    const pages = rulesets.getByRole("navigation", { name: "Pages of rulesets" });
+    await pages.getByText("Page 1 of 2").waitFor();
+    await rulesets.getByLabel("R22", { exact: true }).check();
+    await pages.getByRole("button", { name: "Next" }).click();
+    await pages.getByText("Page 2 of 2").waitFor();
+    await rulesets.getByLabel("R1", { exact: true }).check();
+    await rulesets.getByLabel("R2", { exact: true }).check();
+    await pages.getByRole("button", { name: "Previous" }).click();
+    await pages.getByText("Page 1 of 2").waitFor();
+    expect(await rulesets.getByLabel("R22", { exact: true }).isChecked()).toBe(true);
+    await rulesets.getByText("3 picked").waitFor();
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("status").getByText("Saved.").waitFor();
+    expect((await assistantNow(assistantId)).ruleset_ids).toEqual([ids.R22, ids.R1, ids.R2]);
+
+    // Opened afresh, the order names each picked ruleset, those on page 2 too.
+    await page.reload();
+    const order = page.getByRole("list", { name: /Ruleset order/ });
+    await expect.poll(() => order.locator(".name").allTextContents()).toEqual(["R22", "R1", "R2"]);
+
+    await close();
+  }, 60_000);
 });
