@@ -103,13 +103,13 @@ function RuleEdit({
   const submit = async (event: Event) => {
     event.preventDefault();
     const named = rule.name === ruleNameOf(textOf(rule.rule));
-    const saved = await run(() =>
-      updateRule(apiKey, rule.rule_id, {
+    await run(async () => {
+      await updateRule(apiKey, rule.rule_id, {
         rule: ruleValueOf(text, rule.rule),
         ...(named ? { name: ruleNameOf(text) } : {}),
-      }),
-    );
-    if (saved) await onDone();
+      });
+      await onDone();
+    });
   };
   return (
     <form onSubmit={submit} aria-label={`Edit ${what}`}>
