@@ -29,8 +29,11 @@ export const createRuleset = (key: string, fields: { name: string; alias?: strin
   request<Ruleset>(key, "POST", "/rulesets", fields);
 
 /** Changes the fields sent: `rule_ids` sent replaces the ruleset's rules and their order. */
-export const updateRuleset = (key: string, rulesetId: string, fields: { rule_ids?: string[] }) =>
-  request<Ruleset>(key, "PATCH", `/rulesets/${segment(rulesetId)}`, fields);
+export const updateRuleset = (
+  key: string,
+  rulesetId: string,
+  fields: { name?: string; alias?: string; description?: string; rule_ids?: string[] },
+) => request<Ruleset>(key, "PATCH", `/rulesets/${segment(rulesetId)}`, fields);
 
 export const deleteRuleset = (key: string, rulesetId: string) =>
   request<undefined>(key, "DELETE", `/rulesets/${segment(rulesetId)}`);

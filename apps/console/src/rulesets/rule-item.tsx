@@ -1,9 +1,10 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { ConfirmButton } from "../ui/confirm-button.tsx";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { MoveButtons } from "../ui/move-buttons.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
+import { useFocusReturn } from "../ui/use-focus-return.ts";
 import { deleteRule, type Rule, updateRule } from "./api.ts";
 import { ruleNameOf, ruleValueOf, textOf } from "./rule-text.ts";
 
@@ -31,13 +32,7 @@ export function RuleItem({
 }) {
   const what = `rule ${index + 1}`;
   const [editing, setEditing] = useState(false);
-  const editButton = useRef<HTMLButtonElement>(null);
-  const wasEditing = useRef(false);
-  // Closing the form gives the focus back to the button that opened it.
-  useEffect(() => {
-    if (wasEditing.current && !editing) editButton.current?.focus();
-    wasEditing.current = editing;
-  }, [editing]);
+  const editButton = useFocusReturn(editing);
 
   return (
     <li>

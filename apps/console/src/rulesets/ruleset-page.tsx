@@ -18,6 +18,7 @@ import {
 } from "./api.ts";
 import { RuleItem } from "./rule-item.tsx";
 import { ruleNameOf } from "./rule-text.ts";
+import { RulesetDetails } from "./ruleset-details.tsx";
 
 /**
  * One ruleset (`/console/rulesets/<id>`): its rules in the order they reach the
@@ -59,8 +60,7 @@ export function RulesetPage({ apiKey, rulesetId }: { apiKey: string; rulesetId: 
       {!ruleset && !loadError && <p>Loading the ruleset…</p>}
       {ruleset && (
         <>
-          {ruleset.alias && <p class="description">Alias: {ruleset.alias}</p>}
-          {ruleset.description && <p class="description">{ruleset.description}</p>}
+          <RulesetDetails apiKey={apiKey} ruleset={ruleset} onChanged={refresh} />
           <h2 id="rules-heading">Rules, in the order they reach the model</h2>
           {rules.length === 0 && <p>No rules yet.</p>}
           <ol class="items rules" aria-labelledby="rules-heading">

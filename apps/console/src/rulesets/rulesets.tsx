@@ -1,7 +1,7 @@
 import { useState } from "preact/hooks";
 import { PagedItems } from "../ui/paged-items.tsx";
 import { usePagedList } from "../ui/use-paged-list.ts";
-import { listRulesets } from "./api.ts";
+import { createRuleset, listRulesets } from "./api.ts";
 import { RulesetForm } from "./ruleset-form.tsx";
 
 /** The organization's rulesets, a page at a time, each opening its page; a form to add one. */
@@ -14,7 +14,12 @@ export function Rulesets({ apiKey }: { apiKey: string }) {
       <h1 id="rulesets-heading">Rulesets</h1>
       {creating ? (
         <RulesetForm
-          apiKey={apiKey}
+          formLabel="New ruleset"
+          submitLabel="Create"
+          onSubmit={({ name, alias, description }) =>
+            // Left empty, the alias and the description are not sent: the ruleset has none.
+            createRuleset(apiKey, { name, ...(alias ? { alias } : {}), ...(description ? { description } : {}) })
+          }
           onDone={() => {
             setCreating(false);
             reload();

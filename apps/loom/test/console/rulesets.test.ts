@@ -12,7 +12,7 @@ interface Rule {
 describe.skipIf(!needsChromium("the console's Rulesets screen"))("the console: rulesets", () => {
   const session = consoleSession();
 
-  it("creates a ruleset, adds three rules, edits one, reorders them, deletes one, and deletes the ruleset", async () => {
+  it("creates a ruleset, adds three rules, edits one, reorders them, deletes one, edits its details, and deletes it", async () => {
     const { page, close } = await session.openTab();
     await session.signIn(page);
     await page.getByRole("link", { name: "Rulesets" }).click();
@@ -73,11 +73,24 @@ describe.skipIf(!needsChromium("the console's Rulesets screen"))("the console: r
     await expect.poll(texts).toEqual(["Cite sources.", "Be kind and patient."]);
     expect(await seriousViolations(page)).toEqual([]);
 
+    // Its own details, edited in place: the focus goes into the form, and back to the button after.
+    await page.getByRole("button", { name: "Edit details" }).click();
+    await expect.poll(() => page.getByLabel("Name").and(page.locator(":focus")).count()).toBe(1);
+    expect(await seriousViolations(page)).toEqual([]);
+    await page.getByLabel("Name").fill("Tone of voice");
+    await page.getByLabel("Description (optional)").fill("How we speak");
+    await page.getByRole("form", { name: "Edit Tone" }).getByRole("button", { name: "Save" }).click();
+    await page.getByRole("heading", { name: "Tone of voice" }).waitFor();
+    await expect
+      .poll(() => page.getByRole("button", { name: "Edit details" }).and(page.locator(":focus")).count())
+      .toBe(1);
+    await page.getByText("How we speak").waitFor();
+
     // What the API holds: the ruleset's rule_ids in that order, the edited rule renamed after its text, the deleted one gone.
     const [ruleset] = (
       (await (await session.api("GET", "/rulesets")).json()) as { rulesets: Record<string, unknown>[] }
     ).rulesets;
-    expect(ruleset).toMatchObject({ name: "Tone", alias: "tone", description: "How to speak" });
+    expect(ruleset).toMatchObject({ name: "Tone of voice", alias: "tone", description: "How we speak" });
     const held = (
       (await (await session.api("GET", `/rules?ruleset_id=${ruleset!.ruleset_id}`)).json()) as {
         rules: Rule[];
@@ -89,8 +102,11 @@ describe.skipIf(!needsChromium("the console's Rulesets screen"))("the console: r
     const everyRule = ((await (await session.api("GET", "/rules")).json()) as { rules: Rule[] }).rules;
     expect(everyRule.map((r) => r.rule).sort()).toEqual(["Be kind and patient.", "Cite sources."]);
 
-    await page.getByRole("button", { name: "Delete Tone" }).click();
-    await page.getByRole("group", { name: "Delete Tone?" }).getByRole("button", { name: "Yes, delete" }).click();
+    await page.getByRole("button", { name: "Delete Tone of voice" }).click();
+    await page
+      .getByRole("group", { name: "Delete Tone of voice?" })
+      .getByRole("button", { name: "Yes, delete" })
+      .click();
     await page.getByText("No rulesets yet.").waitFor();
     expect((await session.api("GET", `/rulesets/${ruleset!.ruleset_id}`)).status).toBe(404);
 
