@@ -62,21 +62,24 @@ export function RulesetPage({ apiKey, rulesetId }: { apiKey: string; rulesetId: 
         <>
           <RulesetDetails apiKey={apiKey} ruleset={ruleset} onChanged={refresh} />
           <h2 id="rules-heading">Rules, in the order they reach the model</h2>
-          {rules.length === 0 && <p>No rules yet.</p>}
-          <ol class="items rules" aria-labelledby="rules-heading">
-            {rules.map((rule, index) => (
-              <RuleItem
-                key={rule.rule_id}
-                apiKey={apiKey}
-                rule={rule}
-                index={index}
-                count={rules.length}
-                moving={order.busy}
-                onMove={(delta) => move(index, delta)}
-                onChanged={refresh}
-              />
-            ))}
-          </ol>
+          {rules.length === 0 ? (
+            <p>No rules yet.</p>
+          ) : (
+            <ol class="items rules" aria-labelledby="rules-heading">
+              {rules.map((rule, index) => (
+                <RuleItem
+                  key={rule.rule_id}
+                  apiKey={apiKey}
+                  rule={rule}
+                  index={index}
+                  count={rules.length}
+                  moving={order.busy}
+                  onMove={(delta) => move(index, delta)}
+                  onChanged={refresh}
+                />
+              ))}
+            </ol>
+          )}
           <ErrorNote error={order.error} />
           <AddRule apiKey={apiKey} ruleIds={ruleIds} rulesetId={rulesetId} onAdded={refresh} />
           <ConfirmButton
