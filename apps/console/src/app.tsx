@@ -1,12 +1,15 @@
 import { useState } from "preact/hooks";
 import { LocationProvider, Route, Router } from "preact-iso";
 import { ApiKeys } from "./api-keys/api-keys.tsx";
+import { AssistantPage } from "./assistants/assistant-page.tsx";
 import { Assistants } from "./assistants/assistants.tsx";
 import { Chat } from "./chat/chat.tsx";
 import { BucketFiles } from "./files/bucket-files.tsx";
 import { Buckets } from "./files/buckets.tsx";
 import { KnowledgeBasePage } from "./knowledge/knowledge-base.tsx";
 import { KnowledgeBases } from "./knowledge/knowledge-bases.tsx";
+import { RulesetPage } from "./rulesets/ruleset-page.tsx";
+import { Rulesets } from "./rulesets/rulesets.tsx";
 import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
 import { SignIn } from "./sign-in/sign-in.tsx";
 import { ToolPage } from "./tools/tool.tsx";
@@ -39,6 +42,7 @@ export function App() {
           <a href="/console/chat">Chat</a>
           <a href="/console/files">Files</a>
           <a href="/console/knowledge">Knowledge</a>
+          <a href="/console/rulesets">Rulesets</a>
           <a href="/console/tools">Tools</a>
           <a href="/console/api-keys">API keys</a>
         </nav>
@@ -49,6 +53,12 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route
+            path="/console/assistants/:assistantId"
+            component={({ assistantId }: { assistantId: string }) => (
+              <AssistantPage apiKey={apiKey} assistantId={assistantId} />
+            )}
+          />
           <Route
             path="/console/chat/:threadId?"
             component={({ threadId }: { threadId?: string }) => <Chat apiKey={apiKey} threadId={threadId} />}
@@ -64,6 +74,11 @@ export function App() {
             component={({ knowledgeBaseId }: { knowledgeBaseId: string }) => (
               <KnowledgeBasePage apiKey={apiKey} knowledgeBaseId={knowledgeBaseId} />
             )}
+          />
+          <Route path="/console/rulesets" component={() => <Rulesets apiKey={apiKey} />} />
+          <Route
+            path="/console/rulesets/:rulesetId"
+            component={({ rulesetId }: { rulesetId: string }) => <RulesetPage apiKey={apiKey} rulesetId={rulesetId} />}
           />
           <Route path="/console/tools" component={() => <Tools apiKey={apiKey} />} />
           <Route

@@ -37,7 +37,9 @@ export function Assistants({ apiKey }: { apiKey: string }) {
         item={(assistant) => (
           <li key={assistant.assistant_id}>
             {/* Text, never markup: a name is whatever its author typed. */}
-            <span class="name">{assistant.name}</span>
+            <a class="name" href={`/console/assistants/${assistant.assistant_id}`}>
+              {assistant.name}
+            </a>
             {assistant.description && <span class="description">{assistant.description}</span>}
           </li>
         )}

@@ -33,7 +33,7 @@ export function PagedItems<T>({
           <ul class="items" aria-label={label}>
             {page.items.map(item)}
           </ul>
-          <Pages pagination={page.pagination} onPage={onPage} />
+          <Pages label={`Pages of ${label.toLowerCase()}`} pagination={page.pagination} onPage={onPage} />
         </>
       )}
     </>

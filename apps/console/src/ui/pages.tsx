@@ -1,10 +1,18 @@
 import type { Pagination } from "../api/request.ts";
 
-/** Previous and Next through a list the API pages, with where the reader is. */
-export function Pages({ pagination, onPage }: { pagination: Pagination; onPage: (page: number) => void }) {
+/** Previous and Next through a list the API pages, with where the reader is; `label` names it among others on a screen. */
+export function Pages({
+  pagination,
+  onPage,
+  label = "Pages",
+}: {
+  pagination: Pagination;
+  onPage: (page: number) => void;
+  label?: string;
+}) {
   const page = pagination.page_number;
   return (
-    <nav aria-label="Pages" class="pages">
+    <nav aria-label={label} class="pages">
       <button type="button" disabled={!pagination.previous_page} onClick={() => onPage(page - 1)}>
         Previous
       </button>
