@@ -23,10 +23,11 @@ export function ApiKeys({ apiKey }: { apiKey: string }) {
   const [organizationId, setOrganizationId] = useState<string | null>(null);
   const [organizationError, setOrganizationError] = useState<string | null>(null);
   const [created, setCreated] = useState<{ name: string; value: string } | null>(null);
-  const { list, error, setPage, load, reload } = usePagedList(
+  const { view, load, reload } = usePagedList(
+    "api_keys",
     (page, size) => listOrganizationApiKeys(apiKey, organizationId ?? "", page, size),
     [apiKey, organizationId],
-    organizationId !== null,
+    { ready: organizationId !== null },
   );
 
   useEffect(() => {
@@ -51,10 +52,8 @@ export function ApiKeys({ apiKey }: { apiKey: string }) {
       <ErrorNote error={organizationError} />
       <PagedItems
         label="API keys"
-        page={list && { items: list.api_keys, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No API keys yet."
-        onPage={setPage}
         item={(key) => <KeyItem key={key.api_key_id} apiKey={apiKey} item={key} onChanged={() => void load()} />}
       />
     </section>

@@ -73,10 +73,8 @@ export function AssistantForm({
       <TextField id="edit-assistant-input" label="Input template" multiline value={input} onValue={setInput} />
       <CheckboxPicker
         legend="Rulesets"
-        fetchPage={async (page, size) => {
-          const { rulesets, pagination } = await listRulesets(apiKey, page, size);
-          return { items: rulesets, pagination };
-        }}
+        itemsKey="rulesets"
+        fetchPage={(page, size) => listRulesets(apiKey, page, size)}
         deps={[apiKey]}
         idOf={(r) => r.ruleset_id}
         nameOf={(r) => r.name}
@@ -89,10 +87,8 @@ export function AssistantForm({
       <RulesetOrder ids={rulesetIds} names={rulesetNames} onOrder={setRulesetIds} />
       <CheckboxPicker
         legend="Tools"
-        fetchPage={async (page, size) => {
-          const { tools, pagination } = await listTools(apiKey, page, size);
-          return { items: tools, pagination };
-        }}
+        itemsKey="tools"
+        fetchPage={(page, size) => listTools(apiKey, page, size)}
         deps={[apiKey]}
         idOf={(t) => t.tool_id}
         nameOf={(t) => t.name}
@@ -101,10 +97,8 @@ export function AssistantForm({
       />
       <CheckboxPicker
         legend="Knowledge bases"
-        fetchPage={async (page, size) => {
-          const { knowledge_bases, pagination } = await listKnowledgeBases(apiKey, page, size);
-          return { items: knowledge_bases, pagination };
-        }}
+        itemsKey="knowledge_bases"
+        fetchPage={(page, size) => listKnowledgeBases(apiKey, page, size)}
         deps={[apiKey]}
         idOf={(k) => k.knowledge_base_id}
         nameOf={(k) => k.name}

@@ -71,10 +71,11 @@ function Threads({
   threadId?: string;
   version: number;
 }) {
-  const { list, error, setPage } = usePagedList(
-    (page, size) => listThreads(apiKey, assistantId, page, size),
-    [apiKey, assistantId, version],
-  );
+  const { view } = usePagedList("threads", (page, size) => listThreads(apiKey, assistantId, page, size), [
+    apiKey,
+    assistantId,
+    version,
+  ]);
   return (
     <nav aria-labelledby="threads-heading" class="threads">
       <h2 id="threads-heading">Threads</h2>
@@ -85,10 +86,8 @@ function Threads({
       )}
       <PagedItems
         label="Threads"
-        page={list && { items: list.threads, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No threads yet."
-        onPage={setPage}
         item={(thread) => (
           <li key={thread.thread_id}>
             <a

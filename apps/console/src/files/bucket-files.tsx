@@ -12,10 +12,10 @@ import { putFile } from "./upload.ts";
 export function BucketFiles({ apiKey, bucketId }: { apiKey: string; bucketId: string }) {
   const [bucket, setBucket] = useState<Bucket | null>(null);
   const [bucketError, setBucketError] = useState<string | null>(null);
-  const { list, error, setPage, load } = usePagedList(
-    (page, size) => listAssets(apiKey, bucketId, page, size),
-    [apiKey, bucketId],
-  );
+  const { view, load } = usePagedList("assets", (page, size) => listAssets(apiKey, bucketId, page, size), [
+    apiKey,
+    bucketId,
+  ]);
 
   useEffect(() => {
     getBucket(apiKey, bucketId).then(setBucket, (e) => setBucketError(messageOf(e)));
@@ -40,10 +40,8 @@ export function BucketFiles({ apiKey, bucketId }: { apiKey: string; bucketId: st
       <ErrorNote error={bucketError} />
       <PagedItems
         label="Files"
-        page={list && { items: list.assets, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No files in this bucket yet."
-        onPage={setPage}
         item={(asset) => (
           <FileItem key={asset.name} name={asset.name} size={asset.size} onDownload={download}>
             <ConfirmButton

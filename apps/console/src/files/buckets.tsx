@@ -6,10 +6,7 @@ import { createBucket, deleteBucket, listBuckets } from "./api.ts";
 
 /** The "Files" screen: the organization's buckets, a page at a time; create one, open one, delete one (asked first). */
 export function Buckets({ apiKey }: { apiKey: string }) {
-  const { list, error, setPage, load, reload } = usePagedList(
-    (page, size) => listBuckets(apiKey, page, size),
-    [apiKey],
-  );
+  const { view, load, reload } = usePagedList("buckets", (page, size) => listBuckets(apiKey, page, size), [apiKey]);
 
   return (
     <section aria-labelledby="buckets-heading">
@@ -22,10 +19,8 @@ export function Buckets({ apiKey }: { apiKey: string }) {
       />
       <PagedItems
         label="Buckets"
-        page={list && { items: list.buckets, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No buckets yet."
-        onPage={setPage}
         item={(bucket) => (
           <li key={bucket.bucket_id}>
             {/* Text, never markup: a name is whatever its author typed. */}

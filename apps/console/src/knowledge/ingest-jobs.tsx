@@ -23,7 +23,8 @@ const pollMs = 500;
  * while it runs; below, the recent jobs.
  */
 export function IngestJobs({ apiKey, knowledgeBaseId }: { apiKey: string; knowledgeBaseId: string }) {
-  const { list, error, setPage, reload } = usePagedList(
+  const { view, items, reload } = usePagedList(
+    "knowledge_base_jobs",
     (page, size) => listKnowledgeBaseJobs(apiKey, knowledgeBaseId, page, size),
     [apiKey, knowledgeBaseId],
   );
@@ -32,7 +33,7 @@ export function IngestJobs({ apiKey, knowledgeBaseId }: { apiKey: string; knowle
   const start = useAction();
   const cancel = useAction();
 
-  const newest = list?.knowledge_base_jobs[0];
+  const newest = items?.[0];
   useEffect(() => {
     if (!current && newest && !finished(newest)) setCurrent(newest);
   }, [newest]);
@@ -92,10 +93,8 @@ export function IngestJobs({ apiKey, knowledgeBaseId }: { apiKey: string; knowle
       <h3>Recent jobs</h3>
       <PagedItems
         label="Ingest jobs"
-        page={list && { items: list.knowledge_base_jobs, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="Not ingested yet."
-        onPage={setPage}
         item={(job) => (
           <li key={job.knowledge_base_job_id}>
             <JobSummary job={job} />

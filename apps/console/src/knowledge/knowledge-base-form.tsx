@@ -1,5 +1,7 @@
-import { useEffect, useRef, useState } from "preact/hooks";
+import { useState } from "preact/hooks";
 import { ErrorNote } from "../ui/error-note.tsx";
+import { FormEnd } from "../ui/form-end.tsx";
+import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 import type { KnowledgeBase, KnowledgeBaseFields } from "./api.ts";
 import { readablePath, useBuckets } from "./use-buckets.ts";
@@ -38,9 +40,6 @@ export function KnowledgeBaseForm({
   const [model, setModel] = useState(initial?.config.gtc_pg_vector.embedding_model ?? "");
   const { buckets, error: bucketsError } = useBuckets(apiKey);
   const { busy, error, run } = useAction();
-  const nameField = useRef<HTMLInputElement>(null);
-
-  useEffect(() => nameField.current?.focus(), []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -57,16 +56,8 @@ export function KnowledgeBaseForm({
   const id = initial?.knowledge_base_id ?? "new";
   return (
     <form onSubmit={submit} aria-label={formLabel} class="fields">
-      <label for={`kb-name-${id}`}>Name</label>
-      <input
-        ref={nameField}
-        id={`kb-name-${id}`}
-        required
-        value={name}
-        onInput={(e) => setName(e.currentTarget.value)}
-      />
-      <label for={`kb-description-${id}`}>Description</label>
-      <input id={`kb-description-${id}`} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <TextField id={`kb-name-${id}`} label="Name" required focus value={name} onValue={setName} />
+      <TextField id={`kb-description-${id}`} label="Description" value={description} onValue={setDescription} />
       {paths.length > 0 && (
         <ul aria-label="Files it reads" class="paths">
           {paths.map((p) => (
@@ -96,16 +87,8 @@ export function KnowledgeBaseForm({
       <input id={`kb-path-${id}`} value={path} onInput={(e) => setPath(e.currentTarget.value)} />
       <label for={`kb-model-${id}`}>Embedding model (provider:model, optional)</label>
       <input id={`kb-model-${id}`} value={model} onInput={(e) => setModel(e.currentTarget.value)} />
-      <span class="actions">
-        <button type="submit" disabled={busy}>
-          {submitLabel}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </span>
       <ErrorNote error={bucketsError} />
-      <ErrorNote error={error} />
+      <FormEnd submitLabel={submitLabel} busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

@@ -1,5 +1,5 @@
-import { useState } from "preact/hooks";
 import { ConfirmButton } from "../ui/confirm-button.tsx";
+import { OpensForm } from "../ui/opens-form.tsx";
 import { PagedItems } from "../ui/paged-items.tsx";
 import { usePagedList } from "../ui/use-paged-list.ts";
 import { createKnowledgeBase, deleteKnowledgeBase, listKnowledgeBases } from "./api.ts";
@@ -7,38 +7,34 @@ import { KnowledgeBaseForm } from "./knowledge-base-form.tsx";
 
 /** The "Knowledge" screen: the organization's knowledge bases, a page at a time; create one, open one, delete one. */
 export function KnowledgeBases({ apiKey }: { apiKey: string }) {
-  const { list, error, setPage, load, reload } = usePagedList(
+  const { view, load, reload } = usePagedList(
+    "knowledge_bases",
     (page, size) => listKnowledgeBases(apiKey, page, size),
     [apiKey],
   );
-  const [creating, setCreating] = useState(false);
 
   return (
     <section aria-labelledby="knowledge-heading">
       <h1 id="knowledge-heading">Knowledge</h1>
-      {creating ? (
-        <KnowledgeBaseForm
-          apiKey={apiKey}
-          formLabel="New knowledge base"
-          submitLabel="Create"
-          onSubmit={(fields) => createKnowledgeBase(apiKey, fields)}
-          onDone={() => {
-            setCreating(false);
-            reload();
-          }}
-          onCancel={() => setCreating(false)}
-        />
-      ) : (
-        <button type="button" onClick={() => setCreating(true)}>
-          New knowledge base
-        </button>
-      )}
+      <OpensForm label="New knowledge base">
+        {(close) => (
+          <KnowledgeBaseForm
+            apiKey={apiKey}
+            formLabel="New knowledge base"
+            submitLabel="Create"
+            onSubmit={(fields) => createKnowledgeBase(apiKey, fields)}
+            onDone={() => {
+              close();
+              reload();
+            }}
+            onCancel={close}
+          />
+        )}
+      </OpensForm>
       <PagedItems
         label="Knowledge bases"
-        page={list && { items: list.knowledge_bases, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No knowledge bases yet."
-        onPage={setPage}
         item={(kb) => (
           <li key={kb.knowledge_base_id}>
             {/* Text, never markup: a name is whatever its author typed. */}

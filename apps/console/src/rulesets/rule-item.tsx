@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import { ConfirmButton } from "../ui/confirm-button.tsx";
-import { ErrorNote } from "../ui/error-note.tsx";
+import { FormEnd } from "../ui/form-end.tsx";
 import { MoveButtons } from "../ui/move-buttons.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
@@ -117,13 +117,7 @@ function RuleEdit({
         value={text}
         onValue={setText}
       />
-      <button type="submit" disabled={busy}>
-        Save
-      </button>
-      <button type="button" onClick={onCancel}>
-        Cancel
-      </button>
-      <ErrorNote error={error} />
+      <FormEnd submitLabel="Save" busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import { ErrorNote } from "../ui/error-note.tsx";
+import { FormEnd } from "../ui/form-end.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 
@@ -45,13 +45,7 @@ export function RulesetForm({
       <TextField id="ruleset-name" label="Name" required focus value={name} onValue={setName} />
       <TextField id="ruleset-alias" label="Alias (optional)" value={alias} onValue={setAlias} />
       <TextField id="ruleset-description" label="Description (optional)" value={description} onValue={setDescription} />
-      <button type="submit" disabled={busy}>
-        {submitLabel}
-      </button>
-      <button type="button" onClick={onCancel}>
-        Cancel
-      </button>
-      <ErrorNote error={error} />
+      <FormEnd submitLabel={submitLabel} busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

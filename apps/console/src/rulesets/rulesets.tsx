@@ -1,4 +1,4 @@
-import { useState } from "preact/hooks";
+import { OpensForm } from "../ui/opens-form.tsx";
 import { PagedItems } from "../ui/paged-items.tsx";
 import { usePagedList } from "../ui/use-paged-list.ts";
 import { createRuleset, listRulesets } from "./api.ts";
@@ -6,37 +6,32 @@ import { RulesetForm } from "./ruleset-form.tsx";
 
 /** The organization's rulesets, a page at a time, each opening its page; a form to add one. */
 export function Rulesets({ apiKey }: { apiKey: string }) {
-  const { list, error, setPage, reload } = usePagedList((page, size) => listRulesets(apiKey, page, size), [apiKey]);
-  const [creating, setCreating] = useState(false);
+  const { view, reload } = usePagedList("rulesets", (page, size) => listRulesets(apiKey, page, size), [apiKey]);
 
   return (
     <section aria-labelledby="rulesets-heading">
       <h1 id="rulesets-heading">Rulesets</h1>
-      {creating ? (
-        <RulesetForm
-          formLabel="New ruleset"
-          submitLabel="Create"
-          onSubmit={({ name, alias, description }) =>
-            // Left empty, the alias and the description are not sent: the ruleset has none.
-            createRuleset(apiKey, { name, ...(alias ? { alias } : {}), ...(description ? { description } : {}) })
-          }
-          onDone={() => {
-            setCreating(false);
-            reload();
-          }}
-          onCancel={() => setCreating(false)}
-        />
-      ) : (
-        <button type="button" onClick={() => setCreating(true)}>
-          New ruleset
-        </button>
-      )}
+      <OpensForm label="New ruleset">
+        {(close) => (
+          <RulesetForm
+            formLabel="New ruleset"
+            submitLabel="Create"
+            onSubmit={({ name, alias, description }) =>
+              // Left empty, the alias and the description are not sent: the ruleset has none.
+              createRuleset(apiKey, { name, ...(alias ? { alias } : {}), ...(description ? { description } : {}) })
+            }
+            onDone={() => {
+              close();
+              reload();
+            }}
+            onCancel={close}
+          />
+        )}
+      </OpensForm>
       <PagedItems
         label="Rulesets"
-        page={list && { items: list.rulesets, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No rulesets yet."
-        onPage={setPage}
         item={(ruleset) => (
           <li key={ruleset.ruleset_id}>
             {/* Text, never markup: names are whatever their authors typed. */}

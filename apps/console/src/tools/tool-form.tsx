@@ -1,5 +1,6 @@
-import { useEffect, useRef, useState } from "preact/hooks";
-import { ErrorNote } from "../ui/error-note.tsx";
+import { useState } from "preact/hooks";
+import { FormEnd } from "../ui/form-end.tsx";
+import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 import type { Tool, ToolFields, ToolServer } from "./api.ts";
 
@@ -36,8 +37,6 @@ export function ToolForm({
   const [transport, setTransport] = useState<ToolServer["transport"]>(initial?.server?.transport ?? "mcp");
   const [approval, setApproval] = useState<Approval>(approvalOf(initial?.server));
   const { busy, error, run } = useAction();
-  const nameField = useRef<HTMLInputElement>(null);
-  useEffect(() => nameField.current?.focus(), []);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -56,16 +55,8 @@ export function ToolForm({
   const keptList = initial?.server?.approval_required;
   return (
     <form onSubmit={submit} aria-label={formLabel} class="fields">
-      <label for={`tool-name-${id}`}>Name</label>
-      <input
-        ref={nameField}
-        id={`tool-name-${id}`}
-        required
-        value={name}
-        onInput={(e) => setName(e.currentTarget.value)}
-      />
-      <label for={`tool-description-${id}`}>Description</label>
-      <input id={`tool-description-${id}`} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
+      <TextField id={`tool-name-${id}`} label="Name" required focus value={name} onValue={setName} />
+      <TextField id={`tool-description-${id}`} label="Description" value={description} onValue={setDescription} />
       <label for={`tool-url-${id}`}>Server URL</label>
       <input id={`tool-url-${id}`} type="url" required value={url} onInput={(e) => setUrl(e.currentTarget.value)} />
       <label for={`tool-transport-${id}`}>Transport</label>
@@ -89,15 +80,7 @@ export function ToolForm({
           <option value="kept">Only {keptList.join(", ")} (as set through the API)</option>
         )}
       </select>
-      <span class="actions">
-        <button type="submit" disabled={busy}>
-          {submitLabel}
-        </button>
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      </span>
-      <ErrorNote error={error} />
+      <FormEnd submitLabel={submitLabel} busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

@@ -1,5 +1,5 @@
-import { useState } from "preact/hooks";
 import { ConfirmButton } from "../ui/confirm-button.tsx";
+import { OpensForm } from "../ui/opens-form.tsx";
 import { PagedItems } from "../ui/paged-items.tsx";
 import { usePagedList } from "../ui/use-paged-list.ts";
 import { createTool, deleteTool, listTools } from "./api.ts";
@@ -7,34 +7,29 @@ import { ToolForm } from "./tool-form.tsx";
 
 /** The "Tools" screen: the organization's tools, a page at a time; create one, open one, delete one (asked first). */
 export function Tools({ apiKey }: { apiKey: string }) {
-  const { list, error, setPage, load, reload } = usePagedList((page, size) => listTools(apiKey, page, size), [apiKey]);
-  const [creating, setCreating] = useState(false);
+  const { view, load, reload } = usePagedList("tools", (page, size) => listTools(apiKey, page, size), [apiKey]);
 
   return (
     <section aria-labelledby="tools-heading">
       <h1 id="tools-heading">Tools</h1>
-      {creating ? (
-        <ToolForm
-          formLabel="New tool"
-          submitLabel="Create"
-          onSubmit={(fields) => createTool(apiKey, fields)}
-          onDone={() => {
-            setCreating(false);
-            reload();
-          }}
-          onCancel={() => setCreating(false)}
-        />
-      ) : (
-        <button type="button" onClick={() => setCreating(true)}>
-          New tool
-        </button>
-      )}
+      <OpensForm label="New tool">
+        {(close) => (
+          <ToolForm
+            formLabel="New tool"
+            submitLabel="Create"
+            onSubmit={(fields) => createTool(apiKey, fields)}
+            onDone={() => {
+              close();
+              reload();
+            }}
+            onCancel={close}
+          />
+        )}
+      </OpensForm>
       <PagedItems
         label="Tools"
-        page={list && { items: list.tools, pagination: list.pagination }}
-        error={error}
+        {...view}
         empty="No tools yet."
-        onPage={setPage}
         item={(tool) => (
           <li key={tool.tool_id}>
             {/* Text, never markup: a name is whatever its author typed. */}

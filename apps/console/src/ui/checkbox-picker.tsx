@@ -9,8 +9,9 @@ import { usePagedList } from "./use-paged-list.ts";
  * choice made on one page stays while another is shown, and the count says
  * how many are picked in all.
  */
-export function CheckboxPicker<T>({
+export function CheckboxPicker<K extends string, T>({
   legend,
+  itemsKey,
   fetchPage,
   deps,
   idOf,
@@ -19,25 +20,25 @@ export function CheckboxPicker<T>({
   onToggle,
 }: {
   legend: string;
-  fetchPage: (page: number, pageSize: number) => Promise<{ items: T[]; pagination: Pagination }>;
+  /** Where the list's answer holds its items (`rulesets`, `tools`…). */
+  itemsKey: K;
+  fetchPage: (page: number, pageSize: number) => Promise<{ [k in K]: T[] } & { pagination: Pagination }>;
   deps: unknown[];
   idOf: (item: T) => string;
   nameOf: (item: T) => string;
   picked: readonly string[];
   onToggle: (item: T, checked: boolean) => void;
 }) {
-  const { list, error, setPage } = usePagedList(fetchPage, deps);
+  const { view } = usePagedList(itemsKey, fetchPage, deps);
   const idPrefix = `pick-${legend.toLowerCase().replace(/\W+/g, "-")}`;
   return (
     <fieldset class="picker">
       <legend>{legend}</legend>
       <p>{picked.length} picked</p>
       <PagedItems
+        {...view}
         label={legend}
-        page={list}
-        error={error}
         empty={`No ${legend.toLowerCase()} yet.`}
-        onPage={setPage}
         item={(item) => {
           const id = idOf(item);
           return (

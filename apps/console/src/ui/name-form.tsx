@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from "preact/hooks";
-import { ErrorNote } from "./error-note.tsx";
+import { FormEnd } from "./form-end.tsx";
 import { useAction } from "./use-action.ts";
 
 /**
@@ -46,15 +46,7 @@ export function NameForm({
     <form onSubmit={submit} aria-label={formLabel}>
       <label for={fieldId}>{fieldLabel}</label>
       <input ref={field} id={fieldId} required value={name} onInput={(e) => setName(e.currentTarget.value)} />
-      <button type="submit" disabled={busy}>
-        {submitLabel}
-      </button>
-      {onCancel && (
-        <button type="button" onClick={onCancel}>
-          Cancel
-        </button>
-      )}
-      <ErrorNote error={error} />
+      <FormEnd submitLabel={submitLabel} busy={busy} error={error} onCancel={onCancel} />
     </form>
   );
 }

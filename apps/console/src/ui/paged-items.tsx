@@ -1,12 +1,13 @@
 import type { ComponentChildren } from "preact";
-import type { Pagination } from "../api/request.ts";
 import { ErrorNote } from "./error-note.tsx";
 import { Pages } from "./pages.tsx";
+import type { PagedView } from "./use-paged-list.ts";
 
 /**
  * A list screen's body: what went wrong, or that it is loading, or that there
  * is nothing yet, or the page of items (a list named `label`, each item from
- * `item`, which renders its own `<li>`) with Previous and Next.
+ * `item`, which renders its own `<li>`) with Previous and Next. Given a
+ * `usePagedList` view: `<PagedItems {...view} label="Tools" …/>`.
  */
 export function PagedItems<T>({
   label,
@@ -15,12 +16,9 @@ export function PagedItems<T>({
   empty,
   onPage,
   item,
-}: {
+}: PagedView<T> & {
   label: string;
-  page: { items: T[]; pagination: Pagination } | null;
-  error: string | null;
   empty: string;
-  onPage: (page: number) => void;
   item: (value: T) => ComponentChildren;
 }) {
   return (
