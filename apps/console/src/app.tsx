@@ -4,6 +4,8 @@ import { ApiKeys } from "./api-keys/api-keys.tsx";
 import { Assistants } from "./assistants/assistants.tsx";
 import { BucketFiles } from "./files/bucket-files.tsx";
 import { Buckets } from "./files/buckets.tsx";
+import { Run } from "./runs/run.tsx";
+import { Runs } from "./runs/runs.tsx";
 import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
 import { SignIn } from "./sign-in/sign-in.tsx";
 
@@ -31,6 +33,7 @@ export function App() {
         <span class="brand">Loom</span>
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
+          <a href="/console/runs">Runs</a>
           <a href="/console/files">Files</a>
           <a href="/console/api-keys">API keys</a>
         </nav>
@@ -41,6 +44,11 @@ export function App() {
       <main>
         <Router>
           <Route path="/console/assistants" component={() => <Assistants apiKey={apiKey} />} />
+          <Route path="/console/runs" component={() => <Runs apiKey={apiKey} />} />
+          <Route
+            path="/console/runs/:runId"
+            component={({ runId }: { runId: string }) => <Run apiKey={apiKey} runId={runId} />}
+          />
           <Route path="/console/files" component={() => <Buckets apiKey={apiKey} />} />
           <Route
             path="/console/files/:bucketId"
