@@ -82,7 +82,8 @@ export function Run({ apiKey, runId }: { apiKey: string; runId: string }) {
       )}
       <ErrorNote error={cancel.error} />
       <h2>Events</h2>
-      <ErrorNote error={streamError} />
+      {/* An unknown run fails both reads: say it once. */}
+      <ErrorNote error={runError ? null : streamError} />
       <EventTimeline events={events} />
     </section>
   );
