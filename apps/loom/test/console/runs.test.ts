@@ -173,7 +173,7 @@ describe.skipIf(!needsChromium("the console's Runs screens"))("the console: runs
     await close();
   }, 60_000);
 
-  it("cancels a running run from its page, and shows the API's message when a cancel is refused", async () => {
+  it("cancels a running run from its page, and shows the API's message for an unknown run and a refused cancel", async () => {
     const assistantId = await createAssistant("Stuck bot");
     model.reply(hang("Partial"));
     const run = await createRun(assistantId, "wait forever");
@@ -191,6 +191,16 @@ describe.skipIf(!needsChromium("the console's Runs screens"))("the console: runs
     // The stream ends with the terminal event; the text streamed before the cancel stays.
     await expect.poll(() => shownRows(page)).toEqual(await expectedRows(run.assistant_run_id));
     expect((await shownRows(page)).at(-1)).toBe("AssistantRunCancelled");
+    expect(await seriousViolations(page)).toEqual([]);
+
+    // A run that does not exist (or is another organization's): the API's own message, once.
+    const unknown = "0f2a4e6c-1b3d-4f5a-8c7e-9d0b1a2c3e4f";
+    const missing = await session.api("GET", `/assistant-runs/${unknown}`);
+    expect(missing.status).toBe(404);
+    const notFound = ((await missing.json()) as { errors: { message: string }[] }).errors[0]!.message;
+    await page.goto(`${session.loom.url}/console/runs/${unknown}`);
+    await page.getByRole("alert").getByText(notFound, { exact: true }).waitFor();
+    expect(await page.getByRole("alert").count()).toBe(1);
     expect(await seriousViolations(page)).toEqual([]);
     await close();
 
