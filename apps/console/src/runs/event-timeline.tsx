@@ -1,4 +1,4 @@
-import { useMemo } from "preact/hooks";
+import { useMemo, useState } from "preact/hooks";
 import type { RunEvent } from "../api/event-stream.ts";
 import { rowSummary, type TimelineRow, timelineRows } from "./timeline.ts";
 
@@ -25,6 +25,7 @@ function EventRow({ row }: { row: TimelineRow }) {
   const first = row.events[0]!;
   const merged = row.events.length > 1;
   const summary = rowSummary(row);
+  const [open, setOpen] = useState(false);
   return (
     <li>
       <span class="event-type">
@@ -36,9 +37,10 @@ function EventRow({ row }: { row: TimelineRow }) {
         {new Date(first.created_at).toLocaleTimeString()}
       </time>
       {summary && <span class="event-summary">{summary}</span>}
-      <details>
+      {/* The JSON is made only while open: a merged row of thousands of chunks re-renders with each new one. */}
+      <details onToggle={(e) => setOpen(e.currentTarget.open)}>
         <summary>{merged ? "Payloads" : "Payload"}</summary>
-        <pre>{JSON.stringify(merged ? row.events.map((e) => e.payload) : first.payload, null, 2)}</pre>
+        {open && <pre>{JSON.stringify(merged ? row.events.map((e) => e.payload) : first.payload, null, 2)}</pre>}
       </details>
     </li>
   );
