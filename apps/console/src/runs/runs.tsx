@@ -89,10 +89,14 @@ function RunList({ apiKey, assistantId, status }: { apiKey: string; assistantId:
       onPage={setPage}
       item={(run) => (
         <li key={run.assistant_run_id}>
-          <a href={runScreenUrl(run.assistant_run_id)}>Run of {new Date(run.created_at).toLocaleString()}</a>
+          {/* Named by its input, as a person tells runs apart (times repeat). Text, never markup: an input is whatever its caller sent. */}
+          <a class="run-input" href={runScreenUrl(run.assistant_run_id)}>
+            {run.input || "(no input)"}
+          </a>
           <span class="run-status">{run.status}</span>
-          {/* Text, never markup: an input is whatever its caller sent. */}
-          <span class="description run-input">{run.input ?? "(no input)"}</span>
+          <time class="description" dateTime={run.created_at}>
+            {new Date(run.created_at).toLocaleString()}
+          </time>
         </li>
       )}
     />
