@@ -180,6 +180,36 @@ describe.skipIf(!needsChromium("the console's Runs screens"))("the console: runs
     await close();
   }, 60_000);
 
+  it("pages an assistant's runs through the API, 20 at a time", async () => {
+    const assistantId = await createAssistant("Busy bot");
+    model.reply(answer("Done."));
+    for (let i = 1; i <= 21; i++) await createRun(assistantId, `question ${i}`);
+    // All ended before the next test scripts a model that never answers.
+    await expect
+      .poll(async () => (await runsOf(assistantId, "QUEUED,STARTING,RUNNING")).length, { timeout: 15_000 })
+      .toBe(0);
+
+    const { page, close } = await session.openTab();
+    const pageSizes: string[] = [];
+    page.on("request", (request) => {
+      const url = new URL(request.url());
+      if (url.pathname === `/assistants/${assistantId}/runs`)
+        pageSizes.push(`${url.searchParams.get("page")}/${url.searchParams.get("page_size")}`);
+    });
+    await signedIn(page);
+    await page.goto(`${session.loom.url}/console/runs?assistant=${assistantId}`);
+    const list = page.getByRole("list", { name: "Runs" });
+    await list.getByRole("link", { name: "question 21", exact: true }).waitFor();
+    expect(await list.getByRole("listitem").count()).toBe(20);
+    await page.getByText("Page 1 of 2").waitFor();
+    await page.getByRole("button", { name: "Next" }).click();
+    await list.getByRole("link", { name: "question 1", exact: true }).waitFor();
+    expect(await list.getByRole("listitem").count()).toBe(1);
+    expect(pageSizes).toEqual(["1/20", "2/20"]);
+    expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
+
   it("cancels a running run from its page, and shows the API's message for an unknown run and a refused cancel", async () => {
     const assistantId = await createAssistant("Stuck bot");
     model.reply(hang("Partial"));
