@@ -52,7 +52,11 @@ export function Run({ apiKey, runId }: { apiKey: string; runId: string }) {
   useEffect(() => {
     const read = ++reads.current;
     getAssistantRun(apiKey, runId).then(
-      (fresh) => read === reads.current && setRun(fresh),
+      (fresh) => {
+        if (read !== reads.current) return;
+        setRun(fresh);
+        setRunError(null);
+      },
       (e) => read === reads.current && setRunError(messageOf(e)),
     );
   }, [apiKey, runId, changes]);
