@@ -10,6 +10,8 @@ import { KnowledgeBasePage } from "./knowledge/knowledge-base.tsx";
 import { KnowledgeBases } from "./knowledge/knowledge-bases.tsx";
 import { RulesetPage } from "./rulesets/ruleset-page.tsx";
 import { Rulesets } from "./rulesets/rulesets.tsx";
+import { Run } from "./runs/run.tsx";
+import { Runs } from "./runs/runs.tsx";
 import { forgetKey, savedKey, saveKey } from "./sign-in/session.ts";
 import { SignIn } from "./sign-in/sign-in.tsx";
 import { ToolPage } from "./tools/tool.tsx";
@@ -40,6 +42,7 @@ export function App() {
         <nav aria-label="Main">
           <a href="/console/assistants">Assistants</a>
           <a href="/console/chat">Chat</a>
+          <a href="/console/runs">Runs</a>
           <a href="/console/files">Files</a>
           <a href="/console/knowledge">Knowledge</a>
           <a href="/console/rulesets">Rulesets</a>
@@ -62,6 +65,11 @@ export function App() {
           <Route
             path="/console/chat/:threadId?"
             component={({ threadId }: { threadId?: string }) => <Chat apiKey={apiKey} threadId={threadId} />}
+          />
+          <Route path="/console/runs" component={() => <Runs apiKey={apiKey} />} />
+          <Route
+            path="/console/runs/:runId"
+            component={({ runId }: { runId: string }) => <Run apiKey={apiKey} runId={runId} />}
           />
           <Route path="/console/files" component={() => <Buckets apiKey={apiKey} />} />
           <Route

@@ -1,6 +1,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { useLocation } from "preact-iso";
 import { messageOf } from "../api/request.ts";
+import { runsScreenUrl } from "../runs/api.ts";
 import { ConfirmButton } from "../ui/confirm-button.tsx";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { type Assistant, deleteAssistant, getAssistant } from "./api.ts";
@@ -32,7 +33,7 @@ export function AssistantPage({ apiKey, assistantId }: { apiKey: string; assista
             <a href={`/console/chat${query}`} aria-label={`Chat with ${assistant.name}`}>
               Chat
             </a>
-            <a href={`/console/runs${query}`} aria-label={`Runs of ${assistant.name}`}>
+            <a href={runsScreenUrl(assistantId)} aria-label={`Runs of ${assistant.name}`}>
               Runs
             </a>
           </p>

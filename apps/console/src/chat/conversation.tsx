@@ -1,4 +1,5 @@
 import { segment } from "../api/request.ts";
+import { runScreenUrl } from "../runs/api.ts";
 import type { ApprovalCall } from "./api.ts";
 import { ApprovalForm } from "./approval-form.tsx";
 import type { ToolCall, Turn } from "./turn.ts";
@@ -64,7 +65,7 @@ function TurnView({ apiKey, turn }: { apiKey: string; turn: Turn }) {
       )}
       {turn.runId && (
         <p class="details">
-          <a href={`/console/runs/${segment(turn.runId)}`}>Run details</a>
+          <a href={runScreenUrl(turn.runId)}>Run details</a>
           {turn.running && <span class="description"> (running)</span>}
         </p>
       )}
