@@ -10,7 +10,7 @@ describe.skipIf(!needsChromium("the console's API keys screen"))("the console: A
     const { context, page, close } = await session.openTab();
     await context.grantPermissions(["clipboard-read", "clipboard-write"], { origin: new URL(session.loom.url).origin });
     await session.signIn(page);
-    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
     const list = page.getByRole("list", { name: "API keys" });
     await list.getByRole("listitem").first().waitFor();
     const before = await list.getByRole("listitem").count();
@@ -37,9 +37,9 @@ describe.skipIf(!needsChromium("the console's API keys screen"))("the console: A
     await list.getByText("CI key, renamed", { exact: true }).waitFor();
 
     // Shown once: after leaving the screen and coming back, the value is nowhere on the page.
-    await page.getByRole("link", { name: "Assistants" }).click();
+    await page.getByRole("link", { name: "Assistants", exact: true }).click();
     await page.getByRole("heading", { name: "Assistants" }).waitFor();
-    await page.getByRole("link", { name: "API keys" }).click();
+    await page.getByRole("link", { name: "API keys", exact: true }).click();
     await list.getByText("CI key, renamed", { exact: true }).waitFor();
     expect(await page.getByText(value).count()).toBe(0);
     expect(await page.content()).not.toContain(value);
@@ -74,7 +74,7 @@ describe.skipIf(!needsChromium("the console's API keys screen"))("the console: A
       errors: { message: string }[];
     };
 
-    await page.getByRole("link", { name: "Files" }).click();
+    await page.getByRole("link", { name: "Files", exact: true }).click();
     const alert = page.getByRole("alert");
     await alert.waitFor();
     expect(await alert.textContent()).toBe(refused.errors[0]!.message);

@@ -12,7 +12,7 @@ describe.skipIf(!needsChromium("the console's sign-in and Assistants screen"))(
       const { context, page, close } = await session.openTab();
       await session.signIn(page);
 
-      await page.getByRole("link", { name: "Assistants" }).click();
+      await page.getByRole("link", { name: "Assistants", exact: true }).click();
       await page.getByText("No assistants yet.").waitFor();
       // By keyboard: the button opens the form with the focus in "Name", Enter creates.
       await page.getByRole("button", { name: "New assistant" }).focus();

@@ -16,7 +16,7 @@ const markup = "<img src=x onerror=window.__xss=1>";
 
 /** Picks the assistant named `name` in the Chat screen's select. */
 async function pick(page: Page, name: string) {
-  await page.getByRole("link", { name: "Chat" }).click();
+  await page.getByRole("link", { name: "Chat", exact: true }).click();
   await page.getByLabel("Assistant", { exact: true }).selectOption({ label: name });
 }
 

@@ -35,7 +35,7 @@ describe.skipIf(!needsChromium("the console's Files screen"))("the console: file
 
       const { context, page, close } = await session.openTab();
       await session.signIn(page);
-      await page.getByRole("link", { name: "Files" }).click();
+      await page.getByRole("link", { name: "Files", exact: true }).click();
       await page.getByText("No buckets yet.").waitFor();
       expect(await seriousViolations(page)).toEqual([]);
       await page.getByLabel("Name", { exact: true }).fill("Uploads");
@@ -168,7 +168,7 @@ describe.skipIf(
         if (new URL(request.url()).origin === s3Origin) toStore.push(request.method());
       });
       await session.signIn(page);
-      await page.getByRole("link", { name: "Files" }).click();
+      await page.getByRole("link", { name: "Files", exact: true }).click();
       await page.getByLabel("Name", { exact: true }).fill("On S3");
       await page.getByRole("button", { name: "Create" }).click();
       await page.getByRole("list", { name: "Buckets" }).getByRole("link", { name: "On S3" }).click();

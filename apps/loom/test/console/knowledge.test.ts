@@ -34,7 +34,7 @@ describe.skipIf(!needsChromium("the console's Knowledge screens"))("the console:
 
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Knowledge" }).click();
+    await page.getByRole("link", { name: "Knowledge", exact: true }).click();
     await page.getByText("No knowledge bases yet.").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
 

@@ -15,7 +15,7 @@ describe.skipIf(!needsChromium("the console's Rulesets screen"))("the console: r
   it("creates a ruleset, adds three rules, edits one, reorders them, deletes one, edits its details, and deletes it", async () => {
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Rulesets" }).click();
+    await page.getByRole("link", { name: "Rulesets", exact: true }).click();
     await page.getByText("No rulesets yet.").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
     await page.getByRole("button", { name: "New ruleset" }).click();
@@ -123,7 +123,7 @@ describe.skipIf(!needsChromium("the console's Rulesets screen"))("the console: r
 
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Rulesets" }).click();
+    await page.getByRole("link", { name: "Rulesets", exact: true }).click();
     const list = page.getByRole("list", { name: "Rulesets" });
     await list.getByRole("link", { name: markup }).click();
     await page.getByRole("heading", { name: markup }).waitFor();

@@ -23,7 +23,7 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
   it("creates a tool, lists its activities, runs one from its generated form, shows an error result, edits and deletes", async () => {
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("link", { name: "Tools", exact: true }).click();
     await page.getByText("No tools yet.").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
 
@@ -95,7 +95,7 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
     const tool = (await created.json()) as { tool_id: string };
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("link", { name: "Tools", exact: true }).click();
     await page.getByRole("link", { name: "Echo" }).click();
     const form = page.getByRole("form", { name: "Try echo" });
     await form.getByRole("checkbox", { name: "loud" }).check();
@@ -121,7 +121,7 @@ describe.skipIf(!needsChromium("the console's Tools screens"))("the console: too
     const tool = (await created.json()) as { tool_id: string };
     const { page, close } = await session.openTab();
     await session.signIn(page);
-    await page.getByRole("link", { name: "Tools" }).click();
+    await page.getByRole("link", { name: "Tools", exact: true }).click();
     await page.getByRole("link", { name: "Gone" }).click();
     const alert = page.getByRole("alert");
     await alert.getByText("The server's activities could not be listed:", { exact: false }).waitFor();
