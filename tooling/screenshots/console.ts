@@ -134,7 +134,7 @@ try {
   await shoot("assistant");
 
   await page.goto(`${origin}/console/chat?assistant=${assistant.assistant_id}`);
-  await page.getByLabel("Message").fill("What is the expenses policy?");
+  await page.getByRole("textbox", { name: "Message" }).fill("What is the expenses policy?");
   await page.getByRole("button", { name: "Send" }).click();
   await page.getByRole("log").getByText("Sources").waitFor();
   await shoot("chat");
@@ -157,7 +157,7 @@ try {
   await page.getByRole("heading", { name: "Knowledge" }).waitFor();
   await shoot("knowledge");
   await page.goto(`${origin}/console/knowledge/${knowledgeBase.knowledge_base_id}`);
-  await page.getByLabel("Query").fill("holiday");
+  await page.getByRole("textbox", { name: "Query", exact: true }).fill("holiday");
   await page.getByRole("button", { name: "Search" }).click();
   await page.getByRole("list", { name: "Hits" }).waitFor();
   await shoot("knowledge-base");
