@@ -11,19 +11,8 @@ export function Assistants({ apiKey }: { apiKey: string }) {
   return (
     <section aria-labelledby="assistants-heading">
       <h1 id="assistants-heading">Assistants</h1>
-      <OpensForm label="New assistant">
-        {(close) => (
-          <NameForm
-            formLabel="New assistant"
-            fieldId="assistant-name"
-            onSubmit={(name) => createAssistant(apiKey, name)}
-            onDone={() => {
-              close();
-              reload();
-            }}
-            onCancel={close}
-          />
-        )}
+      <OpensForm label="New assistant" onDone={reload}>
+        {(form) => <NameForm {...form} fieldId="assistant-name" onSubmit={(name) => createAssistant(apiKey, name)} />}
       </OpensForm>
       <PagedItems
         label="Assistants"

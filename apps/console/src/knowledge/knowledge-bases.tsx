@@ -16,19 +16,9 @@ export function KnowledgeBases({ apiKey }: { apiKey: string }) {
   return (
     <section aria-labelledby="knowledge-heading">
       <h1 id="knowledge-heading">Knowledge</h1>
-      <OpensForm label="New knowledge base">
-        {(close) => (
-          <KnowledgeBaseForm
-            apiKey={apiKey}
-            formLabel="New knowledge base"
-            submitLabel="Create"
-            onSubmit={(fields) => createKnowledgeBase(apiKey, fields)}
-            onDone={() => {
-              close();
-              reload();
-            }}
-            onCancel={close}
-          />
+      <OpensForm label="New knowledge base" onDone={reload}>
+        {(form) => (
+          <KnowledgeBaseForm {...form} apiKey={apiKey} onSubmit={(fields) => createKnowledgeBase(apiKey, fields)} />
         )}
       </OpensForm>
       <PagedItems

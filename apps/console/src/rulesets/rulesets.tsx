@@ -11,20 +11,14 @@ export function Rulesets({ apiKey }: { apiKey: string }) {
   return (
     <section aria-labelledby="rulesets-heading">
       <h1 id="rulesets-heading">Rulesets</h1>
-      <OpensForm label="New ruleset">
-        {(close) => (
+      <OpensForm label="New ruleset" onDone={reload}>
+        {(form) => (
           <RulesetForm
-            formLabel="New ruleset"
-            submitLabel="Create"
+            {...form}
             onSubmit={({ name, alias, description }) =>
               // Left empty, the alias and the description are not sent: the ruleset has none.
               createRuleset(apiKey, { name, ...(alias ? { alias } : {}), ...(description ? { description } : {}) })
             }
-            onDone={() => {
-              close();
-              reload();
-            }}
-            onCancel={close}
           />
         )}
       </OpensForm>

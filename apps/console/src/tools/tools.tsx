@@ -12,19 +12,8 @@ export function Tools({ apiKey }: { apiKey: string }) {
   return (
     <section aria-labelledby="tools-heading">
       <h1 id="tools-heading">Tools</h1>
-      <OpensForm label="New tool">
-        {(close) => (
-          <ToolForm
-            formLabel="New tool"
-            submitLabel="Create"
-            onSubmit={(fields) => createTool(apiKey, fields)}
-            onDone={() => {
-              close();
-              reload();
-            }}
-            onCancel={close}
-          />
-        )}
+      <OpensForm label="New tool" onDone={reload}>
+        {(form) => <ToolForm {...form} onSubmit={(fields) => createTool(apiKey, fields)} />}
       </OpensForm>
       <PagedItems
         label="Tools"
