@@ -132,7 +132,7 @@ export async function wireRuns(
 function chatBackends(settings: ModelConfig): Map<string, ChatBackend> {
   const backends = new Map<string, ChatBackend>();
   for (const [id, entry] of resolveChatModels(settings))
-    backends.set(id, entry.echo ? createEchoChat() : aiSdkChat(id, entry.model));
+    backends.set(id, entry.echo ? createEchoChat(settings.ECHO_TOKEN_INTERVAL_MS) : aiSdkChat(id, entry.model));
   return backends;
 }
 

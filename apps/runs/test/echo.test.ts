@@ -37,6 +37,20 @@ describe("loom:echo", () => {
     expect(result).toEqual(await model.generate({ messages: conversation, signal }));
   });
 
+  it("streams at ECHO_TOKEN_INTERVAL_MS's pace, and answers unstreamed at once", async () => {
+    const paced = createEchoModel(40);
+    const times: number[] = [];
+    const started = performance.now();
+    await paced.generate({ messages: conversation, signal, onChunk: () => void times.push(performance.now()) });
+    // "Echo", ":", " What", " is", " the", " weather", " like", " today", "?": a wait before each.
+    expect(times.length).toBe(9);
+    const gaps = times.map((t, i) => t - (i === 0 ? started : times[i - 1]!));
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(35);
+    const at = performance.now();
+    await paced.generate({ messages: conversation, signal });
+    expect(performance.now() - at).toBeLessThan(35);
+  });
+
   it("streams even a one-word question in at least 3 chunks", async () => {
     const chunks: string[] = [];
     await model.generate({

@@ -80,17 +80,20 @@ describe("resolveModel", () => {
 describe("modelSettings in a service's config", () => {
   const schema = z.object({ ...modelSettings });
 
-  it("reads the variables, all optional", () => {
-    expect(loadConfig(schema, {})).toEqual({});
+  it("reads the variables, all optional (loom:echo's streaming pace 20 ms unless set)", () => {
+    expect(loadConfig(schema, {})).toEqual({ ECHO_TOKEN_INTERVAL_MS: 20 });
     expect(
       loadConfig(schema, {
         DEFAULT_MODEL: "openai-compatible:qwen",
         OPENAI_COMPATIBLE_BASE_URL: "http://ollama:11434/v1",
+        ECHO_TOKEN_INTERVAL_MS: "0",
       }),
     ).toEqual({
       DEFAULT_MODEL: "openai-compatible:qwen",
       OPENAI_COMPATIBLE_BASE_URL: "http://ollama:11434/v1",
+      ECHO_TOKEN_INTERVAL_MS: 0,
     });
+    expect(() => loadConfig(schema, { ECHO_TOKEN_INTERVAL_MS: "-1" })).toThrow(/ECHO_TOKEN_INTERVAL_MS/);
   });
 
   it("fails at start on a bad model name or URL, naming the variable", () => {

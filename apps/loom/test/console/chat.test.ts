@@ -20,6 +20,31 @@ async function pick(page: Page, name: string) {
   await page.getByLabel("Assistant", { exact: true }).selectOption({ label: name });
 }
 
+/** From now on, records every distinct text the log's last answer shows, as the page sees it change. */
+async function watchAnswers(page: Page) {
+  await page.evaluate(`(() => {
+    const log = document.querySelector('[role="log"]');
+    window.__answers = [];
+    new MutationObserver(() => {
+      const answers = log.querySelectorAll('.answer .text');
+      const text = answers.length ? answers[answers.length - 1].textContent : '';
+      if (text && text !== window.__answers[window.__answers.length - 1]) window.__answers.push(text);
+    }).observe(log, { subtree: true, childList: true, characterData: true });
+  })()`);
+}
+
+/** Checks the answers watched grew token by token to `final`: at least 3 partial texts, each a longer start of it. */
+async function expectGrewTo(page: Page, final: string) {
+  const seen = ((await page.evaluate("window.__answers")) as string[]).filter((t) => t !== "…");
+  expect(seen.at(-1)).toBe(final);
+  const partial = seen.slice(0, -1);
+  expect(partial.length, seen.join(" | ")).toBeGreaterThanOrEqual(3);
+  partial.forEach((text, i) => {
+    expect(final.startsWith(text), text).toBe(true);
+    if (i > 0) expect(text.length).toBeGreaterThan(partial[i - 1]!.length);
+  });
+}
+
 /** Sends `text` from the "Message" box with Enter, as a keyboard user does. */
 async function send(page: Page, text: string) {
   const box = page.getByRole("textbox", { name: "Message", exact: true });
@@ -90,6 +115,20 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await page.getByRole("alert").waitFor();
     expect(await page.getByRole("alert").textContent()).toBe(refused.errors[0]!.message);
     expect(await seriousViolations(page)).toEqual([]);
+    await close();
+  }, 60_000);
+
+  it("streams loom:echo's answer into the log token by token (its default pace, ECHO_TOKEN_INTERVAL_MS)", async () => {
+    await session.api("POST", "/assistants", undefined, { name: "Streaming echo" });
+    const { page, close } = await session.openTab();
+    await session.signIn(page);
+    await pick(page, "Streaming echo");
+    await page.getByRole("log", { name: "Conversation" }).getByText("No messages yet").waitFor();
+    await watchAnswers(page);
+    const question = "Which of the seven small looms wove the longest cloth this year";
+    await send(page, question);
+    await page.getByRole("log").getByText(`Echo: ${question}`, { exact: true }).waitFor();
+    await expectGrewTo(page, `Echo: ${question}`);
     await close();
   }, 60_000);
 
@@ -185,27 +224,10 @@ describe.skipIf(!needsChromium("the console's Chat screen"))("the console: chat 
     await session.signIn(page);
     await pick(page, "Storyteller");
     await page.getByRole("log", { name: "Conversation" }).getByText("No messages yet").waitFor();
-    // Every distinct text the log's last answer shows, as the page sees it change.
-    await page.evaluate(`(() => {
-      const log = document.querySelector('[role="log"]');
-      window.__answers = [];
-      new MutationObserver(() => {
-        const answers = log.querySelectorAll('.answer .text');
-        const text = answers.length ? answers[answers.length - 1].textContent : '';
-        if (text && text !== window.__answers[window.__answers.length - 1]) window.__answers.push(text);
-      }).observe(log, { subtree: true, childList: true, characterData: true });
-    })()`);
+    await watchAnswers(page);
     await send(page, "Tell me a story");
     await page.getByRole("log").getByText(story, { exact: true }).waitFor();
-    const seen = ((await page.evaluate("window.__answers")) as string[]).filter((t) => t !== "…");
-    expect(seen.at(-1)).toBe(story);
-    const partial = seen.slice(0, -1);
-    expect(partial.length, seen.join(" | ")).toBeGreaterThanOrEqual(3);
-    // Each a longer start of the answer than the one before.
-    partial.forEach((text, i) => {
-      expect(story.startsWith(text)).toBe(true);
-      if (i > 0) expect(text.length).toBeGreaterThan(partial[i - 1]!.length);
-    });
+    await expectGrewTo(page, story);
     expect(await seriousViolations(page)).toEqual([]);
     await close();
   }, 60_000);

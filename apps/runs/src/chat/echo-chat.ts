@@ -1,6 +1,5 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { echoModelId, tokenize } from "../models/echo.ts";
+import { echoModelId, echoPace, tokenize } from "../models/echo.ts";
 import { artifactText, contentText } from "./artifact-text.ts";
 import type { ChatBackend, ChatCall, ChatReply, ReplyPart } from "./port.ts";
 import { nativeToolName } from "./tool-names.ts";
@@ -13,7 +12,8 @@ import { nativeToolName } from "./tool-names.ts";
  * `echo-call-<message count>`); a last user message of tool results is
  * answered "Echo: <their texts>".
  */
-export function createEchoChat(): ChatBackend {
+export function createEchoChat(tokenIntervalMs = 0): ChatBackend {
+  const nextToken = echoPace(tokenIntervalMs);
   return {
     id: echoModelId,
     reply: async (call) => {
@@ -25,12 +25,12 @@ export function createEchoChat(): ChatBackend {
       for (const [index, part] of parts.entries()) {
         if (part.kind === "text") {
           for (const text of tokenize(part.text)) {
-            await nextTurn();
+            await nextToken();
             call.signal.throwIfAborted();
             await onDelta({ kind: "text", text, index });
           }
         } else {
-          await nextTurn();
+          await nextToken();
           call.signal.throwIfAborted();
           const { tag, name, path, input } = part.call;
           await onDelta({ kind: "tool-call", index, tag, name, ...(path === undefined ? {} : { path }) });

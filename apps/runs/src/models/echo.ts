@@ -1,4 +1,4 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
+import { setImmediate as nextTurn, setTimeout as sleep } from "node:timers/promises";
 import type { ChatTurn, GenerateRequest, GenerateResult, Model, ModelTurn } from "./port.ts";
 
 /**
@@ -10,7 +10,8 @@ import type { ChatTurn, GenerateRequest, GenerateResult, Model, ModelTurn } from
  */
 export const echoModelId = "loom:echo";
 
-export function createEchoModel(): Model {
+export function createEchoModel(tokenIntervalMs = 0): Model {
+  const nextToken = echoPace(tokenIntervalMs);
   return {
     id: echoModelId,
     async generate({ messages, signal, onChunk }: GenerateRequest): Promise<GenerateResult> {
@@ -19,9 +20,8 @@ export function createEchoModel(): Model {
       const tokens = tokenize(text);
       if (onChunk) {
         for (const token of tokens) {
-          // Yield to the event loop between chunks, as a real stream would, so a
-          // cancel can land mid-answer; setImmediate keeps a whole run far under a second.
-          await nextTurn();
+          // Yield between chunks, as a real stream would, so a cancel can land mid-answer.
+          await nextToken();
           signal.throwIfAborted();
           await onChunk(token);
         }
@@ -42,6 +42,12 @@ function echoAnswer(messages: ModelTurn[]): string {
   const lastUser = messages.findLast((turn): turn is ChatTurn => turn.role === "user");
   return `Echo: ${lastUser?.content ?? ""}`.trimEnd();
 }
+
+/**
+ * The wait before each streamed token: `intervalMs` (ECHO_TOKEN_INTERVAL_MS),
+ * or with 0 one turn of the event loop.
+ */
+export const echoPace = (intervalMs: number) => (intervalMs > 0 ? () => sleep(intervalMs) : () => nextTurn());
 
 /**
  * Word-like pieces with their leading whitespace (" hello", ":"), roughly as an

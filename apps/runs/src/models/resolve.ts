@@ -41,9 +41,16 @@ export const modelSettings = {
       }
     })
     .optional(),
+  /**
+   * loom:echo's pace when its answer is streamed (a run with `stream: true`, a chat stream): the time between
+   * two tokens, so a streaming client (the console's Chat) shows the answer arriving token by token offline, as
+   * it would from a real model. 0: as fast as the event loop turns. Unstreamed answers never wait.
+   */
+  ECHO_TOKEN_INTERVAL_MS: z.coerce.number().int().min(0).max(10_000).default(20),
 };
 
-export type ModelConfig = { [K in keyof typeof modelSettings]?: string | undefined };
+type NamedModelSettings = Exclude<keyof typeof modelSettings, "ECHO_TOKEN_INTERVAL_MS">;
+export type ModelConfig = { [K in NamedModelSettings]?: string | undefined } & { ECHO_TOKEN_INTERVAL_MS?: number };
 
 /** Settings that mean "a provider is configured": with any of them, DEFAULT_MODEL is required. */
 const providerSettings = [
@@ -70,11 +77,11 @@ export function resolveModel(config: ModelConfig, options: { maxRetries?: number
         `DEFAULT_MODEL: must be set when a model provider is configured (${configured.join(", ")} set); use ${modelNameHint}`,
       );
     }
-    return createEchoModel();
+    return createEchoModel(config.ECHO_TOKEN_INTERVAL_MS);
   }
   const parsed = parseModelName(name);
   if ("problem" in parsed) throw new ConfigError(`DEFAULT_MODEL: ${parsed.problem}`);
-  if (parsed.provider === "loom") return createEchoModel();
+  if (parsed.provider === "loom") return createEchoModel(config.ECHO_TOKEN_INTERVAL_MS);
   const id = `${parsed.provider}:${parsed.model}`;
   const model = languageModel(parsed.provider, parsed.model, config);
   const built = loadOnce(async () =>
@@ -156,7 +163,7 @@ function parseModelName(name: string): { provider: Provider; model: string } | {
   return { provider, model: name.slice(colon + 1) };
 }
 
-function required(config: ModelConfig, key: keyof ModelConfig, provider: Provider): string {
+function required(config: ModelConfig, key: NamedModelSettings, provider: Provider): string {
   const value = given(config[key]);
   if (value === undefined)
     throw new ConfigError(`${key}: must be set for a model ${provider}:… (DEFAULT_MODEL or CHAT_MODELS)`);
