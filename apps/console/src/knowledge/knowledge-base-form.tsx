@@ -1,6 +1,7 @@
 import { useState } from "preact/hooks";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { FormEnd } from "../ui/form-end.tsx";
+import type { OpenedForm } from "../ui/opens-form.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 import type { KnowledgeBase, KnowledgeBaseFields } from "./api.ts";
@@ -23,14 +24,10 @@ export function KnowledgeBaseForm({
   onSubmit,
   onDone,
   onCancel,
-}: {
+}: OpenedForm & {
   apiKey: string;
-  formLabel: string;
-  submitLabel: string;
   initial?: KnowledgeBase;
   onSubmit: (fields: KnowledgeBaseFields) => Promise<unknown>;
-  onDone: () => void;
-  onCancel: () => void;
 }) {
   const [name, setName] = useState(initial?.name ?? "");
   const [description, setDescription] = useState(initial?.description ?? "");

@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { FormEnd } from "../ui/form-end.tsx";
+import type { OpenedForm } from "../ui/opens-form.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 
@@ -22,13 +23,9 @@ export function RulesetForm({
   onSubmit,
   onDone,
   onCancel,
-}: {
-  formLabel: string;
-  submitLabel: string;
+}: OpenedForm & {
   initial?: RulesetFields;
   onSubmit: (fields: RulesetFields) => Promise<unknown>;
-  onDone: () => void;
-  onCancel: () => void;
 }) {
   const [name, setName] = useState(initial.name);
   const [alias, setAlias] = useState(initial.alias);

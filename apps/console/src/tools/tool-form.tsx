@@ -1,5 +1,6 @@
 import { useState } from "preact/hooks";
 import { FormEnd } from "../ui/form-end.tsx";
+import type { OpenedForm } from "../ui/opens-form.tsx";
 import { TextField } from "../ui/text-field.tsx";
 import { useAction } from "../ui/use-action.ts";
 import type { Tool, ToolFields, ToolServer } from "./api.ts";
@@ -23,13 +24,9 @@ export function ToolForm({
   onSubmit,
   onDone,
   onCancel,
-}: {
-  formLabel: string;
-  submitLabel: string;
+}: OpenedForm & {
   initial?: Tool;
   onSubmit: (fields: ToolFields) => Promise<unknown>;
-  onDone: () => void;
-  onCancel: () => void;
 }) {
   const [name, setName] = useState(initial?.name ?? "");
   const [description, setDescription] = useState(initial?.description ?? "");
