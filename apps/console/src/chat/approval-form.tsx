@@ -1,7 +1,8 @@
 import { useState } from "preact/hooks";
+import type { ApprovalCall } from "../runs/api.ts";
 import { ErrorNote } from "../ui/error-note.tsx";
 import { useAction } from "../ui/use-action.ts";
-import { type ApprovalCall, decideApproval } from "./api.ts";
+import { decideApproval } from "./api.ts";
 
 /**
  * A tool call the run waits on, answered in place: "Approve", or "Deny" with

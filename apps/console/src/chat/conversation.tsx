@@ -1,6 +1,6 @@
 import { segment } from "../api/request.ts";
+import type { ApprovalCall } from "../runs/api.ts";
 import { runScreenUrl } from "../runs/api.ts";
-import type { ApprovalCall } from "./api.ts";
 import { ApprovalForm } from "./approval-form.tsx";
 import type { ToolCall, Turn } from "./turn.ts";
 

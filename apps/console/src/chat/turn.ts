@@ -1,5 +1,6 @@
 import type { RunEvent } from "../api/event-stream.ts";
-import type { ApprovalCall, Artifact, AssistantRun, Citation, Message } from "./api.ts";
+import type { ApprovalCall, Artifact, AssistantRun, Citation } from "../runs/api.ts";
+import type { Message } from "./api.ts";
 
 /** A tool call a run made, as its events tell it: what was called with what, and its result once it ended. */
 export interface ToolCall {

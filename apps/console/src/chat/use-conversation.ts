@@ -1,7 +1,8 @@
 import { useEffect, useRef, useState } from "preact/hooks";
 import { followEvents } from "../api/event-stream.ts";
 import { messageOf } from "../api/request.ts";
-import { type AssistantRun, createRun, getRun, listMessages, listUnfinishedRuns, runEventsPath } from "./api.ts";
+import { type AssistantRun, getAssistantRun, listAssistantRuns, runEventsPath } from "../runs/api.ts";
+import { createRun, listMessages } from "./api.ts";
 import { type Turn, turnOfMessage, turnOfRun, withEnd, withEvent } from "./turn.ts";
 
 /**
@@ -29,7 +30,7 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
     try {
       await followEvents(apiKey, runEventsPath(id), (event) => update(id, (turn) => withEvent(turn, event)), signal);
       if (signal.aborted) return;
-      const ended = await getRun(apiKey, id);
+      const ended = await getAssistantRun(apiKey, id);
       if (!signal.aborted) update(id, (turn) => withEnd(turn, ended));
     } catch (e) {
       if (!signal.aborted) update(id, (turn) => ({ ...turn, running: false, error: messageOf(e) }));
@@ -49,7 +50,8 @@ export function useConversation(apiKey: string, assistantId: string, threadId: s
     (async () => {
       const [{ messages }, { assistant_runs }] = await Promise.all([
         listMessages(apiKey, threadId),
-        listUnfinishedRuns(apiKey, assistantId),
+        // The assistant's runs not yet ended, newest first (the API's largest page): one on this thread is followed again.
+        listAssistantRuns(apiKey, assistantId, ["QUEUED", "STARTING", "RUNNING"], 1, 100),
       ]);
       if (signal.aborted) return;
       // A run still going on this thread (awaiting approval, say) is followed again, after the stored turns;

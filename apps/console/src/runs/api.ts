@@ -6,33 +6,60 @@ export type RunStatus = (typeof runStatuses)[number];
 
 export const isTerminal = (status: string) => ["SUCCEEDED", "FAILED", "ERROR", "CANCELLED"].includes(status);
 
+/** A griptape artifact as runs store them (a run's output, a thread message's `input` and `output`). */
+export interface Artifact {
+  type: string;
+  value: unknown;
+  name?: string;
+  meta?: { citations?: Citation[] };
+}
+
+/** A passage a run's model was given from a knowledge base (docs/api.md, AssistantRun `output.meta.citations`). */
+export interface Citation {
+  knowledge_base_id: string;
+  bucket_id: string;
+  asset_name: string;
+  chunk_index: number;
+  score: number;
+}
+
+/** A tool call a run awaits a person's decision on (`status_detail.calls`, the AwaitingApproval event's `calls`). */
+export interface ApprovalCall {
+  call_id: string;
+  tool_id: string;
+  tool: string;
+  activity: string;
+  input: unknown;
+  decision?: { approved: boolean; reason?: string };
+}
+
 export interface AssistantRun {
   assistant_run_id: string;
   assistant_id: string;
   thread_id?: string;
   input?: string;
   /** The answer, a griptape TextArtifact, once the run succeeded. */
-  output?: { value?: unknown } | null;
+  output?: Artifact | null;
   status: string;
-  status_detail?: { reason: string; message?: string };
+  status_detail?: { reason: string; message?: string; calls?: ApprovalCall[] } | null;
   created_at: string;
   completed_at: string | null;
 }
 
 export type AssistantRunPage = { assistant_runs: AssistantRun[]; pagination: Pagination };
 
-/** One assistant's runs, newest first; `status` narrows them on the server (none: every status). */
+/** One assistant's runs, newest first; `statuses` narrows them on the server (none: every status). */
 export const listAssistantRuns = (
   key: string,
   assistantId: string,
-  status: RunStatus | null,
+  statuses: readonly RunStatus[],
   page: number,
   pageSize: number,
 ) =>
   request<AssistantRunPage>(
     key,
     "GET",
-    `/assistants/${segment(assistantId)}/runs?${pageQuery(page, pageSize)}${status ? `&status=${status}` : ""}`,
+    `/assistants/${segment(assistantId)}/runs?${pageQuery(page, pageSize)}${statuses.length ? `&status=${statuses.join(",")}` : ""}`,
   );
 
 export const getAssistantRun = (key: string, runId: string) =>

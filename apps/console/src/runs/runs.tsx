@@ -78,7 +78,7 @@ export function Runs({ apiKey }: { apiKey: string }) {
 function RunList({ apiKey, assistantId, status }: { apiKey: string; assistantId: string; status: RunStatus | null }) {
   const { view } = usePagedList(
     "assistant_runs",
-    (page, size) => listAssistantRuns(apiKey, assistantId, status, page, size),
+    (page, size) => listAssistantRuns(apiKey, assistantId, status ? [status] : [], page, size),
     [apiKey, assistantId, status],
   );
   return (
