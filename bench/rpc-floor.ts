@@ -1,14 +1,18 @@
 import { Agent, createServer, request } from "node:http";
-import { createClient } from "@connectrpc/connect";
+import { type ConnectRouter, createClient } from "@connectrpc/connect";
 import { connectNodeAdapter, createConnectTransport } from "@connectrpc/connect-node";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
+import { connectRequestHandler } from "@loom/server/connect-request-handler";
+import { serviceTransport } from "@loom/server/service-transport";
 import Koa from "koa";
 
 /**
  * Floors for the GetApiKey benchmark: what one hop costs on this machine,
- * with no Loom code in it. FLOOR=upstream serves both an empty Connect
- * service and a plain HTTP echo; FLOOR=connect / FLOOR=http is Koa making one
- * call per request to it.
+ * with no Loom service code in it. FLOOR=upstream serves both an empty
+ * Connect service and a plain HTTP echo; FLOOR=connect / FLOOR=http is Koa
+ * making one call per request to it. HOP=loom makes the Connect hop with
+ * Loom's own transport and handler (no interceptors); HOP=connect-node with
+ * connect-node's client and adapter, the reference.
  */
 const floor = process.env.FLOOR;
 const port = Number(process.env.PORT);
@@ -16,12 +20,12 @@ const upstreamPort = Number(process.env.UPSTREAM_PORT);
 const body = JSON.parse(process.env.BODY ?? "{}");
 
 if (floor === "upstream") {
-  const rpc = connectNodeAdapter({
-    routes: (router) =>
-      router.service(IdentityService, {
-        getApiKey: async (req) => ({ apiKey: { apiKeyId: req.apiKeyId, name: "floor" } }),
-      }),
-  });
+  const routes = (router: ConnectRouter) =>
+    router.service(IdentityService, {
+      getApiKey: async (req) => ({ apiKey: { apiKeyId: req.apiKeyId, name: "floor" } }),
+    });
+  const rpc =
+    process.env.HOP === "loom" ? connectRequestHandler({ routes, interceptors: [] }) : connectNodeAdapter({ routes });
   createServer((req, res) => {
     if (req.url === "/healthz") return void res.end("ok");
     if (req.url === "/plain")
@@ -34,7 +38,9 @@ if (floor === "upstream") {
   const baseUrl = `http://127.0.0.1:${upstreamPort}`;
   const connect = createClient(
     IdentityService,
-    createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
+    process.env.HOP === "loom"
+      ? serviceTransport(baseUrl, [])
+      : createConnectTransport({ baseUrl, httpVersion: "1.1", useBinaryFormat: true }),
   );
   const agent = new Agent({ keepAlive: true });
   const plainCall = () =>

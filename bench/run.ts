@@ -9,6 +9,7 @@ import { queryEndpointSubjects } from "./knowledge-query-subjects.ts";
 import { benchRetrievalQuality } from "./knowledge-retrieval.ts";
 import { benchMemory } from "./memory.ts";
 import { benchReplays } from "./replays.ts";
+import { benchFollowedRuns } from "./runs-followed.ts";
 import { benchRunsThroughput } from "./runs-throughput.ts";
 import { benchRunsWithRulesets } from "./runs-with-rulesets.ts";
 import { benchStorage } from "./storage.ts";
@@ -54,13 +55,21 @@ if (!only || only === "transport")
     calls: Number(process.env.BENCH_TRANSPORT_CALLS ?? 100_000),
     rounds: Number(process.env.BENCH_TRANSPORT_ROUNDS ?? 5),
   });
-if (!only || only === "runs")
-  await benchRunsThroughput({
-    seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),
-    rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
-    mongoUrl,
-    natsUrl,
-  });
+if (!only || only === "runs") {
+  // BENCH_RUNS_ONLY: "ladder", "history", "history-mongo" (runs-throughput.ts) or "followed": one part
+  if (process.env.BENCH_RUNS_ONLY !== "followed")
+    await benchRunsThroughput({
+      seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),
+      rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
+      mongoUrl,
+      natsUrl,
+    });
+  if (!process.env.BENCH_RUNS_ONLY || process.env.BENCH_RUNS_ONLY === "followed")
+    await benchFollowedRuns({
+      seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),
+      rounds: Number(process.env.BENCH_RUN_ROUNDS ?? 3),
+    });
+}
 if (!only || only === "rulesets")
   await benchRunsWithRulesets({
     seconds: Number(process.env.BENCH_RUN_SECONDS ?? 5),

@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { type Bus, busReadiness } from "@loom/bus/bus";
 import type { Logger } from "@loom/telemetry/logger";
+import { connectRequestHandler } from "./connect-request-handler.ts";
 import {
   type ConnectionLimits,
   connectionServerOptions,
@@ -45,7 +45,7 @@ export interface RunningServer {
  */
 export async function startRpcServer(options: RpcServerOptions): Promise<RunningServer> {
   const { services, logger } = options;
-  const rpc = connectNodeAdapter({
+  const rpc = connectRequestHandler({
     routes: (router) => services.forEach((s) => s.routes(router)),
     interceptors: serverInterceptors(options.serviceToken, logger),
   });

@@ -1,6 +1,5 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { type Client, createClient, type Interceptor, type Transport } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import type { Logger } from "@loom/telemetry/logger";
 import { observeCalls } from "@loom/telemetry/rpc-metrics";
 import { traceIncomingCalls, traceOutgoingCalls } from "@loom/telemetry/rpc-tracing";
@@ -8,6 +7,7 @@ import { tracing } from "@loom/telemetry/tracing";
 import { directTransport } from "./in-process-transport.ts";
 import { logCalls, nameUnreachableService, sanitizeErrors, sendServiceToken, trustGateway } from "./interceptors.ts";
 import type { RpcService } from "./rpc-service.ts";
+import { serviceTransport } from "./service-transport.ts";
 
 /**
  * The interceptors every service runs, in order, wherever it is hosted. The
@@ -26,16 +26,11 @@ export function serverInterceptors(serviceToken: string, logger: Logger): Interc
 
 /** Binary Connect over HTTP/1.1 keep-alive connections to a service's base URL. */
 export function httpTransport(baseUrl: string, serviceToken: string): Transport {
-  return createConnectTransport({
-    baseUrl,
-    httpVersion: "1.1",
-    useBinaryFormat: true,
-    interceptors: [
-      ...(tracing().enabled ? [traceOutgoingCalls()] : []),
-      nameUnreachableService(),
-      sendServiceToken(serviceToken),
-    ],
-  });
+  return serviceTransport(baseUrl, [
+    ...(tracing().enabled ? [traceOutgoingCalls()] : []),
+    nameUnreachableService(),
+    sendServiceToken(serviceToken),
+  ]);
 }
 
 /**

@@ -1,11 +1,14 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { Code, ConnectError, createClient, createContextValues, type Transport } from "@connectrpc/connect";
+import { compressionGzip, createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { EventsService, RunKind } from "@loom/proto/events/v1/events_pb";
 import { IdentityService } from "@loom/proto/identity/v1/identity_pb";
 import { createLogger } from "@loom/telemetry/logger";
 import { MongoServerSelectionError } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { directTransport } from "../src/in-process-transport.ts";
-import { headersFor, requirePrincipal } from "../src/principal.ts";
+import { headersFor, principalHeaders, requirePrincipal } from "../src/principal.ts";
 import { type RunningServer, startRpcServer } from "../src/rpc-server.ts";
 import type { RpcService } from "../src/rpc-service.ts";
 import { httpTransport, inProcessTransport, serverInterceptors } from "../src/transports.ts";
@@ -15,6 +18,8 @@ const logger = createLogger("test", "silent");
 
 /** What the streaming implementation saw, so tests can check it was stopped. */
 const followed = { started: 0, stopped: 0, signalAborted: 0 };
+/** Unary calls whose implementation was told its caller went away. */
+const unary = { abandoned: 0 };
 
 /** A service whose handlers answer, stream and fail the ways real ones can. */
 const testService: RpcService = {
@@ -28,7 +33,10 @@ const testService: RpcService = {
         if (req.credential === "down")
           throw new MongoServerSelectionError("connect ECONNREFUSED 10.0.0.7:27017", {} as never);
         if (req.credential === "who") return { principal: requirePrincipal(ctx) };
-        if (req.credential === "slow") return new Promise<never>(() => {});
+        if (req.credential === "slow") {
+          ctx.signal.addEventListener("abort", () => unary.abandoned++);
+          return new Promise<never>(() => {});
+        }
         throw new ConnectError("bad credential", Code.Unauthenticated);
       },
     });
@@ -134,6 +142,7 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
   });
 
   it("releases a caller that gives up on a unary call at once, and one whose deadline passes", async () => {
+    const before = unary.abandoned;
     const abort = new AbortController();
     const call = failure(identity().authenticate({ credential: "slow" }, { signal: abort.signal }));
     setTimeout(() => abort.abort(), 20);
@@ -141,6 +150,8 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
     expect((await failure(identity().authenticate({ credential: "slow" }, { timeoutMs: 30 }))).code).toBe(
       Code.DeadlineExceeded,
     );
+    // The implementation is told both times (its signal), so it can stop its work.
+    await until(() => unary.abandoned === before + 2);
   });
 
   it("streams every message in order, then ends and stops the implementation", async () => {
@@ -187,6 +198,66 @@ describe("a service that cannot be reached over HTTP", () => {
     });
     const events = await failure(createClient(EventsService, httpTransport(gone.url, token)).getEvent({}));
     expect(events.rawMessage).toBe("the events service is unavailable, try again later");
+  });
+});
+
+describe("the RPC server and other Connect clients", () => {
+  let server: RunningServer;
+  beforeAll(async () => {
+    server = await startRpcServer({ serviceToken: token, logger, services: [testService] });
+  });
+  afterAll(() => server.close());
+
+  // Loom's own clients send binary, uncompressed unary calls; any other Connect client is served the same.
+  it.each([
+    [
+      "Connect with JSON",
+      () => createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useBinaryFormat: false }),
+    ],
+    [
+      "Connect with gzip-compressed requests",
+      () =>
+        createConnectTransport({
+          baseUrl: server.url,
+          httpVersion: "1.1",
+          sendCompression: compressionGzip,
+          compressMinBytes: 0,
+        }),
+    ],
+    ["gRPC-web", () => createGrpcWebTransport({ baseUrl: server.url, httpVersion: "1.1" })],
+  ])("answers %s, unary calls and streams", async (_, makeTransport) => {
+    const transport = makeTransport();
+    const headers = { [principalHeaders.serviceToken]: token };
+    const error = await failure(
+      createClient(IdentityService, transport).authenticate({ credential: "x" }, { headers }),
+    );
+    expect(error).toMatchObject({ code: Code.Unauthenticated, rawMessage: "bad credential" });
+    const offsets: bigint[] = [];
+    for await (const answer of createClient(EventsService, transport).followEvents(
+      { runKind: RunKind.STRUCTURE_RUN, runId: "r2" },
+      { headers },
+    ))
+      if (answer.kind.case === "event") offsets.push(answer.kind.value.offset);
+    expect(offsets).toEqual([0n, 1n, 2n]);
+  });
+});
+
+describe("a service whose connection is cut mid-call", () => {
+  it("fails as UNAVAILABLE naming the service", async () => {
+    const cutting = createServer((req) => req.socket.destroy());
+    await new Promise<void>((resolve) => cutting.listen(0, "127.0.0.1", resolve));
+    try {
+      const url = `http://127.0.0.1:${(cutting.address() as AddressInfo).port}`;
+      const error = await failure(
+        createClient(IdentityService, httpTransport(url, token)).authenticate({ credential: "x" }),
+      );
+      expect(error).toMatchObject({
+        code: Code.Unavailable,
+        rawMessage: "the identity service is unavailable, try again later",
+      });
+    } finally {
+      cutting.close();
+    }
   });
 });
 
