@@ -18,7 +18,7 @@ const batchOf = (n: number) =>
   );
 
 /** Batches of 100 events from 10 clients, each to its own structure run. */
-async function ingest(d: Deployment, key: string, seconds: number) {
+export async function ingest(d: Deployment, key: string, seconds: number) {
   const body = batchOf(100);
   const result = await autocannon({
     url: d.gatewayUrl,
@@ -45,7 +45,7 @@ async function ingest(d: Deployment, key: string, seconds: number) {
 }
 
 /** `ingest` against a bare baseline server, `script`, started in a process of its own for the row. */
-async function ingestBare(script: string, key: string, seconds: number) {
+export async function ingestBare(script: string, key: string, seconds: number) {
   const port = await freePort();
   const gatewayUrl = `http://127.0.0.1:${port}`;
   const server = await startProcess(script, { PORT: String(port) }, `${gatewayUrl}/healthz`);

@@ -18,7 +18,7 @@ interface Drive {
  * server closes the stream (after the run's terminal event); no new runs after
  * `seconds`. A run counts when its stream ended with its terminal event.
  */
-async function driveFollowedRuns(
+export async function driveFollowedRuns(
   baseUrl: string,
   key: string,
   assistantId: string,

@@ -196,6 +196,9 @@ function followRequest(req: StreamRequest, options: EventFeedOptions) {
   };
 }
 
+/** Why a feed's upstream follow is let go: one shared reason, not a DOMException (with its stack) per feed. */
+const feedEnded = new DOMException("the feed ended", "AbortError");
+
 /** One upstream follow and the subscribers it feeds. */
 class Feed {
   readonly abort = new AbortController();
@@ -383,7 +386,7 @@ class Feed {
     if (this.ended) return;
     this.ended = true;
     this.onEnd(finished);
-    this.abort.abort();
+    this.abort.abort(feedEnded);
     for (const out of this.subscribers) out.push(null);
     this.subscribers.clear();
     this.settleReady(new Error("the feed ended before it started"));

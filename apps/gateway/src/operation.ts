@@ -113,7 +113,7 @@ export function mountOperations(
         });
         ctx.req.socket.setNoDelay(true);
         trackSseConnection(ctx.res);
-        ctx.body = result as Readable | Buffer;
+        writeStream(ctx, result as Readable | Buffer);
         return;
       }
       // No body: Koa sends an explicit null body as an empty response, but
@@ -125,4 +125,24 @@ export function mountOperations(
     // Named by the operation id: the request metrics' label (the router leaves it in ctx._matchedRouteName).
     router.register(routerPath(op.path, op.restOfPath), [op.method], [...before, answer], { name: op.id });
   }
+}
+
+/**
+ * A stream's answer, written here rather than by Koa: Koa pipes a stream body
+ * with Node's `stream.pipeline`, which builds an AbortController per response
+ * and aborts it, a DOMException with its stack, when the response ends — a
+ * cost per followed run. `pipe` moves the bytes the same way; the stream is
+ * let go when the response closes, however it ends.
+ */
+function writeStream(ctx: Context, stream: Readable | Buffer): void {
+  ctx.respond = false;
+  const res = ctx.res;
+  res.writeHead(ctx.status);
+  if (Buffer.isBuffer(stream)) {
+    res.end(stream);
+    return;
+  }
+  stream.once("error", () => res.destroy());
+  res.once("close", () => stream.destroy());
+  stream.pipe(res);
 }

@@ -61,6 +61,7 @@ export const maxJsonDepth = 32;
 
 /** Depth of nested objects/arrays, counting no further than `limit + 1` (so a hostile body costs little). */
 function jsonDepth(value: unknown, limit: number): number {
+  if (typeof value === "number") return Number.isFinite(value) ? 0 : notJson;
   if (value === null || typeof value !== "object") return 0;
   if (limit < 0) return 1;
   let deepest = 0;
@@ -71,12 +72,19 @@ function jsonDepth(value: unknown, limit: number): number {
   return deepest + 1;
 }
 
-/** Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON. */
+/** jsonDepth's answer for a number JSON cannot write (JSON.parse reads 1e400 as Infinity). */
+const notJson = Number.POSITIVE_INFINITY;
+
+/**
+ * Any JSON value, nested at most `maxJsonDepth` levels; typed as JSON, which it is: request bodies are parsed JSON.
+ * A number too large for JSON to write back (JSON.parse reads `1e400` as Infinity) is refused.
+ */
 export const jsonValue = z.custom<JsonValue>().check((ctx) => {
-  if (jsonDepth(ctx.value, maxJsonDepth) > maxJsonDepth) {
+  const depth = jsonDepth(ctx.value, maxJsonDepth);
+  if (depth > maxJsonDepth) {
     ctx.issues.push({
       code: "custom",
-      message: `must be nested at most ${maxJsonDepth} levels deep`,
+      message: depth === notJson ? "must be a JSON value" : `must be nested at most ${maxJsonDepth} levels deep`,
       input: ctx.value,
     });
   }

@@ -1,4 +1,4 @@
-import type { DescMessage, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
+import type { DescMessage, DescMethod, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import {
   appendHeaders,
   Code,
@@ -19,7 +19,6 @@ import {
   createTransport,
   errorFromJsonBytes,
   requestHeaderWithCompression,
-  trailerDemux,
   validateResponse,
 } from "@connectrpc/connect/protocol-connect";
 import { DependencyDown } from "@loom/runtime/dependency-down";
@@ -47,6 +46,28 @@ export function serviceTransport(baseUrl: string, interceptors: Interceptor[]): 
     acceptCompression: [],
     sendCompression: null,
   });
+  // What a method's calls share, made on its first call.
+  const methods = new WeakMap<
+    DescMethod,
+    { serialization: ReturnType<typeof createMethodSerializationLookup>; url: string; path: string }
+  >();
+  const perMethod = <I extends DescMessage, O extends DescMessage>(method: DescMethodUnary<I, O>) => {
+    let kept = methods.get(method);
+    if (!kept) {
+      const url = createMethodUrl(baseUrl, method);
+      kept = {
+        serialization: createMethodSerializationLookup(method, undefined, undefined, limits),
+        url,
+        path: new URL(url).pathname,
+      };
+      methods.set(method, kept);
+    }
+    return kept as {
+      serialization: ReturnType<typeof createMethodSerializationLookup<I, O>>;
+      url: string;
+      path: string;
+    };
+  };
   return {
     stream: streams.stream,
     async unary<I extends DescMessage, O extends DescMessage>(
@@ -57,7 +78,7 @@ export function serviceTransport(baseUrl: string, interceptors: Interceptor[]): 
       message: MessageInitShape<I>,
       contextValues?: ContextValues,
     ) {
-      const serialization = createMethodSerializationLookup(method, undefined, undefined, limits);
+      const { serialization, url, path } = perMethod(method);
       const deadline = timeoutMs !== undefined && timeoutMs > 0 ? timeoutMs : undefined;
       return runUnaryCall<I, O>({
         interceptors,
@@ -68,32 +89,31 @@ export function serviceTransport(baseUrl: string, interceptors: Interceptor[]): 
           service: method.parent,
           method,
           requestMethod: "POST",
-          url: createMethodUrl(baseUrl, method),
+          url,
           header: requestHeaderWithCompression(method.methodKind, true, deadline, header, [], null, true),
           contextValues: contextValues ?? createContextValues(),
           message,
         },
         next: async (req) => {
-          const url = new URL(req.url);
           let status: number;
-          let received: Headers;
+          let received: { header: Headers; trailer: Headers };
           let bytes: Uint8Array;
           try {
             const res = await pool.request({
-              path: url.pathname,
+              path: req.url === url ? path : new URL(req.url).pathname,
               method: "POST",
               headers: headerRecord(req.header),
               body: serialization.getI(true).serialize(req.message),
               signal: req.signal,
             });
             status = res.statusCode;
-            received = responseHeaders(res.headers);
+            received = headerAndTrailer(res.headers);
             bytes = await res.body.bytes();
           } catch (error) {
             throw callError(error, req.signal);
           }
-          const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, status, received);
-          const [responseHeader, trailer] = trailerDemux(received);
+          const { header: responseHeader, trailer } = received;
+          const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, status, responseHeader);
           if (isUnaryError) throw errorFromJsonBytes(bytes, appendHeaders(responseHeader, trailer), unaryError!);
           return {
             stream: false as const,
@@ -159,6 +179,23 @@ function responseHeaders(headers: Record<string, string | string[] | undefined>)
     else if (value !== undefined) header.append(key, value);
   }
   return header;
+}
+
+/** A unary answer's headers, and its trailers (Connect sends them as `trailer-` headers): Connect's `trailerDemux` in one pass. */
+function headerAndTrailer(headers: Record<string, string | string[] | undefined>): {
+  header: Headers;
+  trailer: Headers;
+} {
+  const header = new Headers();
+  const trailer = new Headers();
+  for (const key in headers) {
+    const value = headers[key];
+    if (value === undefined) continue;
+    const [into, name] = key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
+    if (Array.isArray(value)) for (const v of value) into.append(name, v);
+    else into.append(name, value);
+  }
+  return { header, trailer };
 }
 
 /**

@@ -1,4 +1,3 @@
-import { jsonToValue } from "@loom/contracts/json-value";
 import { RunKind } from "@loom/proto/events/v1/events_pb";
 import { z } from "zod";
 import { bodyLimits } from "../body.ts";
@@ -62,7 +61,8 @@ export function structureEventOperations({ events }: ServiceClients) {
               type: e.type,
               origin: "USER",
               timestamp: e.timestamp,
-              payload: jsonToValue(e.payload ?? null),
+              // As text: the events service stores it as given, with no Value built and taken apart again.
+              payloadJson: JSON.stringify(e.payload ?? null),
             })),
           },
           call,
