@@ -9,13 +9,13 @@ const dockerfile = readFileSync(fileURLToPath(new URL("../../../infra/docker/Doc
 function imageFlags(app: string): string[] {
   const cmd = /^CMD \["sh", "-c", "(.*)"\]$/m.exec(dockerfile)?.[1]?.replaceAll('\\"', '"');
   if (!cmd) throw new Error("no CMD in infra/docker/Dockerfile");
-  const semi = /if \[ "\$APP" = loom \]; then semi=(\d+); else semi=(\d+); fi/.exec(cmd);
+  const semi = /if \[ "\$APP" = loom \] \|\| \[ "\$APP" = gateway \]; then semi=(\d+); else semi=(\d+); fi/.exec(cmd);
   const flags = /exec node((?:\s+--\S+)*)\s+apps\/\$\{APP\}\/src\/main\.ts/.exec(cmd)?.[1];
   if (!semi || flags === undefined) throw new Error(`the image's CMD is not the expected shape: ${cmd}`);
   return flags
     .trim()
     .split(/\s+/)
-    .map((flag) => flag.replace("$semi", app === "loom" ? semi[1]! : semi[2]!));
+    .map((flag) => flag.replace("$semi", app === "loom" || app === "gateway" ? semi[1]! : semi[2]!));
 }
 
 /**
@@ -33,8 +33,14 @@ describe("Node flags", () => {
   });
 
   it("a service runs in tests as in the image, pretenuring off", () => {
-    expect(serviceNodeFlags).toEqual(imageFlags("gateway"));
+    expect(serviceNodeFlags).toEqual(imageFlags("identity"));
     expect(serviceNodeFlags).toContain("--no-allocation-site-pretenuring");
     expect(nodeFlagsFor("apps/identity/src/main.ts")).toEqual(serviceNodeFlags);
+  });
+
+  it("the gateway runs in tests as in the image: 8 MB semi-spaces, as the all-in-one", () => {
+    expect(nodeFlagsFor("apps/gateway/src/main.ts")).toEqual(imageFlags("gateway"));
+    expect(imageFlags("gateway")).toContain("--max-semi-space-size=8");
+    expect(imageFlags("gateway")).toContain("--no-allocation-site-pretenuring");
   });
 });

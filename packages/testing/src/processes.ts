@@ -51,10 +51,13 @@ export interface ProcessOptions {
  */
 export const serviceNodeFlags = ["--max-semi-space-size=2", "--no-allocation-site-pretenuring"];
 
+/** The gateway's, as the image starts it: 8 MB semi-spaces, as the all-in-one (every request passes through it). */
+export const gatewayNodeFlags = ["--max-semi-space-size=8", "--no-allocation-site-pretenuring"];
+
 /**
  * The Node flags `script` runs with in the checkout that holds it: an
  * all-in-one main.ts gets those its checkout's `pnpm start` gives it (8 MB
- * semi-spaces today), any other script the services' flags. So a baseline
+ * semi-spaces today), the gateway its own, any other script the services' flags. So a baseline
  * revision runs as it shipped, and this one as it ships.
  */
 export function nodeFlagsFor(script: string): string[] {
@@ -62,7 +65,8 @@ export function nodeFlagsFor(script: string): string[] {
   const checkout = absolute.endsWith(join("apps", "loom", "src", "main.ts"))
     ? resolve(dirname(absolute), "../../..")
     : undefined;
-  if (!checkout) return serviceNodeFlags;
+  if (!checkout)
+    return absolute.endsWith(join("apps", "gateway", "src", "main.ts")) ? gatewayNodeFlags : serviceNodeFlags;
   const start = (JSON.parse(readFileSync(join(checkout, "package.json"), "utf8")) as { scripts: { start: string } })
     .scripts.start;
   const command = /\bnode((?:\s+--\S+)*)\s+apps\/loom\/src\/main\.ts/.exec(start);
