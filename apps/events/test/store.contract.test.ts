@@ -79,8 +79,22 @@ describe.each(storeKinds("events store contract"))("events store contract (%s)",
       expect(refused, text).toBeInstanceOf(InvalidPayloadJson);
       expect((refused as InvalidPayloadJson).index).toBe(1);
     }
+    // A large batch too, the bad payload well past its first hundred events.
+    const large = Array.from({ length: 250 }, (_, i) => event(i === 230 ? { payloadJson: "{" } : {}));
+    const refused = await store.append(log, org, large).catch((e: unknown) => e);
+    expect((refused as InvalidPayloadJson).index).toBe(230);
     expect(offsets(await store.append(log, org, batch(1, "after")))).toEqual([1]);
     expect((await store.list(log, org, 0, 10))?.items.map((e) => e.type)).toEqual(["open-0", "after-0"]);
+  });
+
+  it("stores a batch of a thousand events whole, in order, each found by id", async () => {
+    const log = newLog();
+    const large = batch(1000, "big");
+    expect(offsets(await store.append(log, org, large))).toEqual(large.map((_, i) => i));
+    const window = await store.list(log, org, 995, 10);
+    expect(window?.totalCount).toBe(1000);
+    expect(window?.items.map((e) => e.type)).toEqual(["big-995", "big-996", "big-997", "big-998", "big-999"]);
+    expect((await store.get(org, large[777]!.id))?.offset).toBe(777);
   });
 
   it("gives concurrent appends to one log, from two replicas, offsets 0..N-1 with no gap and no duplicate, each batch in one run", async () => {

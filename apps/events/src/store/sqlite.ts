@@ -8,6 +8,7 @@ import {
   InvalidPayloadJson,
   type LogKind,
   type LogRef,
+  type NewEventRecord,
   type SpanRecord,
 } from "./port.ts";
 
@@ -54,6 +55,9 @@ interface LogRow {
   length: number;
   closed: number;
 }
+
+/** Events one insert statement writes at most: a statement per size up to it is kept prepared. */
+const rowsPerInsert = 100;
 
 const eventColumns = "e.id, e.log_offset, e.type, e.origin, e.payload, e.timestamp, e.created_at";
 
@@ -106,6 +110,20 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
     createdAt: dateOf(row.created_at)!,
   });
 
+  /** The insert of `rows` events at once, each stored only if its payload is JSON (a row that is not is left out). */
+  const insertEvents = (rows: number) =>
+    prepare(
+      `INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at)
+       SELECT * FROM (VALUES ${Array.from({ length: rows }, () => "(?, ?, ?, ?, ?, ?, ?, ?)").join(", ")}) WHERE json_valid(column6)`,
+    );
+  const insertIds = (rows: number) =>
+    prepare(
+      `INSERT INTO events_by_id (id, log_id, log_offset) VALUES ${Array.from({ length: rows }, () => "(?, ?, ?)").join(", ")}`,
+    );
+  /** The index of the first event whose payload is not JSON, as SQLite judges it. */
+  const firstNotJson = (events: NewEventRecord[]) =>
+    events.findIndex((e) => (prepare("SELECT json_valid(?) AS ok").get(e.payloadJson) as { ok: number }).ok === 0);
+
   return {
     ...sqliteLifecycle(handle, "events", eventsMigrations),
     durable: () => handle.durable(),
@@ -121,40 +139,40 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
           ).get(ref.runKind, ref.runId, organizationId) as unknown as LogRow);
         if (log.organization_id !== organizationId) return undefined;
         if (log.closed) throw logClosed();
-        // Stored only if SQLite's own check finds the payload JSON: the text is bound once, and no objects are built for it.
-        const insert = prepare(
-          `INSERT INTO events_by_log (log_id, log_offset, id, type, origin, payload, timestamp, created_at)
-           SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 WHERE json_valid(?6)`,
-        );
-        const byId =
-          ref.runKind === "structure-run"
-            ? prepare("INSERT INTO events_by_id (id, log_id, log_offset) VALUES (?, ?, ?)")
-            : undefined;
-        const stored = batch.map((e, i): AppendedEvent => {
-          const offset = log.length + i;
-          const { changes } = insert.run(
-            log.id,
-            offset,
-            e.id,
-            e.type,
-            e.origin,
-            e.payloadJson,
-            e.timestamp,
-            e.createdAt.getTime(),
+        // Many rows a statement: one call per chunk rather than per event (a third of the SQL's CPU).
+        for (let start = 0; start < batch.length; start += rowsPerInsert) {
+          const chunk = batch.slice(start, start + rowsPerInsert);
+          const params: Array<string | number> = [];
+          chunk.forEach((e, i) =>
+            params.push(
+              log.id,
+              log.length + start + i,
+              e.id,
+              e.type,
+              e.origin,
+              e.payloadJson,
+              e.timestamp,
+              e.createdAt.getTime(),
+            ),
           );
-          if (changes === 0) throw new InvalidPayloadJson(i);
-          byId?.run(e.id, log.id, offset);
-          return {
+          // Stored only if SQLite's own check finds every payload JSON: the text is bound once, and no objects are built for it.
+          const { changes } = insertEvents(chunk.length).run(...params);
+          if (Number(changes) < chunk.length) throw new InvalidPayloadJson(start + firstNotJson(chunk));
+          if (ref.runKind === "structure-run")
+            insertIds(chunk.length).run(...chunk.flatMap((e, i) => [e.id, log.id, log.length + start + i]));
+        }
+        const stored = batch.map(
+          (e, i): AppendedEvent => ({
             id: e.id,
             ...ref,
             organizationId,
-            offset,
+            offset: log.length + i,
             type: e.type,
             origin: e.origin,
             timestamp: e.timestamp,
             createdAt: new Date(e.createdAt.getTime()),
-          };
-        });
+          }),
+        );
         const length = log.length + batch.length;
         if (closes) prepare("UPDATE events_logs SET closed = 1 WHERE id = ?").run(log.id);
         const key = keyOf(ref);
