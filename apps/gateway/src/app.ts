@@ -14,6 +14,7 @@ import { defaultLimits, type LimitSettings } from "./config.ts";
 import { consoleApp } from "./console.ts";
 import { errorHandler } from "./errors.ts";
 import { createEventFeeds, type EventFeeds } from "./event-feeds.ts";
+import { createKnownRuns } from "./known-runs.ts";
 import { methodNotAllowed } from "./method-not-allowed.ts";
 import { observeRequests } from "./metrics.ts";
 import { openStreams } from "./open-streams.ts";
@@ -78,11 +79,12 @@ export interface GatewayDeps {
 }
 
 export function publicOperations(clients: ServiceClients, feeds: EventFeeds, revocations?: Revocations): Operation[] {
+  const knownRuns = createKnownRuns();
   return [
     ...userOperations(clients),
     ...apiKeyOperations(clients, revocations),
     ...assistantOperations(clients),
-    ...runOperations(clients),
+    ...runOperations(clients, knownRuns),
     ...threadOperations(clients),
     ...rulesetOperations(clients),
     ...ruleOperations(clients),
@@ -90,7 +92,7 @@ export function publicOperations(clients: ServiceClients, feeds: EventFeeds, rev
     ...assistantEventOperations(clients),
     ...structureEventOperations(clients),
     ...structureSpanOperations(clients),
-    ...streamOperations(clients, feeds),
+    ...streamOperations(clients, feeds, knownRuns),
     ...bucketOperations(clients),
     ...assetOperations(clients),
     ...chatOperations(clients),

@@ -64,6 +64,9 @@ const eventColumns = "e.id, e.log_offset, e.type, e.origin, e.payload, e.timesta
 /** How many log rows `createSqliteEventsStore` keeps in memory at most: past it, it forgets them all. */
 const heldLogsLimit = 10_000;
 
+/** How many closed log rows it keeps besides, most recently closed or read (past it, it forgets them all). */
+const closedLogsLimit = 1_000;
+
 /**
  * SQLite adapter (the embedded store): an append is one transaction, whatever the batch's size.
  *
@@ -73,21 +76,24 @@ const heldLogsLimit = 10_000;
  * once, not each time (~7 µs a lookup). A log leaves memory when it closes,
  * and all of them when more than `heldLogsLimit` are held (structure-run
  * logs never close) or when writes are undone (`afterRollback`), so memory
- * follows the runs in flight, not history.
+ * follows the runs in flight, not history. The last `closedLogsLimit` closed
+ * ones stay too: a run's stream and reads often come just after its end.
  */
 export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
   const { prepare } = handle;
   const held = heldRows<LogRow>(handle, heldLogsLimit);
+  // Closed logs never change: the most recently closed are kept too, for the streams and reads that follow a run's end.
+  const closed = heldRows<LogRow>(handle, closedLogsLimit);
   const keyOf = (ref: LogRef) => `${ref.runKind}:${ref.runId}`;
   const findLog = (ref: LogRef) => {
     const key = keyOf(ref);
-    const kept = held.get(key);
+    const kept = held.get(key) ?? closed.get(key);
     if (kept) return kept;
     const row = prepare(
       `SELECT l.id, l.organization_id, l.closed, (SELECT coalesce(max(e.log_offset) + 1, 0) FROM events_by_log e WHERE e.log_id = l.id) AS length
        FROM events_logs l WHERE l.run_kind = ? AND l.run_id = ?`,
     ).get(ref.runKind, ref.runId) as LogRow | undefined;
-    if (row && !row.closed) held.hold(key, openLog(row, row.length));
+    if (row) (row.closed ? closed : held).hold(key, { ...openLog(row, row.length), closed: row.closed });
     return row;
   };
   /** The store's own copy of an open log's row (node:sqlite's rows are not ours to keep changing). */
@@ -177,8 +183,10 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         if (closes) prepare("UPDATE events_logs SET closed = 1 WHERE id = ?").run(log.id);
         const key = keyOf(ref);
         const kept = held.get(key);
-        if (closes) held.forget(key);
-        else if (kept)
+        if (closes) {
+          held.forget(key);
+          closed.hold(key, { ...openLog(log, length), closed: 1 });
+        } else if (kept)
           kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
         else held.hold(key, openLog(log, length));
         return stored;

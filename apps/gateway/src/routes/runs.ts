@@ -6,6 +6,7 @@ import { type AssistantRun, RunStatus, type StatusDetail } from "@loom/proto/run
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import { isoTime, pagination } from "../json.ts";
+import type { KnownRuns } from "../known-runs.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantRunListSchema, assistantRunSchema } from "../schemas.ts";
 import { idArray, pageQuery, statusQuery, uuid } from "../validation.ts";
@@ -144,7 +145,7 @@ const decideBody = z.strictObject({
     .meta({ description: "One decision per call, each call at most once" }),
 });
 
-export function runOperations({ runs }: ServiceClients) {
+export function runOperations({ runs }: ServiceClients, knownRuns: KnownRuns) {
   const runPath = z.object({ assistant_run_id: uuid });
   return [
     defineOperation({
@@ -180,7 +181,7 @@ export function runOperations({ runs }: ServiceClients) {
         description: "The run, QUEUED (or the earlier run of the same Idempotency-Key)",
         schema: assistantRunSchema,
       },
-      async handle({ params, body, call, ctx }) {
+      async handle({ params, body, principal, call, ctx }) {
         const key = idempotencyKey.safeParse(ctx.get("Idempotency-Key") || undefined);
         if (!key.success)
           throw invalidArgument([{ path: "header.Idempotency-Key", message: "must be 1 to 255 characters" }]);
@@ -208,6 +209,8 @@ export function runOperations({ runs }: ServiceClients) {
           },
           call,
         );
+        // Its stream, which clients open next, need not look it up (known-runs.ts).
+        if (res.assistantRun) knownRuns.add(principal.organizationId, res.assistantRun.assistantRunId);
         return runJson(res.assistantRun);
       },
     }),

@@ -3,6 +3,7 @@ import { RunKind } from "@loom/proto/events/v1/events_pb";
 import { z } from "zod";
 import type { ServiceClients } from "../clients.ts";
 import type { EventFeeds } from "../event-feeds.ts";
+import type { KnownRuns } from "../known-runs.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantEventSchema, structureEventSchema } from "../schemas.ts";
 import { integerParam, uuid } from "../validation.ts";
@@ -36,7 +37,7 @@ function startOffset(lastEventId: string, queryOffset: number | undefined): bigi
   return BigInt(queryOffset ?? 0);
 }
 
-export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
+export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds, knownRuns: KnownRuns) {
   return [
     defineOperation({
       id: "GetAssistantRunEventsSSE",
@@ -54,8 +55,12 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds) {
       },
       async handle({ params, query, principal, call, ctx }) {
         const from = startOffset(ctx.get("Last-Event-ID"), query.offset);
-        await runs.getAssistantRun({ assistantRunId: params.assistant_run_id }, call); // 404 before streaming
         const runId = params.assistant_run_id;
+        // 404 before streaming: a run this gateway has not seen yet is looked up first.
+        if (!knownRuns.has(principal.organizationId, runId)) {
+          await runs.getAssistantRun({ assistantRunId: runId }, call);
+          knownRuns.add(principal.organizationId, runId);
+        }
         return feeds.open({
           runKind: RunKind.ASSISTANT_RUN,
           runId,
