@@ -205,6 +205,8 @@ class Feed {
   /** Settles with the upstream's first message: the log exists and the follow is in place. */
   readonly ready: Promise<void>;
   private settleReady!: (error?: unknown) => void;
+  /** Whether `ready` has settled. */
+  private started = false;
   private readonly subscribers = new Set<Readable>();
   /** Recent frames, oldest first, as written. */
   private readonly recent: WrittenFrame[] = [];
@@ -238,7 +240,11 @@ class Feed {
     this.coveredFrom = req.from;
     this.last = req.from - 1n;
     this.ready = new Promise((resolve, reject) => {
-      this.settleReady = (error) => (error === undefined ? resolve() : reject(error));
+      this.settleReady = (error) => {
+        this.started = true;
+        if (error === undefined) resolve();
+        else reject(error);
+      };
     });
     this.ready.catch(() => {}); // each joiner sees the rejection through its own await
   }
@@ -389,6 +395,7 @@ class Feed {
     this.abort.abort(feedEnded);
     for (const out of this.subscribers) out.push(null);
     this.subscribers.clear();
-    this.settleReady(new Error("the feed ended before it started"));
+    // Built only when it can matter: an Error's stack costs more than a feed's end.
+    if (!this.started) this.settleReady(new Error("the feed ended before it started"));
   }
 }

@@ -205,14 +205,21 @@ async function* messagesOf<I extends DescMessage>(
 
 /**
  * The implementation's messages until it ends, fails, or the call is
- * cancelled (the caller's signal, a deadline).
+ * cancelled (the caller's signal, a deadline). One abort listener for the
+ * whole stream: a listener added and removed per message cost more than the
+ * message itself.
  */
 function untilCancelled<T>(output: AsyncIterable<T>, signal: AbortSignal, finish: () => void): AsyncIterable<T> {
   const iterator = output[Symbol.asyncIterator]();
   let done = false;
+  /** Fails the `next` in progress, if any. */
+  let failNext: ((error: unknown) => void) | undefined;
+  const onAbort = () => failNext?.(abortError(signal));
+  signal.addEventListener("abort", onAbort, { once: true });
   const end = () => {
     if (done) return;
     done = true;
+    signal.removeEventListener("abort", onAbort);
     finish();
     void iterator.return?.().catch(() => {});
   };
@@ -221,10 +228,16 @@ function untilCancelled<T>(output: AsyncIterable<T>, signal: AbortSignal, finish
       async next(): Promise<IteratorResult<T>> {
         if (done) return { done: true, value: undefined };
         try {
-          const result = await untilAborted(iterator.next(), signal);
+          if (signal.aborted) throw abortError(signal);
+          const result = await new Promise<IteratorResult<T>>((resolve, reject) => {
+            failNext = reject;
+            iterator.next().then(resolve, reject);
+          });
+          failNext = undefined;
           if (result.done) end();
           return result;
         } catch (error) {
+          failNext = undefined;
           end();
           throw ConnectError.from(error);
         }
