@@ -1,5 +1,6 @@
-import { create, fromJson, type JsonValue as ProtoJson } from "@bufbuild/protobuf";
-import { timestampFromDate, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { create } from "@bufbuild/protobuf";
+import { timestampFromDate, type Value } from "@bufbuild/protobuf/wkt";
+import { jsonToValue } from "@loom/contracts/json-value";
 import { type Event, EventSchema, RunKind } from "@loom/proto/events/v1/events_pb";
 import type { AppendedEvent, EventRecord, LogKind } from "./store/port.ts";
 
@@ -10,7 +11,7 @@ export const kindEnums: Record<LogKind, RunKind> = {
 
 /** A stored event as reads and follows answer it: the payload a Value. */
 export function eventMessage(e: EventRecord): Event {
-  return appendedEventMessage(e, fromJson(ValueSchema, e.payload as ProtoJson));
+  return appendedEventMessage(e, jsonToValue(e.payload));
 }
 
 /**
@@ -40,5 +41,5 @@ export function appendedEventMessage(e: AppendedEvent, payload: Value | string):
  */
 export function busEvent(event: Event): Event {
   if (!event.payloadJson) return event;
-  return { ...event, payload: fromJson(ValueSchema, JSON.parse(event.payloadJson) as ProtoJson), payloadJson: "" };
+  return { ...event, payload: jsonToValue(JSON.parse(event.payloadJson)), payloadJson: "" };
 }

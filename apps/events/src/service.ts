@@ -1,10 +1,11 @@
-import { fromJson, toBinary, toJson } from "@bufbuild/protobuf";
-import { durationMs, type Value, ValueSchema } from "@bufbuild/protobuf/wkt";
+import { toBinary } from "@bufbuild/protobuf";
+import { durationMs, type Value } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type HandlerContext, type ServiceImpl } from "@connectrpc/connect";
 import type { Bus } from "@loom/bus/bus";
 import { createMemoryBus } from "@loom/bus/memory";
 import { invalidArgument, notFound, type Violation } from "@loom/contracts/errors";
 import { isUuid, newId } from "@loom/contracts/ids";
+import { jsonToValue, valueToJson } from "@loom/contracts/json-value";
 import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { subjects } from "@loom/contracts/subjects";
 import { nameProblem } from "@loom/contracts/text";
@@ -115,7 +116,7 @@ const invalid = Symbol("invalid");
 function valueText(value: Value | undefined): string | typeof invalid {
   if (!value) return "null";
   try {
-    return JSON.stringify(toJson(ValueSchema, value));
+    return JSON.stringify(valueToJson(value));
   } catch {
     return invalid;
   }
@@ -123,7 +124,7 @@ function valueText(value: Value | undefined): string | typeof invalid {
 
 /** The payload an append answers an event with: the text or the Value its writer sent (absent: JSON null). */
 const sentPayload = (e: NewEvent): Value | string => e.payloadJson || (e.payload ?? nullValue);
-const nullValue = fromJson(ValueSchema, null);
+const nullValue = jsonToValue(null);
 
 /** A follow's keep-alive interval in milliseconds, or a violation. */
 function checkKeepAlive(violations: Violation[], req: FollowEventsRequest): number {
