@@ -2,16 +2,10 @@ import { randomBytes } from "node:crypto";
 import { apiClient } from "@loom/testing/http";
 import { freePort, startProcess, stopProcess } from "@loom/testing/processes";
 import { openSse } from "@loom/testing/sse";
-import { percentile, printTable } from "./load.ts";
-import { driveRuns, runEnv } from "./runs-throughput.ts";
+import { printTable } from "./load.ts";
+import { driveRuns, runEnv, runsOutcome } from "./runs-throughput.ts";
 
-interface Drive {
-  runsPerSecond: number;
-  p50: number;
-  p99: number;
-  failed: number;
-  unfinished: number;
-}
+type Drive = ReturnType<typeof runsOutcome>;
 
 /**
  * `clients` loops: create a run, then follow its events over SSE until the
@@ -56,15 +50,7 @@ export async function driveFollowedRuns(
       }
     }),
   );
-  const elapsed = (performance.now() - begin) / 1000;
-  latencies.sort((a, b) => a - b);
-  return {
-    runsPerSecond: latencies.length / elapsed,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    failed,
-    unfinished,
-  };
+  return runsOutcome(latencies, begin, failed, unfinished);
 }
 
 /**

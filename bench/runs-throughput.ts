@@ -64,6 +64,11 @@ export async function driveRuns(
       }
     }),
   );
+  return runsOutcome(latencies, begin, failed, unfinished);
+}
+
+/** A drive's outcome: succeeded runs a second since `begin` (a `performance.now()`), their latency percentiles, and the rest counted. */
+export function runsOutcome(latencies: number[], begin: number, failed: number, unfinished: number) {
   const elapsed = (performance.now() - begin) / 1000;
   latencies.sort((a, b) => a - b);
   return {
