@@ -11,7 +11,6 @@ type Listener = { pattern: string; onMessage: (data: Uint8Array, subject: string
 export function createMemoryBus(): Bus & { subscriberCount(): number } {
   const exact = new Map<string, Set<Listener>>();
   const wildcards = new Set<Listener>();
-  let count = 0;
   return {
     async publish(subject, data) {
       const matching = [...(exact.get(subject) ?? [])];
@@ -26,11 +25,9 @@ export function createMemoryBus(): Bus & { subscriberCount(): number } {
       const set = isWildcard ? wildcards : (exact.get(pattern) ?? new Set<Listener>());
       if (!isWildcard) exact.set(pattern, set);
       set.add(listener);
-      count++;
       return {
         unsubscribe: () => {
-          if (!set.delete(listener)) return;
-          count--;
+          set.delete(listener);
           if (!isWildcard && set.size === 0 && exact.get(pattern) === set) exact.delete(pattern);
         },
       };
@@ -40,11 +37,9 @@ export function createMemoryBus(): Bus & { subscriberCount(): number } {
     // One process: never disconnected.
     onReconnect: () => ({ unsubscribe: () => {} }),
     close: async () => {
-      for (const set of exact.values()) set.clear();
       exact.clear();
       wildcards.clear();
-      count = 0;
     },
-    subscriberCount: () => count,
+    subscriberCount: () => [...exact.values()].reduce((n, set) => n + set.size, wildcards.size),
   };
 }

@@ -32,18 +32,15 @@ export function jsonToValue(json: unknown): Value {
 
 function structOf(object: object): Struct {
   const fields: Record<string, Value> = {};
-  for (const [key, item] of Object.entries(object)) {
-    // A key named __proto__ is data, as in JSON.parse's own objects.
-    if (key === "__proto__")
-      Object.defineProperty(fields, key, {
-        value: jsonToValue(item),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    else fields[key] = jsonToValue(item);
-  }
+  for (const [key, item] of Object.entries(object)) setOwn(fields, key, jsonToValue(item));
   return { $typeName: "google.protobuf.Struct", fields };
+}
+
+/** Sets a property as data: a key named __proto__ too, as in JSON.parse's own objects, never the prototype. */
+function setOwn<T>(object: Record<string, T>, key: string, value: T): void {
+  if (key === "__proto__")
+    Object.defineProperty(object, key, { value, enumerable: true, writable: true, configurable: true });
+  else object[key] = value;
 }
 
 export function valueToJson(value: Value | undefined): JsonValue {
@@ -62,16 +59,7 @@ export function valueToJson(value: Value | undefined): JsonValue {
       return kind.value.values.map((item) => valueToJson(item));
     case "structValue": {
       const object: Record<string, JsonValue> = {};
-      for (const [key, item] of Object.entries(kind.value.fields)) {
-        if (key === "__proto__")
-          Object.defineProperty(object, key, {
-            value: valueToJson(item),
-            enumerable: true,
-            writable: true,
-            configurable: true,
-          });
-        else object[key] = valueToJson(item);
-      }
+      for (const [key, item] of Object.entries(kind.value.fields)) setOwn(object, key, valueToJson(item));
       return object;
     }
     default:

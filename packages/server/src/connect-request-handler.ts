@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Code, ConnectError, type ConnectRouter, createConnectRouter, type Interceptor } from "@connectrpc/connect";
 import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { compressionBrotli, compressionGzip, connectNodeAdapter } from "@connectrpc/connect-node";
 
 export interface ConnectRequestHandlerOptions {
   routes: (router: ConnectRouter) => void;
@@ -20,12 +20,14 @@ export interface ConnectRequestHandlerOptions {
 export function connectRequestHandler(
   options: ConnectRequestHandlerOptions,
 ): (req: IncomingMessage, res: ServerResponse) => void {
-  const router = createConnectRouter({ interceptors: options.interceptors });
+  // Both paths with the options connect-node's adapter defaults to: a client that accepts gzip gets it on either.
+  const settings = { interceptors: options.interceptors, acceptCompression: [compressionGzip, compressionBrotli] };
+  const router = createConnectRouter(settings);
   options.routes(router);
   const unary = new Map<string, UniversalHandler>();
   for (const handler of router.handlers)
     if (handler.method.methodKind === "unary") unary.set(handler.requestPath, handler);
-  const general = connectNodeAdapter({ routes: options.routes, interceptors: options.interceptors });
+  const general = connectNodeAdapter({ ...settings, routes: options.routes });
   return (req, res) => {
     const handler = unary.get(req.url ?? "");
     const type = req.headers["content-type"];

@@ -96,7 +96,8 @@ export function serviceTransport(baseUrl: string, interceptors: Interceptor[]): 
         },
         next: async (req) => {
           let status: number;
-          let received: { header: Headers; trailer: Headers };
+          let responseHeader: Headers;
+          const trailer = new Headers();
           let bytes: Uint8Array;
           try {
             const res = await pool.request({
@@ -107,12 +108,11 @@ export function serviceTransport(baseUrl: string, interceptors: Interceptor[]): 
               signal: req.signal,
             });
             status = res.statusCode;
-            received = headerAndTrailer(res.headers);
+            responseHeader = responseHeaders(res.headers, trailer);
             bytes = await res.body.bytes();
           } catch (error) {
             throw callError(error, req.signal);
           }
-          const { header: responseHeader, trailer } = received;
           const { isUnaryError, unaryError } = validateResponse(method.methodKind, true, status, responseHeader);
           if (isUnaryError) throw errorFromJsonBytes(bytes, appendHeaders(responseHeader, trailer), unaryError!);
           return {
@@ -171,31 +171,20 @@ function headerRecord(header: Headers): Record<string, string> {
   return record;
 }
 
-function responseHeaders(headers: Record<string, string | string[] | undefined>): Headers {
+/**
+ * An answer's headers as Connect reads them. Given `trailer`, the `trailer-` headers go there without their
+ * prefix, as Connect's `trailerDemux` does for a unary answer (a stream's trailers come in its last message).
+ */
+function responseHeaders(headers: Record<string, string | string[] | undefined>, trailer?: Headers): Headers {
   const header = new Headers();
-  for (const key in headers) {
-    const value = headers[key];
-    if (Array.isArray(value)) for (const v of value) header.append(key, v);
-    else if (value !== undefined) header.append(key, value);
-  }
-  return header;
-}
-
-/** A unary answer's headers, and its trailers (Connect sends them as `trailer-` headers): Connect's `trailerDemux` in one pass. */
-function headerAndTrailer(headers: Record<string, string | string[] | undefined>): {
-  header: Headers;
-  trailer: Headers;
-} {
-  const header = new Headers();
-  const trailer = new Headers();
   for (const key in headers) {
     const value = headers[key];
     if (value === undefined) continue;
-    const [into, name] = key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
+    const [into, name] = trailer && key.startsWith("trailer-") ? [trailer, key.slice(8)] : [header, key];
     if (Array.isArray(value)) for (const v of value) into.append(name, v);
     else into.append(name, value);
   }
-  return { header, trailer };
+  return header;
 }
 
 /**

@@ -93,15 +93,15 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
       `SELECT l.id, l.organization_id, l.closed, (SELECT coalesce(max(e.log_offset) + 1, 0) FROM events_by_log e WHERE e.log_id = l.id) AS length
        FROM events_logs l WHERE l.run_kind = ? AND l.run_id = ?`,
     ).get(ref.runKind, ref.runId) as LogRow | undefined;
-    if (row) (row.closed ? closed : held).hold(key, { ...openLog(row, row.length), closed: row.closed });
+    if (row) (row.closed ? closed : held).hold(key, logCopy(row, row.length, row.closed));
     return row;
   };
-  /** The store's own copy of an open log's row (node:sqlite's rows are not ours to keep changing). */
-  const openLog = (row: LogRow, length: number): LogRow => ({
+  /** The store's own copy of a log's row (node:sqlite's rows are not ours to keep changing). */
+  const logCopy = (row: LogRow, length: number, isClosed: number): LogRow => ({
     id: row.id,
     organization_id: row.organization_id,
     length,
-    closed: 0,
+    closed: isClosed,
   });
   const eventOf = (row: Row, ref: LogRef, organizationId: string): EventRecord => ({
     id: row.id as string,
@@ -185,10 +185,10 @@ export function createSqliteEventsStore(handle: SqliteHandle): EventsStore {
         const kept = held.get(key);
         if (closes) {
           held.forget(key);
-          closed.hold(key, { ...openLog(log, length), closed: 1 });
+          closed.hold(key, logCopy(log, length, 1));
         } else if (kept)
           kept.length = length; // the held row is the store's own copy (findLog hands it out only within a call)
-        else held.hold(key, openLog(log, length));
+        else held.hold(key, logCopy(log, length, 0));
         return stored;
       });
     },
