@@ -8,13 +8,15 @@ import { terminalLifecycleEvents } from "@loom/contracts/run-lifecycle";
 import { subjects } from "@loom/contracts/subjects";
 import {
   type Event,
+  EventBatchSchema,
   EventSchema,
   type FollowEventsResponse,
   FollowEventsResponseSchema,
 } from "@loom/proto/events/v1/events_pb";
 import type { Logger } from "@loom/telemetry/logger";
 import { traceparentOf } from "@loom/telemetry/tracing";
-import { eventMessage } from "./event-message.ts";
+import { busEvent, eventMessage } from "./event-message.ts";
+import type { RecentLogs } from "./recent-logs.ts";
 import type { EventsStore, LogKind, LogRef } from "./store/port.ts";
 
 /** The event types after which a structure-run stream ends (docs/behaviour.md §6). */
@@ -55,6 +57,8 @@ export interface FollowDeps {
   store: EventsStore;
   bus: Bus;
   timing: FollowTiming;
+  /** Logs this replica wrote lately: a closed one is served from them. */
+  recent?: RecentLogs | undefined;
   logger?: Logger | undefined;
 }
 
@@ -64,6 +68,10 @@ export interface FollowRequest {
   /** First offset to send. */
   from: number;
   keepAliveMs: number;
+  /** Events at hand together go in one `batch` message, and the first message is the log's events from `from` (events.proto). */
+  batches: boolean;
+  /** The caller reads `payload_json`: a payload held as text is sent so (events.proto). */
+  acceptsPayloadJson: boolean;
   /** Aborts when the caller goes away: everything is released at once, whether or not the stream is read again. */
   signal: AbortSignal;
 }
@@ -74,6 +82,8 @@ const keepAlive = (): FollowEventsResponse =>
   create(FollowEventsResponseSchema, { kind: { case: "keepAlive", value: {} } });
 const eventResponse = (event: Event): FollowEventsResponse =>
   create(FollowEventsResponseSchema, { kind: { case: "event", value: event } });
+const batchResponse = (events: Event[], last: boolean): FollowEventsResponse =>
+  create(FollowEventsResponseSchema, { kind: { case: "batch", value: create(EventBatchSchema, { events, last }) } });
 
 /**
  * One FollowEvents stream: a keep-alive once the log is resolved, then the
@@ -90,13 +100,22 @@ const eventResponse = (event: Event): FollowEventsResponse =>
  * event from another replica that overtook an earlier one, a lost bus
  * message), the store is read from `next`; an offset still missing after
  * `holeGraceMs` is a hole and is skipped.
+ *
+ * With `batches`, what is buffered from `next` on goes out as one message
+ * (at most a page of events): a replay of a finished log is then one
+ * message after the first read, in place of the first keep-alive.
  */
 export async function* follow(
   deps: FollowDeps,
   req: FollowRequest,
 ): AsyncGenerator<FollowEventsResponse, void, undefined> {
   const { store, bus, timing, logger } = deps;
-  const { log, organizationId, keepAliveMs, signal } = req;
+  const { log, organizationId, keepAliveMs, batches, acceptsPayloadJson, signal } = req;
+  const held = deps.recent?.closedFrom(log, organizationId, req.from);
+  if (held) {
+    yield* heldLog(acceptsPayloadJson ? held : held.map(busEvent), batches, timing.pageSize, signal);
+    return;
+  }
   const subject = subjects.events(log.runKind, log.runId);
 
   /** The offset sent next. */
@@ -191,6 +210,25 @@ export async function* follow(
     return false;
   };
 
+  /** The buffered events from `next` on, up to the end of the stream and at most a page, as one message (moving `next` past them). */
+  const takeBatch = (): FollowEventsResponse | undefined => {
+    const events: Event[] = [];
+    let last = false;
+    for (
+      let event = buffered.get(next);
+      event && !last && events.length < timing.pageSize;
+      event = buffered.get(next)
+    ) {
+      buffered.delete(next);
+      next += 1;
+      events.push(event);
+      last = endsStream(log.runKind, event);
+    }
+    return events.length > 0 ? batchResponse(events, last) : undefined;
+  };
+  const endsWith = (message: FollowEventsResponse | undefined) =>
+    message?.kind.case === "batch" && message.kind.value.last;
+
   try {
     // On NATS a subscription is registered by the server asynchronously; a
     // round trip (what ready() does) makes sure it is before the store is read.
@@ -206,9 +244,10 @@ export async function* follow(
     const ended = await endedBefore(first.totalCount);
     if (closed) return;
 
-    yield keepAlive();
+    const opening = batches && !ended ? takeBatch() : undefined;
+    yield opening ?? keepAlive();
     let lastSent = Date.now();
-    if (ended || closed) return;
+    if (ended || closed || endsWith(opening)) return;
 
     /** The `next` last found missing, since when, and how long to wait before reading the store for it again. */
     let stalledAt = -1;
@@ -216,13 +255,20 @@ export async function* follow(
     let retryMs = timing.retryMs;
 
     for (;;) {
-      for (let event = buffered.get(next); event; event = buffered.get(next)) {
-        buffered.delete(next);
-        next += 1;
-        yield eventResponse(event);
-        lastSent = Date.now();
-        if (closed || endsStream(log.runKind, event)) return;
-      }
+      if (batches)
+        for (let batch = takeBatch(); batch; batch = takeBatch()) {
+          yield batch;
+          lastSent = Date.now();
+          if (closed || endsWith(batch)) return;
+        }
+      else
+        for (let event = buffered.get(next); event; event = buffered.get(next)) {
+          buffered.delete(next);
+          next += 1;
+          yield eventResponse(event);
+          lastSent = Date.now();
+          if (closed || endsStream(log.runKind, event)) return;
+        }
       if (closed) return;
 
       if (busReconnected) {
@@ -297,6 +343,15 @@ export async function* follow(
     }
   } finally {
     close();
+  }
+}
+
+/** A closed log's events held in memory, sent as a follow sends them, and the end. */
+function* heldLog(events: Event[], batches: boolean, pageSize: number, signal: AbortSignal) {
+  if (!batches || events.length === 0) yield keepAlive();
+  for (let at = 0; at < events.length && !signal.aborted; at += batches ? pageSize : 1) {
+    const page = events.slice(at, at + (batches ? pageSize : 1));
+    yield batches ? batchResponse(page, at + page.length === events.length) : eventResponse(page[0]!);
   }
 }
 

@@ -24,6 +24,7 @@ import type { Logger } from "@loom/telemetry/logger";
 import { appendedEventMessage, busEvent, eventMessage } from "./event-message.ts";
 import { defaultFollowTiming, type FollowTiming, follow } from "./follow.ts";
 import { eventsAppended } from "./metrics.ts";
+import { createRecentLogs } from "./recent-logs.ts";
 import { spanHandlers } from "./spans.ts";
 import {
   type AppendedEvent,
@@ -66,6 +67,8 @@ export interface EventsDeps {
    * `durable()`, which covers the append. Every other answer waits here.
    */
   runLogsCoveredByRuns?: boolean;
+  /** Bytes of lately stored events kept to answer follows of logs closed here (recent-logs.ts); 16 MiB unless given. */
+  recentLogBytes?: number;
 }
 
 const kinds: Partial<Record<RunKind, LogKind>> = {
@@ -162,9 +165,11 @@ export function createEventsService(deps: EventsDeps): RpcService {
   const bus: Bus = deps.bus ?? ownBus!;
   const now = deps.now ?? (() => new Date());
   const followTiming: FollowTiming = { ...defaultFollowTiming, ...deps.follow };
+  const recent = createRecentLogs(deps.recentLogBytes ?? 16 * 1024 * 1024);
 
   /**
-   * Publishes stored events in offset order. The record is already written: a
+   * Keeps stored events among the recent logs, and publishes them in offset
+   * order. The record is already written: a
    * lost message is the bus's at-most-once, not a failed append. Both buses
    * take a message when publish is called (NATS buffers it, the in-process bus
    * queues it), and every publish is issued before the first is awaited: so
@@ -172,7 +177,8 @@ export function createEventsService(deps: EventsDeps): RpcService {
    * out in offset order rather than interleaved by append, and a follower has
    * no gap to read the store for.
    */
-  async function publish(log: LogRef, stored: Event[]): Promise<void> {
+  async function publish(log: LogRef, organizationId: string, stored: Event[], closes: boolean): Promise<void> {
+    recent.add(log, organizationId, stored, closes);
     const subject = subjects.events(log.runKind, log.runId);
     const sent = stored.map((event) =>
       bus
@@ -222,13 +228,13 @@ export function createEventsService(deps: EventsDeps): RpcService {
       if (answerWhenWritten) {
         // Published once on disk, in the order appended (durable() resolves in the order of the writes).
         store.durable().then(
-          () => publish(log, events),
+          () => publish(log, organizationId, events, closes),
           (error: unknown) =>
             logger?.error({ err: error, run_id: log.runId }, "events not published: the database could not sync them"),
         );
         return { events };
       }
-      await publish(log, events);
+      await publish(log, organizationId, events, closes);
       return { events };
     },
 
@@ -271,8 +277,16 @@ export function createEventsService(deps: EventsDeps): RpcService {
         const from =
           req.fromOffset > BigInt(Number.MAX_SAFE_INTEGER) ? Number.MAX_SAFE_INTEGER : Number(req.fromOffset);
         yield* follow(
-          { store, bus, timing: followTiming, logger },
-          { log, organizationId, from, keepAliveMs, signal: ctx.signal },
+          { store, bus, timing: followTiming, recent, logger },
+          {
+            log,
+            organizationId,
+            from,
+            keepAliveMs,
+            batches: req.batches,
+            acceptsPayloadJson: req.acceptsPayloadJson,
+            signal: ctx.signal,
+          },
         );
       } catch (error) {
         throw streamError(error, logger, ctx);

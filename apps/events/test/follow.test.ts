@@ -90,7 +90,10 @@ function startFollow(client: Client<typeof EventsService>, req: FollowInit, who:
       onStart();
     }
   })();
-  const events = () => received.flatMap((m) => (m.kind.case === "event" ? [m.kind.value] : []));
+  const events = () =>
+    received.flatMap((m) =>
+      m.kind.case === "event" ? [m.kind.value] : m.kind.case === "batch" ? m.kind.value.events : [],
+    );
   return {
     received,
     started,
@@ -402,6 +405,78 @@ describe.each(storeKinds("follow events"))("follow events (%s store)", (kind) =>
     await smallClient.appendEvents({ ...run, events: [newEvent("StructureRunCompleted")] }, as(alice));
     await endsWithin(follower, 5_000);
     expect(follower.offsets()).toEqual(range(0, 42));
+  });
+
+  it("with batches, sends the log's events as the first message and live ones together, `last` on the terminal one", async () => {
+    const run = structureRun();
+    await append(run, batch(30, "e"));
+    await append(run, [newEvent("StructureRunCompleted")]);
+    const replay = startFollow(client, { ...run, batches: true });
+    await endsWithin(replay);
+    // One message: the first read's events, ending the stream.
+    expect(replay.received.map((m) => m.kind.case)).toEqual(["batch"]);
+    expect(replay.received[0]?.kind.value).toMatchObject({ last: true });
+    expect(replay.events()).toEqual(await listAll(run));
+
+    const live = structureRun();
+    await append(live, [newEvent("Start")]);
+    const follower = startFollow(client, { ...live, batches: true });
+    await follower.started;
+    expect(follower.offsets()).toEqual([0]);
+    await append(live, batch(5, "live"));
+    await append(live, [newEvent("StructureRunError")]);
+    await endsWithin(follower);
+    expect(follower.events()).toEqual(await listAll(live));
+    const batches = follower.received
+      .filter((m) => m.kind.case === "batch")
+      .map((m) => m.kind.value as { last: boolean });
+    expect(batches.map((b) => b.last)).toEqual([...batches.slice(1).map(() => false), true]);
+  });
+
+  it("answers a follow of an assistant-run log closed here from memory, with what the store holds", async () => {
+    const run = assistantRun();
+    const prompt = JSON.stringify({ prompt: "héllo", list: [1, 2.5, null] });
+    await append(run, [newEvent("AssistantRunQueued", "SYSTEM")]);
+    await append(run, [create(NewEventSchema, { type: "StartPromptEvent", origin: "ASSISTANT", payloadJson: prompt })]);
+    await append(run, [newEvent("AssistantRunSucceeded", "SYSTEM")]);
+    const stored = await listAll(run);
+    const list = vi.spyOn(store, "list");
+    const subscribers = bus.subscriberCount();
+    try {
+      // As the gateway asks: one batch, the payload as its writer sent it.
+      const gateway = startFollow(client, { ...run, batches: true, acceptsPayloadJson: true });
+      await endsWithin(gateway);
+      expect(gateway.received.map((m) => m.kind.case)).toEqual(["batch"]);
+      expect(gateway.events().map((e) => e.payloadJson)).toEqual(["", prompt, ""]);
+      expect(gateway.events().map(({ payload, payloadJson, ...e }) => e)).toEqual(
+        stored.map(({ payload, payloadJson, ...e }) => e),
+      );
+      // As an older caller asks: a keep-alive, then one event a message, every payload a Value.
+      const older = startFollow(client, run);
+      await endsWithin(older);
+      expect(older.received.map((m) => m.kind.case)).toEqual(["keepAlive", "event", "event", "event"]);
+      expect(older.events()).toEqual(stored);
+      // From further in, and past the end.
+      const resumed = startFollow(client, { ...run, fromOffset: 1n, batches: true });
+      await endsWithin(resumed);
+      expect(resumed.events()).toEqual(stored.slice(1));
+      const after = startFollow(client, { ...run, fromOffset: 3n, batches: true });
+      await endsWithin(after);
+      expect(after.received.map((m) => m.kind.case)).toEqual(["keepAlive"]);
+      // Neither the store nor the bus was needed.
+      expect(list).not.toHaveBeenCalled();
+      expect(bus.subscriberCount()).toBe(subscribers);
+      // Another organization is still told the log is not there.
+      expect((await startFollow(client, run, mallory).done).error?.code).toBe(Code.NotFound);
+    } finally {
+      list.mockRestore();
+    }
+    // A replica that did not write the log reads the store and sends the same.
+    const { server: other, client: otherClient } = await serve({ store, bus });
+    extra.push(other);
+    const elsewhere = startFollow(otherClient, { ...run, batches: true, acceptsPayloadJson: true });
+    await endsWithin(elsewhere);
+    expect(elsewhere.events()).toEqual(stored);
   });
 
   it("leaves no subscription behind when streams end, fail or are cancelled", async () => {

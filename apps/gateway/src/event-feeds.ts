@@ -17,8 +17,8 @@ export interface StreamRequest {
   from: bigint;
   /** The route's call: the caller's principal headers, and a signal that aborts when the client goes away. */
   call: { headers: Record<string, string>; signal: AbortSignal };
-  /** The public JSON of an event. */
-  toJson: (event: FollowedEvent) => unknown;
+  /** The public JSON text of an event. */
+  toJson: (event: FollowedEvent) => string;
 }
 
 export interface EventFeedOptions {
@@ -127,27 +127,34 @@ export function createEventFeeds(
     async open(req) {
       const key = `${req.organizationId}/${req.runKind}/${req.runId}`;
       const log = finished.get(key);
-      const replay = log && finishedLogFrom(log, req.from);
-      if (replay) {
-        eventsDelivered.inc(eventsFrom(log, req.from));
-        return replay.length === 1 ? replay[0]! : finishedStream(replay);
-      }
+      const replay = log && replayOf(log, req.from);
+      if (replay) return replay;
       for (const feed of feeds.get(key) ?? []) {
         const subscriber = feed.join(req.from, req.call.signal);
-        if (subscriber) {
-          await feed.ready;
-          return subscriber;
-        }
+        if (subscriber) return streamOf(feed, subscriber, req.from);
       }
       const feed = startFeed(key, req);
       // A new feed starts at this subscriber's offset: it always takes it.
-      const subscriber = feed.join(req.from, req.call.signal)!;
-      await feed.ready;
-      return subscriber;
+      return streamOf(feed, feed.join(req.from, req.call.signal)!, req.from);
     },
     upstreams: () => count,
     finishedLogBytes: () => finished.bytes(),
   };
+}
+
+/** A subscriber's answer once its feed is ready: the whole log at once when the feed found it finished, else its stream. */
+async function streamOf(feed: Feed, subscriber: Readable, from: bigint): Promise<Readable | Buffer> {
+  const whole = await feed.ready;
+  // A subscriber that joined before the feed was ready starts where the feed does: the whole log serves it.
+  return (whole && replayOf(whole, from)) || subscriber;
+}
+
+/** The answer to a stream from `from` that `log` holds: its bytes in one Buffer when it can be. */
+function replayOf(log: FinishedLog, from: bigint): Readable | Buffer | undefined {
+  const replay = finishedLogFrom(log, from);
+  if (!replay) return undefined;
+  eventsDelivered.inc(eventsFrom(log, from));
+  return replay.length === 1 ? replay[0]! : finishedStream(replay);
 }
 
 /** How many of a finished log's events a stream from `from` gets. */
@@ -163,6 +170,14 @@ function finishedStream(buffers: Buffer[]): Readable {
   for (const buffer of buffers) out.push(buffer);
   out.push(null);
   return out;
+}
+
+/** Frames as one Buffer, and each one's size in it (an all-ASCII Buffer has as many bytes as characters). */
+function encoded(frames: Array<{ frame: string }>): { chunk: Buffer; sizes: number[] } {
+  const text = frames.map((f) => f.frame).join("");
+  const chunk = Buffer.from(text);
+  const ascii = chunk.length === text.length;
+  return { chunk, sizes: frames.map(({ frame }) => (ascii ? frame.length : Buffer.byteLength(frame))) };
 }
 
 /** A frame a feed wrote: where it sits in the Buffer that went to every subscriber then. */
@@ -193,6 +208,8 @@ function followRequest(req: StreamRequest, options: EventFeedOptions) {
     runId: req.runId,
     fromOffset: req.from,
     keepAliveInterval: { seconds: BigInt(options.keepAliveSeconds) },
+    batches: true,
+    acceptsPayloadJson: true,
   };
 }
 
@@ -202,9 +219,13 @@ const feedEnded = new DOMException("the feed ended", "AbortError");
 /** One upstream follow and the subscribers it feeds. */
 class Feed {
   readonly abort = new AbortController();
-  /** Settles with the upstream's first message: the log exists and the follow is in place. */
-  readonly ready: Promise<void>;
-  private settleReady!: (error?: unknown) => void;
+  /**
+   * Settles with the upstream's first message: the log exists and the follow
+   * is in place. Resolves with the whole log when that message held it to its
+   * end (a finished run): the feed has ended, and its streams are served that.
+   */
+  readonly ready: Promise<FinishedLog | undefined>;
+  private settleReady!: (error?: unknown, whole?: FinishedLog) => void;
   /** Whether `ready` has settled. */
   private started = false;
   private readonly subscribers = new Set<Readable>();
@@ -240,9 +261,9 @@ class Feed {
     this.coveredFrom = req.from;
     this.last = req.from - 1n;
     this.ready = new Promise((resolve, reject) => {
-      this.settleReady = (error) => {
+      this.settleReady = (error, whole) => {
         this.started = true;
-        if (error === undefined) resolve();
+        if (error === undefined) resolve(whole);
         else reject(error);
       };
     });
@@ -286,19 +307,20 @@ class Feed {
     let completed = false;
     try {
       for await (const message of messages) {
+        const kind = message.kind;
+        if (kind.case === "batch") for (const event of kind.value.events) this.deliver(event);
+        else if (kind.case === "event") this.deliver(kind.value);
+        // The first keep-alive only says the follow is in place: every stream starts with one of its own.
+        else if (kind.case === "keepAlive" && !first) this.queue(keepAliveFrame);
         if (first) {
           first = false;
-          this.settleReady();
-          continue;
+          const whole = kind.case === "batch" && kind.value.last ? this.wholeLog() : undefined;
+          this.settleReady(undefined, whole);
+          if (whole) {
+            this.end(whole);
+            return;
+          }
         }
-        const kind = message.kind;
-        if (kind.case === "event")
-          deliverEvent(
-            kind.value,
-            () => this.receive(kind.value.offset, eventFrame(kind.value.offset, this.req.toJson(kind.value))),
-            this.subscribers.size,
-          );
-        else if (kind.case === "keepAlive") this.queue(keepAliveFrame);
       }
       // Completion (OK) comes only right after the terminal event (events.proto): the log is final.
       completed = !first && !this.abort.signal.aborted;
@@ -313,6 +335,36 @@ class Feed {
     // The upstream ended: after the terminal event, or on an error. Subscribers get what came, then the end.
     this.flush();
     this.end(completed && this.coveredFrom === this.req.from ? this.finishedLog() : undefined);
+  }
+
+  private deliver(event: FollowedEvent): void {
+    deliverEvent(
+      event,
+      () => this.receive(event.offset, eventFrame(event.offset, this.req.toJson(event))),
+      this.subscribers.size,
+    );
+  }
+
+  /**
+   * The log from the feed's start to its end, when the upstream's first
+   * message held all of it and it is no larger than the recent frames a feed
+   * keeps: its frames, not yet written, become the finished log instead.
+   */
+  private wholeLog(): FinishedLog | undefined {
+    const { chunk, sizes } = encoded(this.pending);
+    if (chunk.length > this.options.recentBytes) return undefined;
+    const offsets: bigint[] = [];
+    const starts: number[] = [];
+    let at = keepAliveBytes.length;
+    this.pending.forEach(({ offset }, i) => {
+      if (offset !== undefined) {
+        offsets.push(offset);
+        starts.push(at);
+      }
+      at += sizes[i]!;
+    });
+    this.pending = [];
+    return { from: this.req.from, bytes: Buffer.concat([keepAliveBytes, chunk], at), offsets, starts };
   }
 
   /** Every frame from the feed's start, after a keep-alive, in one Buffer: encoded once for all later streams of the run. */
@@ -362,14 +414,11 @@ class Feed {
     this.lastFlush = Date.now();
     const frames = this.pending;
     this.pending = [];
-    const text = frames.map((f) => f.frame).join("");
-    const chunk = Buffer.from(text);
-    // Where each event frame sits in the chunk (an all-ASCII chunk has as many bytes as characters).
-    const ascii = chunk.length === text.length;
+    const { chunk, sizes } = encoded(frames);
     let at = 0;
     let events = 0;
-    for (const { frame, offset } of frames) {
-      const size = ascii ? frame.length : Buffer.byteLength(frame);
+    for (const [i, { offset }] of frames.entries()) {
+      const size = sizes[i]!;
       if (offset !== undefined) {
         this.remember({ offset, chunk, start: at, end: at + size });
         events++;

@@ -4,8 +4,8 @@
  * field (so a browser EventSource gets every event through onmessage); a
  * keep-alive is a comment line.
  */
-export function eventFrame(offset: bigint, json: unknown): string {
-  return `id: ${offset}\ndata: ${JSON.stringify(json)}\n\n`;
+export function eventFrame(offset: bigint, json: string): string {
+  return `id: ${offset}\ndata: ${json}\n\n`;
 }
 
 export const keepAliveFrame = ": keep-alive\n\n";

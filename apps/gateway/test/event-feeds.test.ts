@@ -73,6 +73,7 @@ function chunksOf(stream: Readable | Buffer): Promise<Buffer[]> {
   );
 }
 
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => from + i);
 const frames = (from: number, to: number) =>
   Array.from({ length: to - from }, (_, i) => `id: ${from + i}\ndata: {"type":"E${from + i}"}\n\n`).join("");
 
@@ -82,7 +83,7 @@ const request = (from: bigint, runId = "run", organizationId = "org") => ({
   organizationId,
   from,
   call: { headers: {}, signal: new AbortController().signal },
-  toJson: (e: { type: string }) => ({ type: e.type }),
+  toJson: (e: { type: string }) => JSON.stringify({ type: e.type }),
 });
 
 /** No write interval: every frame is written in the next turn. */
@@ -303,6 +304,42 @@ describe("event feeds", () => {
       expect(chunks.filter((c) => c.toString() !== ": keep-alive\n\n").every(shared)).toBe(true);
     }
     expect(upstream.follows()).toBe(1);
+  });
+
+  it("answers every stream waiting on a feed with the whole log at once when the first message held it to its end", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    const events = [0, 1, 2].map((offset) => ({ offset: BigInt(offset), type: `E${offset}` }));
+    upstream.send(create(FollowEventsResponseSchema, { kind: { case: "batch", value: { events, last: true } } }));
+    const [a, b] = await Promise.all([feeds.open(request(0n)), feeds.open(request(0n))]);
+    // One Buffer, the same for both: the whole response in one write.
+    expect(Buffer.isBuffer(a)).toBe(true);
+    expect(b).toBe(a);
+    expect(a.toString()).toBe(`: keep-alive\n\n${frames(0, 3)}`);
+    expect(feeds.upstreams()).toBe(0);
+    // Kept as a finished log: a later stream, from any offset, needs no upstream.
+    expect(await readAll(await feeds.open(request(2n)))).toBe(`: keep-alive\n\n${frames(2, 3)}`);
+    expect(upstream.follows()).toBe(1);
+  });
+
+  it("streams batches of a live run as they come, the same bytes as one event a message", async () => {
+    const upstream = scriptedUpstream();
+    const feeds = createEventFeeds(upstream.client, logger, { ...defaultEventFeedOptions, ...writeAtOnce });
+    const batch = (from: number, to: number, last = false) =>
+      create(FollowEventsResponseSchema, {
+        kind: {
+          case: "batch",
+          value: { events: range(from, to).map((o) => ({ offset: BigInt(o), type: `E${o}` })), last },
+        },
+      });
+    upstream.send(batch(0, 2));
+    const stream = live(await feeds.open(request(0n)));
+    const text = readAll(stream);
+    upstream.send(batch(2, 5));
+    upstream.send(event(5));
+    upstream.send(batch(6, 8, true));
+    upstream.complete();
+    expect(await text).toBe(`: keep-alive\n\n${frames(0, 8)}`);
   });
 
   it("rejects before streaming when the upstream's first answer is an error", async () => {

@@ -19,10 +19,31 @@ export function eventJson(event: Event, runField: "assistant_run_id" | "structur
     [runField]: event.runId,
     type: event.type,
     origin: event.origin,
-    payload: valueToJson(event.payload),
+    payload: event.payloadJson ? JSON.parse(event.payloadJson) : valueToJson(event.payload),
     timestamp: event.timestamp,
     created_at: isoTime(event.createdAt),
   };
+}
+
+/**
+ * An event's public JSON as one line of text. A payload that came as JSON
+ * text (`payload_json`, as its writer stored it) is spliced in as it is:
+ * Loom's writers send `JSON.stringify` output, so the line is the one
+ * `JSON.stringify` of eventJson would give, without parsing the payload and
+ * writing it again. Text with a line break (not Loom's) is written anew: an
+ * SSE `data:` line cannot hold one.
+ */
+export function eventJsonText(event: Event, runField: "assistant_run_id" | "structure_run_id"): string {
+  const payload = event.payloadJson;
+  if (!payload || /[\r\n]/.test(payload)) return JSON.stringify(eventJson(event, runField));
+  const head = JSON.stringify({
+    event_id: event.eventId,
+    [runField]: event.runId,
+    type: event.type,
+    origin: event.origin,
+  });
+  const tail = JSON.stringify({ timestamp: event.timestamp, created_at: isoTime(event.createdAt) });
+  return `${head.slice(0, -1)},"payload":${payload},${tail.slice(1)}`;
 }
 
 /** The EventList shape of docs/api.md §4, from one page of a log. */

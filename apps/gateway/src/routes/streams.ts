@@ -7,7 +7,7 @@ import type { KnownRuns } from "../known-runs.ts";
 import { defineOperation } from "../operation.ts";
 import { assistantEventSchema, structureEventSchema } from "../schemas.ts";
 import { integerParam, uuid } from "../validation.ts";
-import { eventJson } from "./events.ts";
+import { eventJsonText } from "./events.ts";
 
 const maxOffset = Number.MAX_SAFE_INTEGER;
 const resumeQuery = z.object({
@@ -67,7 +67,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds, kn
           organizationId: principal.organizationId,
           from,
           call,
-          toJson: (e) => eventJson(e, "assistant_run_id"),
+          toJson: (e) => eventJsonText(e, "assistant_run_id"),
         });
       },
     }),
@@ -95,7 +95,7 @@ export function streamOperations({ runs }: ServiceClients, feeds: EventFeeds, kn
           organizationId: principal.organizationId,
           from,
           call,
-          toJson: (e) => eventJson(e, "structure_run_id"),
+          toJson: (e) => eventJsonText(e, "structure_run_id"),
         });
       },
     }),
