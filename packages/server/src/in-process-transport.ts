@@ -18,6 +18,7 @@ import {
   createServiceImplSpec,
   type Interceptor,
   type MethodImplSpec,
+  type StreamRequest,
   type StreamResponse,
   type Transport,
   type UnaryResponse,
@@ -135,8 +136,11 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       header: HeaderInit | undefined,
       input: AsyncIterable<MessageInitShape<I>>,
     ): Promise<StreamResponse<I, O>> {
+      const spec = specFor(method);
+      if (spec.kind === "server_streaming" && timeoutMs === undefined)
+        return serverStream(spec, unaryContext(method, signal, header), input, interceptors);
       const context = contextFor(method, signal, timeoutMs, header);
-      const invoke = transformInvokeImplementation(specFor(method), context, interceptors);
+      const invoke = transformInvokeImplementation(spec, context, interceptors);
       const output = invoke(messagesOf(method.input, input)) as AsyncIterable<MessageShape<O>>;
       return {
         stream: true,
@@ -148,6 +152,84 @@ export function directTransport(services: RpcService[], serviceToken: string, in
       };
     },
   };
+}
+
+/**
+ * A server-streaming call without a deadline, the way a follow is called:
+ * the request read from the caller's iterable once, the interceptors and the
+ * implementation called directly, each message normalized as it passes. What
+ * Connect's transformInvokeImplementation adds around that (its generators,
+ * the request re-wrapped and checked for a second message, a normalizing
+ * generator, linked AbortControllers) cost more than a short follow itself;
+ * the caller's signal is the call's, as for unary calls.
+ */
+async function serverStream<I extends DescMessage, O extends DescMessage>(
+  spec: Extract<MethodImplSpec, { kind: "server_streaming" }>,
+  context: HandlerContextController,
+  input: AsyncIterable<MessageInitShape<I>>,
+  interceptors: Interceptor[],
+): Promise<StreamResponse<I, O>> {
+  const method = spec.method as DescMethodStreaming<I, O>;
+  const common = { service: method.parent, header: context.responseHeader, trailer: context.responseTrailer };
+  const implementation = async (req: StreamRequest): Promise<StreamResponse> => {
+    const first = await req.message[Symbol.asyncIterator]().next();
+    if (first.done)
+      throw new ConnectError(`protocol error: missing input message for ${method.name}`, Code.Unimplemented);
+    const request = toMessage(method.input, first.value as MessageInitShape<I>);
+    const handlerContext = { ...context, requestHeader: req.header, signal: req.signal, values: req.contextValues };
+    return {
+      ...common,
+      stream: true,
+      method,
+      message: spec.impl(request as never, handlerContext) as AsyncIterable<never>,
+    };
+  };
+  try {
+    const res = await withInterceptors(
+      implementation,
+      interceptors,
+    )({
+      stream: true,
+      service: method.parent,
+      method,
+      requestMethod: context.requestMethod,
+      url: context.url,
+      signal: context.signal,
+      header: context.requestHeader,
+      contextValues: context.values,
+      message: input,
+    } as StreamRequest);
+    copyHeaders(res.header, context.responseHeader);
+    copyHeaders(res.trailer, context.responseTrailer);
+    const output = res.message as AsyncIterable<MessageInitShape<O>>;
+    return {
+      stream: true,
+      ...common,
+      method,
+      message: untilCancelled(
+        output,
+        context.signal,
+        () => {},
+        (m) => toMessage(method.output, m),
+      ),
+    };
+  } catch (error) {
+    throw ConnectError.from(error);
+  }
+}
+
+/** The interceptors around `call`, the first outermost (as Connect applies them). */
+function withInterceptors(
+  call: (req: StreamRequest) => Promise<StreamResponse>,
+  interceptors: Interceptor[],
+): (req: StreamRequest) => Promise<StreamResponse> {
+  return interceptors.reduceRight((next, interceptor) => interceptor(next as never) as unknown as typeof call, call);
+}
+
+function copyHeaders(from: Headers, to: Headers): void {
+  if (from === to) return;
+  for (const key of [...to.keys()]) to.delete(key);
+  from.forEach((value, key) => to.set(key, value));
 }
 
 type HeaderInit = ConstructorParameters<typeof Headers>[0];
@@ -209,7 +291,12 @@ async function* messagesOf<I extends DescMessage>(
  * whole stream: a listener added and removed per message cost more than the
  * message itself.
  */
-function untilCancelled<T>(output: AsyncIterable<T>, signal: AbortSignal, finish: () => void): AsyncIterable<T> {
+function untilCancelled<T, R = T>(
+  output: AsyncIterable<T>,
+  signal: AbortSignal,
+  finish: () => void,
+  normalize: (item: T) => R = (item) => item as unknown as R,
+): AsyncIterable<R> {
   const iterator = output[Symbol.asyncIterator]();
   let done = false;
   /** Fails the `next` in progress, if any. */
@@ -225,7 +312,7 @@ function untilCancelled<T>(output: AsyncIterable<T>, signal: AbortSignal, finish
   };
   return {
     [Symbol.asyncIterator]: () => ({
-      async next(): Promise<IteratorResult<T>> {
+      async next(): Promise<IteratorResult<R>> {
         if (done) return { done: true, value: undefined };
         try {
           if (signal.aborted) throw abortError(signal);
@@ -234,15 +321,18 @@ function untilCancelled<T>(output: AsyncIterable<T>, signal: AbortSignal, finish
             iterator.next().then(resolve, reject);
           });
           failNext = undefined;
-          if (result.done) end();
-          return result;
+          if (result.done) {
+            end();
+            return result;
+          }
+          return { done: false, value: normalize(result.value) };
         } catch (error) {
           failNext = undefined;
           end();
           throw ConnectError.from(error);
         }
       },
-      async return(): Promise<IteratorResult<T>> {
+      async return(): Promise<IteratorResult<R>> {
         end();
         return { done: true, value: undefined };
       },

@@ -9,17 +9,29 @@ import { principalHeaders, principalKey } from "./principal.ts";
  * sanitized one: callers never see driver messages or stacks; the log does.
  */
 export function sanitizeErrors(logger: Logger): Interceptor {
+  const sanitized = (error: unknown, procedure: string): unknown => {
+    if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) return error;
+    if (isDependencyDown(error)) {
+      logger.warn({ err: error, procedure }, "dependency unavailable");
+      return new ConnectError("a dependency is unavailable, try again later", Code.Unavailable);
+    }
+    logger.error({ err: error, procedure }, "unexpected error");
+    return new ConnectError("internal error", Code.Internal);
+  };
+  // A stream's errors come while it is read, after the call has answered: its messages pass through here too.
+  async function* sanitizedStream<T>(messages: AsyncIterable<T>, procedure: string): AsyncIterable<T> {
+    try {
+      yield* messages;
+    } catch (error) {
+      throw sanitized(error, procedure);
+    }
+  }
   return (next) => async (req) => {
     try {
-      return await next(req);
+      const res = await next(req);
+      return res.stream ? { ...res, message: sanitizedStream(res.message, req.method.name) } : res;
     } catch (error) {
-      if (error instanceof ConnectError && error.code !== Code.Internal && error.code !== Code.Unknown) throw error;
-      if (isDependencyDown(error)) {
-        logger.warn({ err: error, procedure: req.method.name }, "dependency unavailable");
-        throw new ConnectError("a dependency is unavailable, try again later", Code.Unavailable);
-      }
-      logger.error({ err: error, procedure: req.method.name }, "unexpected error");
-      throw new ConnectError("internal error", Code.Internal);
+      throw sanitized(error, req.method.name);
     }
   };
 }

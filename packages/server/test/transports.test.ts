@@ -42,6 +42,11 @@ const testService: RpcService = {
     });
     router.service(EventsService, {
       async *followEvents(req, ctx) {
+        if (req.runId === "who") {
+          yield { kind: { case: "event", value: { runId: requirePrincipal(ctx).userId } } };
+          return;
+        }
+        if (req.runId === "driver") throw new Error("E11000 duplicate key error collection: loom.events id_1");
         followed.started++;
         ctx.signal.addEventListener("abort", () => followed.signalAborted++);
         try {
@@ -134,6 +139,35 @@ describe.each(["http", "in-process"] as const)("calls over the %s transport", (k
     const error = await failure(createClient(IdentityService, wrong).authenticate({ credential: "x" }));
     expect(error.code).toBe(Code.Unauthenticated);
     expect(error.rawMessage).toMatch(/service token/);
+    const follow = createClient(EventsService, wrong).followEvents({ runKind: RunKind.STRUCTURE_RUN, runId: "r" });
+    const streamError = await failure(
+      (async () => {
+        for await (const _ of follow);
+      })(),
+    );
+    expect(streamError.code).toBe(Code.Unauthenticated);
+  });
+
+  it("carries the principal into a stream, and turns a stream's unexpected error into INTERNAL without its message", async () => {
+    const principal = { userId: "u-stream", organizationId: "o-stream" };
+    const answers = [];
+    for await (const answer of events().followEvents(
+      { runKind: RunKind.STRUCTURE_RUN, runId: "who" },
+      { headers: headersFor(principal) },
+    ))
+      answers.push(answer.kind.case === "event" ? answer.kind.value.runId : answer.kind.case);
+    expect(answers).toEqual(["u-stream"]);
+    const follow = events().followEvents(
+      { runKind: RunKind.STRUCTURE_RUN, runId: "driver" },
+      { headers: headersFor(principal) },
+    );
+    const error = await failure(
+      (async () => {
+        for await (const _ of follow);
+      })(),
+    );
+    expect(error.code).toBe(Code.Internal);
+    expect(error.rawMessage).not.toMatch(/E11000|loom\.events/);
   });
 
   it("answers UNIMPLEMENTED for a method the service does not implement", async () => {
