@@ -1,5 +1,6 @@
 import type { Readable } from "node:stream";
 import { unauthenticated } from "@loom/contracts/errors";
+import { abortWhenClientGone } from "@loom/server/client-gone";
 import { rateLimitRefusals } from "@loom/telemetry/metrics";
 import type { Context, Next } from "koa";
 import { rateLimited } from "./errors.ts";
@@ -35,9 +36,10 @@ function createCounts() {
  *
  * A stream opened with an API key stops as soon as the key is deleted
  * (docs/behaviour.md §3: at once), on every replica that hears the revocation:
- * its `ctx.state.streamStop` aborts, which the operation joins to its calls'
- * signal. An event stream then ends as a finished response (the client sees
- * it close; its reconnection gets the 401); one not yet answered is a 401.
+ * its `ctx.state.streamStop` aborts (as it does when the client goes away),
+ * which the operation gives its calls as their signal. An event stream then
+ * ends as a finished response (the client sees it close; its reconnection
+ * gets the 401); one not yet answered is a 401.
  */
 export function openStreams(options: { perCredential: number; perOrganization: number; revocations: Revocations }) {
   const { perCredential, perOrganization, revocations } = options;
@@ -65,7 +67,9 @@ export function openStreams(options: { perCredential: number; perOrganization: n
       throw rateLimited(`at most ${perOrganization} event streams may be open at once per organization`);
     }
     const mark = revocations.mark();
+    // Also the stream's signal for a client gone: the operation's calls need no second one joined to it.
     const stop = new AbortController();
+    abortWhenClientGone(ctx.res, stop);
     ctx.state.streamStop = stop.signal;
     byCredential.add(credential);
     byOrganization.add(organizationId);

@@ -97,9 +97,8 @@ export function mountOperations(
       }
       const principal = ctx.state.principal as Principal;
       // Aborts the handler's RPCs when the client goes away before the answer,
-      // and a stream's when it must stop (its key deleted: open-streams.ts).
-      const streamStop = ctx.state.streamStop as AbortSignal | undefined;
-      const signal = streamStop ? AbortSignal.any([clientGoneSignal(ctx.res), streamStop]) : clientGoneSignal(ctx.res);
+      // and a stream's also when it must stop (its key deleted: open-streams.ts).
+      const signal = (ctx.state.streamStop as AbortSignal | undefined) ?? clientGoneSignal(ctx.res);
       const call = { headers: { ...headersFor(principal), ...callHeaders(ctx) }, signal };
       // 402 when billing is required and not paid.
       if (op.paid) await options.billingStanding?.(call);

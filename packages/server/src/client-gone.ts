@@ -12,8 +12,13 @@ const clientGone = new ConnectError("the client went away", Code.Canceled);
  */
 export function clientGoneSignal(res: ServerResponse): AbortSignal {
   const abort = new AbortController();
-  res.once("close", () => {
-    if (!res.writableFinished) abort.abort(clientGone);
-  });
+  abortWhenClientGone(res, abort);
   return abort.signal;
+}
+
+/** Aborts `controller` when the client goes away before its answer is finished, as clientGoneSignal's. */
+export function abortWhenClientGone(res: ServerResponse, controller: AbortController): void {
+  res.once("close", () => {
+    if (!res.writableFinished) controller.abort(clientGone);
+  });
 }
