@@ -1,7 +1,7 @@
 # Sourced by the CI scripts that run Python test tools (schemathesis, the
 # griptape clients): `python_venv <name> <pip install arguments>...` prints
 # the path of a virtualenv under the cache holding them, made once per Python
-# version and again when the arguments change.
+# version and again when the arguments change (or the last install failed).
 # A Python of at least 3.12: schemathesis' coverage phase crashes CPython 3.11
 # ("AST constructor recursion depth mismatch"). Debian's python3 is 3.11 here;
 # the machines' pyenv has newer ones.
@@ -19,11 +19,19 @@ python_venv() {
     return 1
   fi
   local venv="$cache/$name-$("$python" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
-  if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$*" ]; then
+  # What is installed, as recorded once it was: the pip requirement leads, so a
+  # venv made before pip was upgraded first is made again.
+  local wanted="pip>=25.0.1 $*"
+  if [ ! -f "$venv/.installed" ] || [ "$(cat "$venv/.installed")" != "$wanted" ]; then
     echo "installing $* into $venv" >&2
+    rm -f "$venv/.installed"
     "$python" -m venv "$venv" >&2
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2
-    echo "$*" >"$venv/.installed"
+    # A current pip first: the one a Python ships with may be years old, and
+    # pip 24's resolver gave up on griptape's OpenTelemetry extras once newer
+    # releases of them came out ("ResolutionImpossible"); pip 26 resolves them.
+    "$venv/bin/pip" install --quiet --disable-pip-version-check --upgrade "pip>=25.0.1" >&2 || return 1
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >&2 || return 1
+    echo "$wanted" >"$venv/.installed"
   fi
   echo "$venv"
 }
