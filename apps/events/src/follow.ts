@@ -84,6 +84,9 @@ const eventResponse = (event: Event): FollowEventsResponse =>
   create(FollowEventsResponseSchema, { kind: { case: "event", value: event } });
 const batchResponse = (events: Event[], last: boolean): FollowEventsResponse =>
   create(FollowEventsResponseSchema, { kind: { case: "batch", value: create(EventBatchSchema, { events, last }) } });
+/** Consecutive events as the caller reads them: one batch, or without batches the one event. */
+const messageOf = (events: Event[], last: boolean, batches: boolean): FollowEventsResponse =>
+  batches ? batchResponse(events, last) : eventResponse(events[0]!);
 
 /**
  * One FollowEvents stream: a keep-alive once the log is resolved, then the
@@ -111,9 +114,11 @@ export async function* follow(
 ): AsyncGenerator<FollowEventsResponse, void, undefined> {
   const { store, bus, timing, logger } = deps;
   const { log, organizationId, keepAliveMs, batches, acceptsPayloadJson, signal } = req;
+  /** Events a message carries at most. */
+  const perMessage = batches ? timing.pageSize : 1;
   const held = deps.recent?.closedFrom(log, organizationId, req.from);
   if (held) {
-    yield* heldLog(acceptsPayloadJson ? held : held.map(busEvent), batches, timing.pageSize, signal);
+    yield* heldLog(acceptsPayloadJson ? held : held.map(busEvent), batches, perMessage, signal);
     return;
   }
   const subject = subjects.events(log.runKind, log.runId);
@@ -210,24 +215,22 @@ export async function* follow(
     return false;
   };
 
-  /** The buffered events from `next` on, up to the end of the stream and at most a page, as one message (moving `next` past them). */
-  const takeBatch = (): FollowEventsResponse | undefined => {
+  /**
+   * The buffered events from `next` on, up to the end of the stream and at
+   * most `perMessage`, as one message (moving `next` past them), and whether
+   * it ends the stream.
+   */
+  const nextMessage = (): { message: FollowEventsResponse; last: boolean } | undefined => {
     const events: Event[] = [];
     let last = false;
-    for (
-      let event = buffered.get(next);
-      event && !last && events.length < timing.pageSize;
-      event = buffered.get(next)
-    ) {
+    for (let event = buffered.get(next); event && !last && events.length < perMessage; event = buffered.get(next)) {
       buffered.delete(next);
       next += 1;
       events.push(event);
       last = endsStream(log.runKind, event);
     }
-    return events.length > 0 ? batchResponse(events, last) : undefined;
+    return events.length > 0 ? { message: messageOf(events, last, batches), last } : undefined;
   };
-  const endsWith = (message: FollowEventsResponse | undefined) =>
-    message?.kind.case === "batch" && message.kind.value.last;
 
   try {
     // On NATS a subscription is registered by the server asynchronously; a
@@ -244,10 +247,10 @@ export async function* follow(
     const ended = await endedBefore(first.totalCount);
     if (closed) return;
 
-    const opening = batches && !ended ? takeBatch() : undefined;
-    yield opening ?? keepAlive();
+    const opening = batches && !ended ? nextMessage() : undefined;
+    yield opening?.message ?? keepAlive();
     let lastSent = Date.now();
-    if (ended || closed || endsWith(opening)) return;
+    if (ended || closed || opening?.last) return;
 
     /** The `next` last found missing, since when, and how long to wait before reading the store for it again. */
     let stalledAt = -1;
@@ -255,20 +258,11 @@ export async function* follow(
     let retryMs = timing.retryMs;
 
     for (;;) {
-      if (batches)
-        for (let batch = takeBatch(); batch; batch = takeBatch()) {
-          yield batch;
-          lastSent = Date.now();
-          if (closed || endsWith(batch)) return;
-        }
-      else
-        for (let event = buffered.get(next); event; event = buffered.get(next)) {
-          buffered.delete(next);
-          next += 1;
-          yield eventResponse(event);
-          lastSent = Date.now();
-          if (closed || endsStream(log.runKind, event)) return;
-        }
+      for (let taken = nextMessage(); taken; taken = nextMessage()) {
+        yield taken.message;
+        lastSent = Date.now();
+        if (closed || taken.last) return;
+      }
       if (closed) return;
 
       if (busReconnected) {
@@ -347,11 +341,11 @@ export async function* follow(
 }
 
 /** A closed log's events held in memory, sent as a follow sends them, and the end. */
-function* heldLog(events: Event[], batches: boolean, pageSize: number, signal: AbortSignal) {
+function* heldLog(events: Event[], batches: boolean, perMessage: number, signal: AbortSignal) {
   if (!batches || events.length === 0) yield keepAlive();
-  for (let at = 0; at < events.length && !signal.aborted; at += batches ? pageSize : 1) {
-    const page = events.slice(at, at + (batches ? pageSize : 1));
-    yield batches ? batchResponse(page, at + page.length === events.length) : eventResponse(page[0]!);
+  for (let at = 0; at < events.length && !signal.aborted; at += perMessage) {
+    const page = events.slice(at, at + perMessage);
+    yield messageOf(page, at + page.length === events.length, batches);
   }
 }
 

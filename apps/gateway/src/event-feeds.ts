@@ -172,14 +172,6 @@ function finishedStream(buffers: Buffer[]): Readable {
   return out;
 }
 
-/** Frames as one Buffer, and each one's size in it (an all-ASCII Buffer has as many bytes as characters). */
-function encoded(frames: Array<{ frame: string }>): { chunk: Buffer; sizes: number[] } {
-  const text = frames.map((f) => f.frame).join("");
-  const chunk = Buffer.from(text);
-  const ascii = chunk.length === text.length;
-  return { chunk, sizes: frames.map(({ frame }) => (ascii ? frame.length : Buffer.byteLength(frame))) };
-}
-
 /** A frame a feed wrote: where it sits in the Buffer that went to every subscriber then. */
 interface WrittenFrame {
   offset: bigint;
@@ -347,24 +339,15 @@ class Feed {
 
   /**
    * The log from the feed's start to its end, when the upstream's first
-   * message held all of it and it is no larger than the recent frames a feed
-   * keeps: its frames, not yet written, become the finished log instead.
+   * message held all of it: its frames become the finished log, on the rule
+   * of a completed feed (the recent frames still reach back to its start),
+   * and go to no stream. A log too long for that is pushed as usual.
    */
   private wholeLog(): FinishedLog | undefined {
-    const { chunk, sizes } = encoded(this.pending);
-    if (chunk.length > this.options.recentBytes) return undefined;
-    const offsets: bigint[] = [];
-    const starts: number[] = [];
-    let at = keepAliveBytes.length;
-    this.pending.forEach(({ offset }, i) => {
-      if (offset !== undefined) {
-        offsets.push(offset);
-        starts.push(at);
-      }
-      at += sizes[i]!;
-    });
-    this.pending = [];
-    return { from: this.req.from, bytes: Buffer.concat([keepAliveBytes, chunk], at), offsets, starts };
+    const written = this.write();
+    if (this.coveredFrom === this.req.from) return this.finishedLog();
+    if (written) this.push(written);
+    return undefined;
   }
 
   /** Every frame from the feed's start, after a keep-alive, in one Buffer: encoded once for all later streams of the run. */
@@ -410,21 +393,35 @@ class Feed {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.pending.length === 0) return;
+    const written = this.write();
+    if (written) this.push(written);
+  }
+
+  /** The pending frames as one chunk, each event frame remembered among the recent ones; undefined when none are pending. */
+  private write(): { chunk: Buffer; events: number } | undefined {
+    if (this.pending.length === 0) return undefined;
     this.lastFlush = Date.now();
     const frames = this.pending;
     this.pending = [];
-    const { chunk, sizes } = encoded(frames);
+    const text = frames.map((f) => f.frame).join("");
+    const chunk = Buffer.from(text);
+    // Where each event frame sits in the chunk (an all-ASCII chunk has as many bytes as characters).
+    const ascii = chunk.length === text.length;
     let at = 0;
     let events = 0;
-    for (const [i, { offset }] of frames.entries()) {
-      const size = sizes[i]!;
+    for (const { frame, offset } of frames) {
+      const size = ascii ? frame.length : Buffer.byteLength(frame);
       if (offset !== undefined) {
         this.remember({ offset, chunk, start: at, end: at + size });
         events++;
       }
       at += size;
     }
+    return { chunk, events };
+  }
+
+  /** A written chunk to every subscriber. */
+  private push({ chunk, events }: { chunk: Buffer; events: number }): void {
     let reached = 0;
     for (const out of this.subscribers) {
       // A reader this far behind is let go rather than buffered for: it resumes from its Last-Event-ID.
